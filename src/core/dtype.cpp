@@ -1,0 +1,22 @@
+#include "core/dtype.h"
+
+#include "core/check.h"
+
+namespace ss {
+
+const char* dtype_name(DType dt) {
+    switch (dt) {
+        case DType::f32: return "fp32";
+        case DType::bf16: return "bf16";
+        case DType::i32: return "int32";
+    }
+    return "?";
+}
+
+DType parse_dtype(const std::string& s) {
+    if (s == "fp32" || s == "f32" || s == "float32") return DType::f32;
+    if (s == "bf16" || s == "bfloat16") return DType::bf16;
+    SS_FAIL("unknown dtype '" << s << "'; use fp32 or bf16");
+}
+
+}  // namespace ss

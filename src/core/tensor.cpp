@@ -1,0 +1,86 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+#include "core/check.h"
+
+namespace ss {
+
+int64_t numel(const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+}
+
+std::string shape_str(const Shape& s) {
+    std::ostringstream os;
+    os << "[";
+    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+    os << "]";
+    return os.str();
+}
+
+Tensor::Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt)
+    : shape_(std::move(shape)), numel_(ss::numel(shape_)), dtype_(dt), cat_(cat), ledger_(&ledger) {
+    for (int64_t d : shape_) SS_CHECK(d >= 0, "tensor: negative dimension in shape " << shape_str(shape_));
+    size_t n = bytes();
+    size_t rounded = (n + 63) / 64 * 64;
+    if (rounded == 0) rounded = 64;
+    data_ = std::aligned_alloc(64, rounded);
+    SS_CHECK(data_ != nullptr, "out of memory allocating " << n << " bytes for " << mem_name(cat));
+    std::memset(data_, 0, rounded);
+    ledger_->alloc(cat_, n);
+}
+
+Tensor::~Tensor() { reset(); }
+
+Tensor::Tensor(Tensor&& o) noexcept { *this = std::move(o); }
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+    if (this != &o) {
+        reset();
+        data_ = std::exchange(o.data_, nullptr);
+        shape_ = std::move(o.shape_);
+        numel_ = std::exchange(o.numel_, 0);
+        dtype_ = o.dtype_;
+        cat_ = o.cat_;
+        ledger_ = std::exchange(o.ledger_, nullptr);
+    }
+    return *this;
+}
+
+void Tensor::reset() {
+    if (data_) {
+        std::free(data_);
+        if (ledger_) ledger_->release(cat_, bytes());
+    }
+    data_ = nullptr;
+    numel_ = 0;
+    shape_.clear();
+    ledger_ = nullptr;
+}
+
+float* Tensor::f32() {
+    SS_CHECK(dtype_ == DType::f32, "tensor is " << dtype_name(dtype_) << ", not fp32");
+    return static_cast<float*>(data_);
+}
+const float* Tensor::f32() const { return const_cast<Tensor*>(this)->f32(); }
+uint16_t* Tensor::bf16() {
+    SS_CHECK(dtype_ == DType::bf16, "tensor is " << dtype_name(dtype_) << ", not bf16");
+    return static_cast<uint16_t*>(data_);
+}
+const uint16_t* Tensor::bf16() const { return const_cast<Tensor*>(this)->bf16(); }
+int32_t* Tensor::i32() {
+    SS_CHECK(dtype_ == DType::i32, "tensor is " << dtype_name(dtype_) << ", not int32");
+    return static_cast<int32_t*>(data_);
+}
+const int32_t* Tensor::i32() const { return const_cast<Tensor*>(this)->i32(); }
+
+void Tensor::zero() {
+    if (data_) std::memset(data_, 0, bytes());
+}
+
+}  // namespace ss

@@ -1,0 +1,73 @@
+// tensor.h — a block of memory with a shape, booked in a rank's Ledger.
+//
+// Deliberately small: kernels take raw pointers and sizes (as llm.c does), so
+// the math never depends on this class. A Tensor only owns memory, knows its
+// shape and dtype, and tells the Ledger when it is born and when it dies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/ledger.h"
+
+namespace ss {
+
+/// Shape of a tensor, outermost dimension first.
+using Shape = std::vector<int64_t>;
+
+/// Number of elements of @p s (1 for an empty shape).
+int64_t numel(const Shape& s);
+
+/// "[2, 3, 4]".
+std::string shape_str(const Shape& s);
+
+/// An owned, 64-byte aligned buffer of numel(shape) elements, zero-filled,
+/// booked in a Ledger under one category. Move-only.
+class Tensor {
+public:
+    Tensor() = default;
+    /// Allocates and books numel(@p shape) elements of @p dt in @p ledger under @p cat.
+    Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt = DType::f32);
+    ~Tensor();
+    Tensor(Tensor&& o) noexcept;
+    Tensor& operator=(Tensor&& o) noexcept;
+    Tensor(const Tensor&) = delete;
+    Tensor& operator=(const Tensor&) = delete;
+
+    /// Frees the memory (the Ledger sees it go) and leaves an empty tensor.
+    void reset();
+
+    bool empty() const { return data_ == nullptr; }
+    const Shape& shape() const { return shape_; }
+    DType dtype() const { return dtype_; }
+    Mem category() const { return cat_; }
+    int64_t numel() const { return numel_; }
+    size_t bytes() const { return numel_ * dtype_size(dtype_); }
+
+    void* data() { return data_; }
+    const void* data() const { return data_; }
+    /// The elements as fp32 (checks the dtype).
+    float* f32();
+    const float* f32() const;
+    /// The elements as raw bf16 bits (checks the dtype).
+    uint16_t* bf16();
+    const uint16_t* bf16() const;
+    /// The elements as int32 (checks the dtype).
+    int32_t* i32();
+    const int32_t* i32() const;
+
+    /// Sets every byte to zero.
+    void zero();
+
+private:
+    void* data_ = nullptr;
+    Shape shape_;
+    int64_t numel_ = 0;
+    DType dtype_ = DType::f32;
+    Mem cat_ = Mem::workspace;
+    Ledger* ledger_ = nullptr;
+};
+
+}  // namespace ss

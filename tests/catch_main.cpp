@@ -1,0 +1,3 @@
+// The Catch2 v2 main, compiled once and linked into every test executable.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
