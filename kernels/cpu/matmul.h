@@ -1,0 +1,30 @@
+// matmul.h — the linear layer, y = x W + b, forward and backward.
+//
+// Dimensions: N = rows (B*T tokens), C = input features, OC = output features.
+// W is stored as HF GPT-2's Conv1D stores it: [C, OC] (in, out), row-major.
+//
+//   forward:   out[N,OC]  = inp[N,C] @ W[C,OC] + b[OC]
+//   backward:  dinp[N,C]  += dout[N,OC] @ W^T
+//              dW[C,OC]   += inp^T @ dout
+//              db[OC]     += sum over rows of dout
+//
+// The fast versions call OpenBLAS cblas_sgemm; the *_reference versions are
+// plain loops kept for the tests and for reading.
+#pragma once
+
+namespace ss::cpu {
+
+/// out = inp @ weight + bias (bias may be null).
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);
+/// Accumulates (+=) into dinp, dweight, dbias; any of them may be null to skip it.
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC);
+
+/// Plain-loop twin of matmul_forward, for tests.
+void matmul_forward_reference(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                              int OC);
+/// Plain-loop twin of matmul_backward, for tests.
+void matmul_backward_reference(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, int N, int C, int OC);
+
+}  // namespace ss::cpu

@@ -1,0 +1,15 @@
+// residual.h — the residual connection, out = a + b (He et al. 2016).
+//
+// Its backward is the identity into both branches: da += dout, db += dout.
+#pragma once
+
+namespace ss::cpu {
+
+/// out[i] = a[i] + b[i].
+void residual_forward(float* out, const float* a, const float* b, long n);
+/// da[i] += dout[i]; db[i] += dout[i].
+void residual_backward(float* da, float* db, const float* dout, long n);
+/// y[i] += x[i] (the accumulate step that many backward passes need).
+void add_inplace(float* y, const float* x, long n);
+
+}  // namespace ss::cpu
