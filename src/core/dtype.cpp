@@ -20,3 +20,15 @@ DType parse_dtype(const std::string& s) {
 }
 
 }  // namespace ss
+
+namespace ss {
+
+void f32_to_bf16(uint16_t* dst, const float* src, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+void bf16_to_f32(float* dst, const uint16_t* src, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+}  // namespace ss

@@ -43,3 +43,12 @@ inline float bf16_to_f32(uint16_t h) {
 }
 
 }  // namespace ss
+
+namespace ss {
+
+/// dst[i] = bf16(src[i]) for n elements.
+void f32_to_bf16(uint16_t* dst, const float* src, size_t n);
+/// dst[i] = float(src[i]) for n elements.
+void bf16_to_f32(float* dst, const uint16_t* src, size_t n);
+
+}  // namespace ss

@@ -23,7 +23,7 @@ std::string shape_str(const Shape& s) {
     return os.str();
 }
 
-Tensor::Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt)
+Tensor::Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt, bool zero)
     : shape_(std::move(shape)), numel_(ss::numel(shape_)), dtype_(dt), cat_(cat), ledger_(&ledger) {
     for (int64_t d : shape_) SS_CHECK(d >= 0, "tensor: negative dimension in shape " << shape_str(shape_));
     size_t n = bytes();
@@ -31,7 +31,7 @@ Tensor::Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt)
     if (rounded == 0) rounded = 64;
     data_ = std::aligned_alloc(64, rounded);
     SS_CHECK(data_ != nullptr, "out of memory allocating " << n << " bytes for " << mem_name(cat));
-    std::memset(data_, 0, rounded);
+    if (zero) std::memset(data_, 0, rounded);
     ledger_->alloc(cat_, n);
 }
 

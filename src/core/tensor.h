@@ -28,8 +28,9 @@ std::string shape_str(const Shape& s);
 class Tensor {
 public:
     Tensor() = default;
-    /// Allocates and books numel(@p shape) elements of @p dt in @p ledger under @p cat.
-    Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt = DType::f32);
+    /// Allocates and books numel(@p shape) elements of @p dt in @p ledger under @p cat,
+    /// zero-filled unless @p zero is false (for buffers that are written before they are read).
+    Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt = DType::f32, bool zero = true);
     ~Tensor();
     Tensor(Tensor&& o) noexcept;
     Tensor& operator=(Tensor&& o) noexcept;

@@ -1,0 +1,213 @@
+#include "model/gpt2.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/crossentropy.h"
+#include "kernels/cpu/encoder.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/residual.h"
+
+namespace ss {
+
+using namespace ss::cpu;
+
+template <typename F>
+static BlockPtrs<F> block_ptrs(const ParamLayout& lay, F* flat, int l) {
+    auto p = [&](BlockParam which) { return flat + lay.block(l, which).offset; };
+    return BlockPtrs<F>{p(kLn1W), p(kLn1B), p(kAttnW), p(kAttnB), p(kAttnProjW), p(kAttnProjB),
+                        p(kLn2W), p(kLn2B), p(kFcW),   p(kFcB),   p(kFcProjW),   p(kFcProjB)};
+}
+
+BlockWeights block_weights(const ParamLayout& lay, const float* flat, int l) { return block_ptrs(lay, flat, l); }
+BlockGrads block_grads(const ParamLayout& lay, float* flat, int l) { return block_ptrs(lay, flat, l); }
+
+void Activations::clear() {
+    encoded.reset();
+    blocks.clear();
+    lnf.reset();
+    lnf_mean.reset();
+    lnf_rstd.reset();
+    probs.reset();
+    losses.reset();
+}
+
+// Saved activations need no zero-fill: forward writes every element first.
+static Tensor act(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::acts, std::move(shape), DType::f32, false); }
+static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
+
+// ---- forward ------------------------------------------------------------------
+
+void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C,
+                           Ledger& ledger) {
+    a.encoded = act(ledger, {a.B, a.T, C});
+    encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
+}
+
+void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H,
+                   Ledger& ledger) {
+    const int N = B * T;
+    ba.ln1 = act(ledger, {B, T, C});
+    ba.ln1_mean = act(ledger, {B, T});
+    ba.ln1_rstd = act(ledger, {B, T});
+    ba.qkv = act(ledger, {B, T, 3 * C});
+    ba.att = act(ledger, {B, H, T, T});
+    ba.atty = act(ledger, {B, T, C});
+    ba.x_mid = act(ledger, {B, T, C});
+    ba.ln2 = act(ledger, {B, T, C});
+    ba.ln2_mean = act(ledger, {B, T});
+    ba.ln2_rstd = act(ledger, {B, T});
+    ba.fch = act(ledger, {B, T, 4 * C});
+    ba.fch_gelu = act(ledger, {B, T, 4 * C});
+    ba.x_out = act(ledger, {B, T, C});
+
+    // Attention sub-block: x_mid = x_in + c_proj(attention(c_attn(ln_1(x_in))))
+    layernorm_forward(ba.ln1.f32(), ba.ln1_mean.f32(), ba.ln1_rstd.f32(), x_in, w.ln1_w, w.ln1_b, N, C);
+    matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * C);
+    attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, T, C, H);
+    matmul_forward(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, w.attnproj_b, N, C, C);
+    add_inplace(ba.x_mid.f32(), x_in, long(N) * C);
+
+    // MLP sub-block: x_out = x_mid + mlp.c_proj(gelu(mlp.c_fc(ln_2(x_mid))))
+    layernorm_forward(ba.ln2.f32(), ba.ln2_mean.f32(), ba.ln2_rstd.f32(), ba.x_mid.f32(), w.ln2_w, w.ln2_b, N, C);
+    matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, 4 * C);
+    gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * 4 * C);
+    matmul_forward(ba.x_out.f32(), ba.fch_gelu.f32(), w.fcproj_w, w.fcproj_b, N, 4 * C, C);
+    add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(N) * C);
+}
+
+float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
+                   const int* targets, int C, int V, Ledger& ledger) {
+    const int N = a.B * a.T;
+    a.lnf = act(ledger, {a.B, a.T, C});
+    a.lnf_mean = act(ledger, {a.B, a.T});
+    a.lnf_rstd = act(ledger, {a.B, a.T});
+    a.probs = act(ledger, {a.B, a.T, V});
+    a.losses = act(ledger, {a.B, a.T});
+    layernorm_forward(a.lnf.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, N, C);
+    // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h).
+    Tensor logits(ledger, Mem::workspace, {a.B, a.T, V}, DType::f32, false);
+    lm_head_forward(logits.f32(), a.lnf.f32(), wte, N, C, V);
+    a.loss = crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V);
+    return a.loss;
+}
+
+// ---- backward -----------------------------------------------------------------
+
+void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
+                   const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
+                   Ledger& ledger) {
+    const int N = a.B * a.T;
+    Tensor dlogits = scratch(ledger, {a.B, a.T, V});
+    crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V);
+    Tensor dlnf = scratch(ledger, {a.B, a.T, C});
+    lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, V);
+    std::memset(dx, 0, sizeof(float) * size_t(N) * C);
+    layernorm_backward(dx, dlnf_w, dlnf_b, dlnf.f32(), x_last, lnf_w, a.lnf_mean.f32(), a.lnf_rstd.f32(), N, C);
+}
+
+void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
+                    int T, int C, int H, Ledger& ledger) {
+    const int N = B * T;
+    // dx = d/d(x_out). The residual passes it to x_mid unchanged (dx_mid starts as dx)
+    // and the MLP branch adds its part.
+    Tensor dfch_gelu = scratch(ledger, {B, T, 4 * C});
+    Tensor dfch = scratch(ledger, {B, T, 4 * C});
+    Tensor dln2 = scratch(ledger, {B, T, C});
+    matmul_backward(dfch_gelu.f32(), g.fcproj_w, g.fcproj_b, dx, ba.fch_gelu.f32(), w.fcproj_w, N, 4 * C, C);
+    gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * 4 * C);
+    matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, 4 * C);
+    layernorm_backward(dx, g.ln2_w, g.ln2_b, dln2.f32(), ba.x_mid.f32(), w.ln2_w, ba.ln2_mean.f32(),
+                       ba.ln2_rstd.f32(), N, C);
+    dfch_gelu.reset();
+    dfch.reset();
+
+    // dx = d/d(x_mid) now. The same again for the attention branch.
+    Tensor datty = scratch(ledger, {B, T, C});
+    Tensor dqkv = scratch(ledger, {B, T, 3 * C});
+    Tensor datt_scratch = Tensor(ledger, Mem::workspace, {B, H, T, T}, DType::f32, false);
+    Tensor& dln1 = dln2;  // same shape, free again
+    dln1.zero();
+    matmul_backward(datty.f32(), g.attnproj_w, g.attnproj_b, dx, ba.atty.f32(), w.attnproj_w, N, C, C);
+    attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, T, C, H);
+    matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * C);
+    layernorm_backward(dx, g.ln1_w, g.ln1_b, dln1.f32(), x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), N, C);
+}
+
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C) {
+    encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
+}
+
+// ---- the whole model --------------------------------------------------------------
+
+GPT2::GPT2(const GPT2Config& cfg, Ledger& ledger, DType storage)
+    : cfg_(cfg), layout_(make_param_layout(cfg)), storage_(storage), ledger_(&ledger) {
+    validate(cfg_);
+    SS_CHECK(storage == DType::f32 || storage == DType::bf16, "--dtype must be fp32 or bf16");
+    params_ = Tensor(ledger, Mem::params, {layout_.total}, storage);
+    grads_ = Tensor(ledger, Mem::grads, {layout_.total}, storage);
+    if (storage == DType::bf16) {
+        params_f32_ = Tensor(ledger, Mem::workspace, {layout_.total});
+        grads_f32_ = Tensor(ledger, Mem::workspace, {layout_.total});
+    }
+}
+
+void GPT2::init(uint64_t seed) {
+    init_params(layout_, cfg_, seed, 0, layout_.total, w());
+    if (storage_ == DType::bf16) {
+        f32_to_bf16(params_.bf16(), w(), size_t(layout_.total));
+        load_compute_params();  // the math sees the bf16-rounded values, as it will after every step
+    }
+}
+
+void GPT2::zero_grad() { std::memset(g(), 0, sizeof(float) * size_t(layout_.total)); }
+
+void GPT2::store_grads() {
+    if (storage_ == DType::bf16) f32_to_bf16(grads_.bf16(), grads_f32_.f32(), size_t(layout_.total));
+}
+
+void GPT2::load_compute_params() {
+    if (storage_ == DType::bf16) bf16_to_f32(params_f32_.f32(), params_.bf16(), size_t(layout_.total));
+}
+
+float GPT2::forward(const int* tokens, const int* targets, int B, int T, Activations& a) {
+    SS_CHECK(T <= cfg_.maxT, "sequence length T=" << T << " is longer than the positional table (maxT="
+                                                  << cfg_.maxT << "); use --seq " << cfg_.maxT
+                                                  << " or less, or a model with a larger --max-seq");
+    const float* W = w();
+    const int C = cfg_.C;
+    a.clear();
+    a.B = B;
+    a.T = T;
+    encoder_stage_forward(a, W + layout_.wte().offset, W + layout_.wpe().offset, tokens, C, *ledger_);
+    a.blocks.resize(cfg_.L);
+    const float* x = a.encoded.f32();
+    for (int l = 0; l < cfg_.L; ++l) {
+        block_forward(a.blocks[l], block_weights(layout_, W, l), x, B, T, C, cfg_.H, *ledger_);
+        x = a.blocks[l].x_out.f32();
+    }
+    return head_forward(a, x, W + layout_.lnf_w().offset, W + layout_.lnf_b().offset, W + layout_.wte().offset,
+                        targets, C, cfg_.V, *ledger_);
+}
+
+void GPT2::backward(const int* tokens, const int* targets, const Activations& a, float dloss) {
+    const float* W = w();
+    float* G = g();
+    const int B = a.B, T = a.T, C = cfg_.C;
+    Tensor dx = scratch(*ledger_, {B, T, C});
+    auto x_in = [&](int l) { return l == 0 ? a.encoded.f32() : a.blocks[l - 1].x_out.f32(); };
+    head_backward(dx.f32(), G + layout_.lnf_w().offset, G + layout_.lnf_b().offset, G + layout_.wte().offset, a,
+                  x_in(cfg_.L), W + layout_.lnf_w().offset, W + layout_.wte().offset, targets, dloss, C, cfg_.V,
+                  *ledger_);
+    for (int l = cfg_.L - 1; l >= 0; --l) {
+        BlockGrads gl = block_grads(layout_, G, l);
+        block_backward(dx.f32(), gl, a.blocks[l], block_weights(layout_, W, l), x_in(l), B, T, C, cfg_.H, *ledger_);
+    }
+    encoder_stage_backward(G + layout_.wte().offset, G + layout_.wpe().offset, dx.f32(), tokens, B, T, C);
+}
+
+}  // namespace ss

@@ -1,0 +1,140 @@
+// gpt2.h — GPT-2 (Radford et al. 2019) on one rank: parameters, forward,
+// backward. Dimension letters as in config.h (B, T, C, H, V, L).
+//
+//   tokens[B,T] -> x = wte[tokens] + wpe[0..T)                        (encoder)
+//   for each block l:                                                 (pre-LN)
+//       x = x + c_proj( attention( c_attn( ln_1(x) ) ) )
+//       x = x + mlp.c_proj( gelu( mlp.c_fc( ln_2(x) ) ) )
+//   logits = ln_f(x) @ wte^T                                          (tied head)
+//   loss = mean over B*T of cross-entropy(logits, targets)
+//
+// The math is in kernels/cpu; this file only wires it. Each stage is its own
+// function over a struct of pointers (BlockWeights), so a strategy can run a
+// block on parameters it gathered (ZeRO-3) or on its shard (tensor parallel).
+#pragma once
+
+#include <vector>
+
+#include "core/ledger.h"
+#include "core/tensor.h"
+#include "model/config.h"
+#include "model/params.h"
+
+namespace ss {
+
+/// Pointers to one block's parameters (or gradients), HF order.
+template <typename F>
+struct BlockPtrs {
+    F* ln1_w; F* ln1_b;
+    F* attn_w; F* attn_b; F* attnproj_w; F* attnproj_b;
+    F* ln2_w; F* ln2_b;
+    F* fc_w; F* fc_b; F* fcproj_w; F* fcproj_b;
+};
+using BlockWeights = BlockPtrs<const float>;
+using BlockGrads = BlockPtrs<float>;
+
+/// The pointers of block @p l inside a flat buffer laid out as @p lay.
+BlockWeights block_weights(const ParamLayout& lay, const float* flat, int l);
+/// The same for a gradient buffer.
+BlockGrads block_grads(const ParamLayout& lay, float* flat, int l);
+
+/// What one block saves in forward for its backward (all Mem::acts).
+struct BlockActs {
+    Tensor ln1, ln1_mean, ln1_rstd;  // [B,T,C], [B,T], [B,T]
+    Tensor qkv;                      // [B,T,3C]
+    Tensor att;                      // [B,H,T,T] softmax probabilities
+    Tensor atty;                     // [B,T,C] attention output before c_proj
+    Tensor x_mid;                    // [B,T,C] residual stream after attention
+    Tensor ln2, ln2_mean, ln2_rstd;  // [B,T,C], [B,T], [B,T]
+    Tensor fch, fch_gelu;            // [B,T,4C]
+    Tensor x_out;                    // [B,T,C] residual stream after the MLP
+};
+
+/// Everything a forward pass of B x T tokens saves for backward (Mem::acts).
+struct Activations {
+    int B = 0, T = 0;
+    Tensor encoded;                  // [B,T,C] x before block 0
+    std::vector<BlockActs> blocks;
+    Tensor lnf, lnf_mean, lnf_rstd;  // [B,T,C], [B,T], [B,T]
+    Tensor probs;                    // [B,T,V]
+    Tensor losses;                   // [B,T]
+    float loss = 0.0f;               ///< mean of losses
+
+    /// Frees everything (the Ledger sees the acts go).
+    void clear();
+};
+
+/// The embedding stage: x = wte[tokens] + wpe.
+void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C,
+                           Ledger& ledger);
+/// Forward of block @p l (a.blocks[l] is allocated here). @p x_in is the block's input.
+void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H,
+                   Ledger& ledger);
+/// The head: ln_f, tied logits, cross-entropy. Returns the mean loss.
+float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
+                   const int* targets, int C, int V, Ledger& ledger);
+
+/// Backward of the head. Writes dx[B,T,C] (overwrites) and accumulates dwte, dlnf_w, dlnf_b.
+/// @p dloss is d(objective)/d(loss of each token): 1/(B*T) for the mean loss.
+void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
+                   const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
+                   Ledger& ledger);
+/// Backward of block @p l: dx holds d/d(x_out) on entry and d/d(x_in) on exit.
+void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
+                    int T, int C, int H, Ledger& ledger);
+/// Backward of the embedding: accumulates into dwte, dwpe.
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C);
+
+/// A whole GPT-2 on one rank: flat parameters and gradients plus forward/backward.
+///
+/// Storage dtype fp32: params and grads are fp32 (4 + 4 bytes per parameter).
+/// Storage dtype bf16: params and grads are stored in bf16 (2 + 2 bytes, as the
+/// ZeRO paper counts them); the math runs in fp32 on a compute copy kept in
+/// the workspace category, and gradients accumulate in fp32 there before they
+/// are rounded to bf16 once per step.
+class GPT2 {
+public:
+    /// Allocates (zeroed) parameters and gradients in @p ledger.
+    GPT2(const GPT2Config& cfg, Ledger& ledger, DType storage = DType::f32);
+
+    const GPT2Config& config() const { return cfg_; }
+    const ParamLayout& layout() const { return layout_; }
+    DType storage() const { return storage_; }
+    Ledger& ledger() { return *ledger_; }
+
+    /// Counter-based initialisation (params.h).
+    void init(uint64_t seed);
+
+    /// fp32 parameters the math reads.
+    float* w() { return storage_ == DType::f32 ? params_.f32() : params_f32_.f32(); }
+    const float* w() const { return const_cast<GPT2*>(this)->w(); }
+    /// fp32 gradients the math accumulates into.
+    float* g() { return storage_ == DType::f32 ? grads_.f32() : grads_f32_.f32(); }
+
+    /// The stored parameters and gradients (fp32 or bf16).
+    Tensor& params() { return params_; }
+    Tensor& grads() { return grads_; }
+
+    /// Forward over tokens[B,T] against targets[B,T]; saves into @p acts; returns the mean loss.
+    float forward(const int* tokens, const int* targets, int B, int T, Activations& acts);
+    /// Backward of forward(); accumulates into g() with d(objective)/d(token loss) = @p dloss
+    /// (1/(B*T) for this micro-batch's mean loss; divide by GA when accumulating).
+    void backward(const int* tokens, const int* targets, const Activations& acts, float dloss);
+
+    /// Sets the fp32 gradients to zero.
+    void zero_grad();
+    /// Rounds the fp32 gradient accumulator into the stored bf16 gradients (no-op for fp32).
+    void store_grads();
+    /// Refreshes the fp32 compute copy from the stored bf16 parameters (no-op for fp32).
+    void load_compute_params();
+
+private:
+    GPT2Config cfg_;
+    ParamLayout layout_;
+    DType storage_;
+    Ledger* ledger_;
+    Tensor params_, grads_;
+    Tensor params_f32_, grads_f32_;
+};
+
+}  // namespace ss
