@@ -1,0 +1,100 @@
+// mesh_report.cpp — writes the rank grid as text: shape, legend, ranks, groups.
+#include "mesh/mesh_report.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace ss {
+namespace {
+
+// What each kind of group is for: the collective it runs, in a few words.
+const char* purpose(GroupKind kind) {
+    switch (kind) {
+        case GroupKind::tp: return "Megatron TP: all-reduce activations in every layer (f/g)";
+        case GroupKind::sp: return "sequence parallel: all-to-all around attention, or K/V around a ring";
+        case GroupKind::dp_shard: return "ZeRO: all-gather parameters, reduce-scatter gradients";
+        case GroupKind::dp_rep: return "replicas: all-reduce gradient shards across copies (hpZ, HYBRID_SHARD)";
+        case GroupKind::dp: return "data parallel: different batches, same model; GBS counts these";
+        case GroupKind::pp: return "pipeline: activations to the next stage, gradients to the previous";
+        case GroupKind::dp_shard_sp: return "what ZeRO shards over when sp > 1 (DeepSpeed's sequence-data-parallel)";
+        case GroupKind::dp_sp: return "gradients are averaged over these ranks";
+        case GroupKind::world: return "every rank";
+    }
+    return "";
+}
+
+// Writes "{0,1} {2,3} ..." wrapped so that no line passes `width` characters.
+void write_members(std::ostringstream& os, const std::vector<Group>& groups, int indent, int width) {
+    int col = indent;
+    os << std::string(indent, ' ');
+    for (const Group& g : groups) {
+        std::ostringstream one;
+        one << "{";
+        for (int i = 0; i < g.size(); ++i) one << (i ? "," : "") << g.ranks[i];
+        one << "}";
+        const int len = int(one.str().size()) + 1;
+        if (col > indent && col + len > width) {
+            os << "\n" << std::string(indent, ' ');
+            col = indent;
+        }
+        os << one.str() << " ";
+        col += len;
+    }
+    os << "\n";
+}
+
+}  // namespace
+
+std::string mesh_report(const ProcessMesh& mesh) {
+    const MeshShape& s = mesh.shape();
+    const int world = mesh.world_size();
+    std::ostringstream os;
+
+    // 1. The shape, and what GBS counts.
+    os << "mesh: " << world << (world == 1 ? " rank" : " ranks") << " = pp " << s.pp << " x dp_rep " << s.dp_rep
+       << " x dp_shard " << s.dp_shard << " x sp " << s.sp << " x tp " << s.tp << "\n";
+    os << "DP = dp_rep x dp_shard = " << s.dp_rep << " x " << s.dp_shard << " = " << s.dp()
+       << " batches per step:  GBS = MBS x GA x " << s.dp() << "  (sp and tp ranks share their samples)\n\n";
+
+    // 2. Legend.
+    os << "Legend: axes outermost first. tp varies fastest, so TP peers are consecutive ranks\n"
+       << "(one node's NVLink carries TP's per-layer all-reduces); pp is outermost, its traffic is lightest.\n"
+       << "  rank = (((pp_rank*" << s.dp_rep << " + dp_rep_rank)*" << s.dp_shard << " + dp_shard_rank)*" << s.sp
+       << " + sp_rank)*" << s.tp << " + tp_rank\n"
+       << "  pp        pipeline stage: holds a slice of the layers\n"
+       << "  dp_rep    replica: a full copy of the (ZeRO-sharded) model, its own batches\n"
+       << "  dp_shard  ZeRO shard: holds 1/dp_shard of params, grads, optimizer state; its own batches\n"
+       << "  sp        sequence piece: holds part of every sequence (Ulysses / ring attention)\n"
+       << "  tp        tensor slice: holds a slice of every weight matrix (Megatron)\n"
+       << "  dp        data-parallel rank = dp_rep_rank * dp_shard + dp_shard_rank: which batch it sees\n\n";
+
+    // 3. Every rank's coordinates.
+    os << "Ranks\n  rank  pp  dp_rep  dp_shard  sp  tp  |  dp\n";
+    for (int r = 0; r < world; ++r) {
+        const MeshCoord c = mesh.coord(r);
+        os << "  " << std::setw(4) << r << std::setw(4) << c.pp_rank << std::setw(8) << c.dp_rep_rank << std::setw(10)
+           << c.dp_shard_rank << std::setw(4) << c.sp_rank << std::setw(4) << c.tp_rank << "  |" << std::setw(4)
+           << c.dp_rank << "\n";
+    }
+
+    // 4. Every group of every kind.
+    os << "\nGroups (members in group order: a rank's place in {...} is its rank in the group)\n";
+    for (GroupKind kind : all_group_kinds()) {
+        const std::vector<Group> groups = mesh.groups(kind);
+        const int n = int(groups.size()), size = groups.front().size();
+        os << "  " << std::left << std::setw(12) << group_kind_name(kind) << std::right << std::setw(3) << n
+           << (n == 1 ? " group  of " : " groups of ") << std::setw(2) << size << (size == 1 ? " rank   " : " ranks  ");
+        if (size == 1 && world > 1) {
+            os << "(axis not split: nothing to communicate)\n";
+            continue;
+        }
+        os << purpose(kind);
+        if (kind == GroupKind::dp_shard_sp && s.sp == 1) os << "; = dp_shard as sp = 1";
+        if (kind == GroupKind::dp_sp && s.sp == 1) os << "; = dp as sp = 1";
+        os << "\n";
+        write_members(os, groups, 6, 100);
+    }
+    return os.str();
+}
+
+}  // namespace ss

@@ -1,0 +1,328 @@
+// test_mesh.cpp — the rank grid against group tables written out by hand.
+//
+// Each layout lists every group of every kind as a reader would draw it on
+// paper; the mesh must produce exactly those members in exactly that order
+// (the order is the rank within the group, so it matters as much as the set).
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "core/check.h"
+#include "mesh/mesh_report.h"
+#include "mesh/process_mesh.h"
+
+using namespace ss;
+using Table = std::vector<std::vector<int>>;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Table singletons(int world) {
+    Table t;
+    for (int r = 0; r < world; ++r) t.push_back({r});
+    return t;
+}
+
+std::vector<int> iota(int n, int from = 0, int step = 1) {
+    std::vector<int> v;
+    for (int i = 0; i < n; ++i) v.push_back(from + i * step);
+    return v;
+}
+
+// The hand-written group in `table` that holds `rank`.
+const std::vector<int>& row_with(const Table& table, int rank) {
+    for (const auto& row : table)
+        for (int r : row)
+            if (r == rank) return row;
+    FAIL("rank " << rank << " is in no group of the hand-written table");
+    return table.front();
+}
+
+// Every kind: groups(kind) equals the table, and group(kind, r) is r's row for every r.
+void check_tables(const ProcessMesh& mesh, const std::map<GroupKind, Table>& expect) {
+    REQUIRE(expect.size() == all_group_kinds().size());  // the test covers every kind
+    for (const auto& [kind, table] : expect) {
+        INFO("group kind " << group_kind_name(kind));
+        const std::vector<Group> got = mesh.groups(kind);
+        Table members;
+        for (const Group& g : got) {
+            REQUIRE(g.axis == group_kind_name(kind));
+            members.push_back(g.ranks);
+        }
+        REQUIRE(members == table);
+        for (int r = 0; r < mesh.world_size(); ++r) {
+            INFO("rank " << r);
+            REQUIRE(mesh.group(kind, r).ranks == row_with(table, r));
+        }
+    }
+}
+
+// The mpu view against the same tables: groups, ranks (index in the row) and sizes.
+void check_mpu(const ProcessMesh& mesh, const std::map<GroupKind, Table>& expect) {
+    auto index_in = [](const std::vector<int>& row, int r) {
+        for (int i = 0; i < int(row.size()); ++i)
+            if (row[i] == r) return i;
+        return -1;
+    };
+    for (int r = 0; r < mesh.world_size(); ++r) {
+        INFO("rank " << r);
+        const Mpu m = mesh.mpu(r);
+        REQUIRE(m.rank() == r);
+        const auto& dp = row_with(expect.at(GroupKind::dp), r);
+        const auto& tp = row_with(expect.at(GroupKind::tp), r);
+        const auto& pp = row_with(expect.at(GroupKind::pp), r);
+        const auto& sp = row_with(expect.at(GroupKind::sp), r);
+        const auto& dp_sp = row_with(expect.at(GroupKind::dp_sp), r);
+        const auto& shard = row_with(expect.at(GroupKind::dp_shard), r);
+        const auto& rep = row_with(expect.at(GroupKind::dp_rep), r);
+        const auto& shard_sp = row_with(expect.at(GroupKind::dp_shard_sp), r);
+
+        REQUIRE(m.get_data_parallel_group().ranks == dp);
+        REQUIRE(m.get_data_parallel_rank() == index_in(dp, r));
+        REQUIRE(m.get_data_parallel_world_size() == int(dp.size()));
+        REQUIRE(m.get_tensor_model_parallel_group().ranks == tp);
+        REQUIRE(m.get_tensor_model_parallel_rank() == index_in(tp, r));
+        REQUIRE(m.get_tensor_model_parallel_world_size() == int(tp.size()));
+        REQUIRE(m.get_pipeline_model_parallel_group().ranks == pp);
+        REQUIRE(m.get_pipeline_model_parallel_rank() == index_in(pp, r));
+        REQUIRE(m.get_pipeline_model_parallel_world_size() == int(pp.size()));
+        REQUIRE(m.get_sequence_parallel_group().ranks == sp);
+        REQUIRE(m.get_sequence_parallel_rank() == index_in(sp, r));
+        REQUIRE(m.get_sequence_parallel_world_size() == int(sp.size()));
+        REQUIRE(m.get_sequence_data_parallel_group().ranks == dp_sp);
+        REQUIRE(m.get_sequence_data_parallel_rank() == index_in(dp_sp, r));
+        REQUIRE(m.get_sequence_data_parallel_world_size() == int(dp_sp.size()));
+        REQUIRE(m.dp_shard_group().ranks == shard);
+        REQUIRE(m.dp_shard_rank() == index_in(shard, r));
+        REQUIRE(m.dp_shard_world_size() == int(shard.size()));
+        REQUIRE(m.dp_rep_group().ranks == rep);
+        REQUIRE(m.dp_rep_rank() == index_in(rep, r));
+        REQUIRE(m.dp_rep_world_size() == int(rep.size()));
+        REQUIRE(m.dp_shard_sp_group().ranks == shard_sp);
+        REQUIRE(m.dp_shard_sp_rank() == index_in(shard_sp, r));
+        REQUIRE(m.dp_shard_sp_world_size() == int(shard_sp.size()));
+
+        // Pipeline neighbours: the previous / next member of r's pp group, -1 past the ends.
+        const int stage = index_in(pp, r);
+        REQUIRE(m.pp_is_first_stage() == (stage == 0));
+        REQUIRE(m.pp_is_last_stage() == (stage == int(pp.size()) - 1));
+        REQUIRE(m.pp_prev_rank() == (stage == 0 ? -1 : pp[stage - 1]));
+        REQUIRE(m.pp_next_rank() == (stage == int(pp.size()) - 1 ? -1 : pp[stage + 1]));
+
+        REQUIRE(mesh.rank_at(m.coord()) == r);
+    }
+}
+
+MeshShape shape(int pp, int dp_rep, int dp_shard, int sp, int tp) {
+    MeshShape s;
+    s.pp = pp, s.dp_rep = dp_rep, s.dp_shard = dp_shard, s.sp = sp, s.tp = tp;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("world 8 = dp 4 x tp 2: tp rows, dp columns", "[mesh]") {
+    // rank = dp_shard_rank * 2 + tp_rank
+    const ProcessMesh mesh(8, fill_dp(8, shape(1, 0, 0, 1, 2)));
+    REQUIRE(mesh.shape().dp_shard == 4);
+    REQUIRE(mesh.shape().dp_rep == 1);
+    const Table dp = {{0, 2, 4, 6}, {1, 3, 5, 7}};
+    const std::map<GroupKind, Table> expect = {
+        {GroupKind::tp, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}},
+        {GroupKind::sp, singletons(8)},
+        {GroupKind::dp_shard, dp},
+        {GroupKind::dp_rep, singletons(8)},
+        {GroupKind::dp, dp},
+        {GroupKind::pp, singletons(8)},
+        {GroupKind::dp_shard_sp, dp},
+        {GroupKind::dp_sp, dp},
+        {GroupKind::world, {iota(8)}},
+    };
+    check_tables(mesh, expect);
+    check_mpu(mesh, expect);
+}
+
+TEST_CASE("world 16 = pp 2 x dp_rep 2 x dp_shard 2 x tp 2", "[mesh]") {
+    // rank = pp_rank * 8 + dp_rep_rank * 4 + dp_shard_rank * 2 + tp_rank
+    const ProcessMesh mesh(16, shape(2, 2, 2, 1, 2));
+    const Table shard = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}};
+    const Table dp = {{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}};
+    const std::map<GroupKind, Table> expect = {
+        {GroupKind::tp, {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}},
+        {GroupKind::sp, singletons(16)},
+        {GroupKind::dp_shard, shard},
+        {GroupKind::dp_rep, {{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}}},
+        {GroupKind::dp, dp},
+        {GroupKind::pp, {{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}}},
+        {GroupKind::dp_shard_sp, shard},
+        {GroupKind::dp_sp, dp},
+        {GroupKind::world, {iota(16)}},
+    };
+    check_tables(mesh, expect);
+    check_mpu(mesh, expect);
+
+    // Coordinates, written out:     pp rep shard tp   dp
+    const int coords[16][5] = {{0, 0, 0, 0, 0}, {0, 0, 0, 1, 0}, {0, 0, 1, 0, 1}, {0, 0, 1, 1, 1},
+                               {0, 1, 0, 0, 2}, {0, 1, 0, 1, 2}, {0, 1, 1, 0, 3}, {0, 1, 1, 1, 3},
+                               {1, 0, 0, 0, 0}, {1, 0, 0, 1, 0}, {1, 0, 1, 0, 1}, {1, 0, 1, 1, 1},
+                               {1, 1, 0, 0, 2}, {1, 1, 0, 1, 2}, {1, 1, 1, 0, 3}, {1, 1, 1, 1, 3}};
+    for (int r = 0; r < 16; ++r) {
+        INFO("rank " << r);
+        const MeshCoord c = mesh.coord(r);
+        REQUIRE(c.pp_rank == coords[r][0]);
+        REQUIRE(c.dp_rep_rank == coords[r][1]);
+        REQUIRE(c.dp_shard_rank == coords[r][2]);
+        REQUIRE(c.sp_rank == 0);
+        REQUIRE(c.tp_rank == coords[r][3]);
+        REQUIRE(c.dp_rank == coords[r][4]);
+    }
+    // Pipeline neighbours by hand: stage 0's rank 5 sends to 13; 13 sends back to 5.
+    REQUIRE(mesh.mpu(5).pp_next_rank() == 13);
+    REQUIRE(mesh.mpu(5).pp_prev_rank() == -1);
+    REQUIRE(mesh.mpu(13).pp_prev_rank() == 5);
+    REQUIRE(mesh.mpu(13).pp_next_rank() == -1);
+    REQUIRE(mesh.mpu(13).pp_is_last_stage());
+    REQUIRE_FALSE(mesh.mpu(13).pp_is_first_stage());
+}
+
+TEST_CASE("world 8 = dp_shard 2 x sp 2 x tp 2: ZeRO shards over dp_shard+sp", "[mesh]") {
+    // rank = dp_shard_rank * 4 + sp_rank * 2 + tp_rank
+    const ProcessMesh mesh(8, shape(1, 1, 2, 2, 2));
+    const Table dp = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    // dp_shard major, sp minor: index = dp_shard_rank * 2 + sp_rank.
+    const Table shard_sp = {{0, 2, 4, 6}, {1, 3, 5, 7}};
+    const std::map<GroupKind, Table> expect = {
+        {GroupKind::tp, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}},
+        {GroupKind::sp, {{0, 2}, {1, 3}, {4, 6}, {5, 7}}},
+        {GroupKind::dp_shard, dp},
+        {GroupKind::dp_rep, singletons(8)},
+        {GroupKind::dp, dp},
+        {GroupKind::pp, singletons(8)},
+        {GroupKind::dp_shard_sp, shard_sp},
+        {GroupKind::dp_sp, shard_sp},
+        {GroupKind::world, {iota(8)}},
+    };
+    check_tables(mesh, expect);
+    check_mpu(mesh, expect);
+    // Rank 4 = dp_shard 1, sp 0: third in its dp_shard+sp group, second in dp.
+    REQUIRE(mesh.mpu(4).dp_shard_sp_rank() == 2);
+    REQUIRE(mesh.mpu(4).get_data_parallel_rank() == 1);
+    REQUIRE(mesh.mpu(4).get_sequence_data_parallel_rank() == 2);
+}
+
+TEST_CASE("world 32: every axis 2, groups of rank 21 = (pp 1, rep 0, shard 1, sp 0, tp 1)", "[mesh]") {
+    const ProcessMesh mesh(32, shape(2, 2, 2, 2, 2));
+    const Mpu m = mesh.mpu(21);
+    REQUIRE(m.get_tensor_model_parallel_group().ranks == std::vector<int>{20, 21});
+    REQUIRE(m.get_sequence_parallel_group().ranks == std::vector<int>{21, 23});
+    REQUIRE(m.dp_shard_group().ranks == std::vector<int>{17, 21});
+    REQUIRE(m.dp_rep_group().ranks == std::vector<int>{21, 29});
+    REQUIRE(m.get_data_parallel_group().ranks == std::vector<int>{17, 21, 25, 29});
+    REQUIRE(m.get_pipeline_model_parallel_group().ranks == std::vector<int>{5, 21});
+    REQUIRE(m.dp_shard_sp_group().ranks == std::vector<int>{17, 19, 21, 23});
+    REQUIRE(m.get_sequence_data_parallel_group().ranks == std::vector<int>{17, 19, 21, 23, 25, 27, 29, 31});
+    REQUIRE(m.get_data_parallel_rank() == 1);
+    REQUIRE(m.get_sequence_data_parallel_rank() == 2);
+    REQUIRE(m.dp_shard_sp_rank() == 2);
+    REQUIRE(m.pp_prev_rank() == 5);
+    REQUIRE(m.pp_next_rank() == -1);
+    for (GroupKind kind : all_group_kinds()) {  // every kind partitions the world
+        std::vector<int> seen(32, 0);
+        for (const Group& g : mesh.groups(kind))
+            for (int r : g.ranks) seen[r]++;
+        REQUIRE(seen == std::vector<int>(32, 1));
+    }
+}
+
+TEST_CASE("world 12 = pp 3 x dp_shard 2 x tp 2: three stages", "[mesh]") {
+    // rank = pp_rank * 4 + dp_shard_rank * 2 + tp_rank
+    const ProcessMesh mesh(12, fill_dp(12, shape(3, 0, 0, 1, 2)));
+    REQUIRE(mesh.shape().dp_shard == 2);
+    const Table dp = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}};
+    const std::map<GroupKind, Table> expect = {
+        {GroupKind::tp, {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}}},
+        {GroupKind::sp, singletons(12)},
+        {GroupKind::dp_shard, dp},
+        {GroupKind::dp_rep, singletons(12)},
+        {GroupKind::dp, dp},
+        {GroupKind::pp, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}},
+        {GroupKind::dp_shard_sp, dp},
+        {GroupKind::dp_sp, dp},
+        {GroupKind::world, {iota(12)}},
+    };
+    check_tables(mesh, expect);
+    check_mpu(mesh, expect);
+    REQUIRE(mesh.mpu(5).pp_prev_rank() == 1);
+    REQUIRE(mesh.mpu(5).pp_next_rank() == 9);
+}
+
+TEST_CASE("world 1: every group is rank 0 alone", "[mesh]") {
+    const ProcessMesh mesh(1, fill_dp(1, shape(1, 0, 0, 1, 1)));
+    std::map<GroupKind, Table> expect;
+    for (GroupKind kind : all_group_kinds()) expect[kind] = {{0}};
+    check_tables(mesh, expect);
+    check_mpu(mesh, expect);
+    const Mpu m = mesh.mpu(0);
+    REQUIRE(m.pp_is_first_stage());
+    REQUIRE(m.pp_is_last_stage());
+    REQUIRE(m.pp_next_rank() == -1);
+    REQUIRE(m.pp_prev_rank() == -1);
+}
+
+TEST_CASE("fill_dp lets the missing dp degree take the rest of the world", "[mesh]") {
+    MeshShape s = fill_dp(16, shape(2, 0, 0, 1, 2));
+    REQUIRE((s.dp_rep == 1 && s.dp_shard == 4));
+    s = fill_dp(16, shape(1, 2, 0, 1, 2));  // dp_rep given: dp_shard fills
+    REQUIRE((s.dp_rep == 2 && s.dp_shard == 4));
+    s = fill_dp(16, shape(1, 0, 2, 1, 2));  // dp_shard given: dp_rep fills
+    REQUIRE((s.dp_rep == 4 && s.dp_shard == 2));
+    s = fill_dp(16, shape(1, 2, 2, 1, 2));  // both given: unchanged, even if wrong
+    REQUIRE((s.dp_rep == 2 && s.dp_shard == 2));
+
+    REQUIRE_THROWS_WITH(fill_dp(10, shape(1, 0, 0, 1, 4)),
+                        Contains("pp*sp*tp = 4 does not divide the world size 10") && Contains("e.g. 8 or 12"));
+    REQUIRE_THROWS_WITH(fill_dp(16, shape(1, 3, 0, 1, 2)),
+                        Contains("pp*sp*tp*dp_rep = 6 does not divide the world size 16"));
+    REQUIRE_THROWS_WITH(fill_dp(8, shape(1, -1, 0, 1, 2)), Contains("dp_rep=-1 is not a valid degree"));
+    REQUIRE_THROWS_WITH(fill_dp(8, shape(1, 0, 0, 1, 0)), Contains("tp=0 is not a valid degree"));
+    REQUIRE_THROWS_WITH(fill_dp(0, shape(1, 0, 0, 1, 1)), Contains("world size 0 is not valid"));
+}
+
+TEST_CASE("a grid that does not fill the world says what to set", "[mesh]") {
+    REQUIRE_THROWS_WITH(ProcessMesh(12, shape(1, 2, 2, 1, 2)),
+                        Contains("world size 12 is not pp*dp_rep*dp_shard*sp*tp = 1*2*2*1*2 = 8") &&
+                            Contains("set --dp-shard 3 (or --dp-rep 3) to use all 12 ranks, or run on 8 ranks"));
+    REQUIRE_THROWS_WITH(ProcessMesh(16, shape(2, 1, 1, 1, 2)),
+                        Contains("= 4; set --dp-shard 4 (or --dp-rep 4) to use all 16 ranks"));
+    REQUIRE_THROWS_WITH(ProcessMesh(10, shape(1, 1, 1, 1, 4)),
+                        Contains("run on 4 ranks (pp*sp*tp = 4 must divide the world size"));
+    REQUIRE_THROWS_WITH(ProcessMesh(8, shape(1, 1, 0, 1, 2)), Contains("dp_shard=0 is not a valid degree"));
+    REQUIRE_THROWS_WITH(ProcessMesh(8, shape(-2, 1, 1, 1, 2)), Contains("pp=-2 is not a valid degree"));
+    REQUIRE_THROWS_WITH(ProcessMesh(8, shape(1, 1, 1, 0, 2)), Contains("--sp 1 leaves the sp axis unsplit"));
+    REQUIRE_THROWS_AS(ProcessMesh(0, shape(1, 1, 1, 1, 1)), Error);
+
+    const ProcessMesh mesh(4, shape(1, 1, 2, 1, 2));
+    REQUIRE_THROWS_WITH(mesh.coord(4), Contains("rank 4 is outside the mesh: ranks are 0 .. 3"));
+    REQUIRE_THROWS_AS(mesh.mpu(-1), Error);
+    MeshCoord bad;
+    bad.tp_rank = 2;
+    REQUIRE_THROWS_WITH(mesh.rank_at(bad), Contains("tp_rank=2 is outside the mesh"));
+}
+
+TEST_CASE("check_divides lists the degrees that would work", "[mesh]") {
+    REQUIRE_NOTHROW(check_divides("TP", 2, "n_head", 12));
+    REQUIRE_THROWS_WITH(check_divides("TP", 3, "n_head", 4), "TP=3 does not divide n_head=4; choose TP in {1, 2, 4}");
+    REQUIRE_THROWS_WITH(check_divides("PP", 5, "n_layer", 12),
+                        "PP=5 does not divide n_layer=12; choose PP in {1, 2, 3, 4, 6, 12}");
+    REQUIRE_THROWS_WITH(check_divides("SP", 0, "T", 7), "SP=0 does not divide T=7; choose SP in {1, 7}");
+    REQUIRE(divisors(1) == std::vector<int>{1});
+}
+
+TEST_CASE("mesh_report prints shape, DP, ranks and groups", "[mesh]") {
+    const std::string text = mesh_report(ProcessMesh(16, shape(2, 2, 2, 1, 2)));
+    REQUIRE_THAT(text, Contains("mesh: 16 ranks = pp 2 x dp_rep 2 x dp_shard 2 x sp 1 x tp 2"));
+    REQUIRE_THAT(text, Contains("DP = dp_rep x dp_shard = 2 x 2 = 4"));
+    REQUIRE_THAT(text, Contains("    13   1       1         0   0   1  |   2\n"));
+    REQUIRE_THAT(text, Contains("{0,2,4,6} {1,3,5,7} {8,10,12,14} {9,11,13,15}"));
+    REQUIRE_THAT(text, Contains("{0,8} {1,9} {2,10}"));
+    REQUIRE_THAT(text, Contains("sp           16 groups of  1 rank   (axis not split"));
+}
