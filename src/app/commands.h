@@ -15,5 +15,7 @@ namespace ss::app {
 void add_train_command(CLI::App& root);
 /// `shardscope bench`: speed benchmarks (bench.cpp).
 void add_bench_command(CLI::App& root);
+/// `shardscope mesh`: print the rank grid, each rank's coordinates and every group (mesh_cmd.cpp).
+void add_mesh_command(CLI::App& root);
 
 }  // namespace ss::app

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     root.require_subcommand(1);
     ss::app::add_train_command(root);
     ss::app::add_bench_command(root);
+    ss::app::add_mesh_command(root);
     try {
         root.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -13,8 +13,8 @@ namespace ss {
 /// "sp", "tp", "world" (or a composite such as "dp_shard+sp"), and is what the
 /// tracer writes as `args.axis`.
 struct Group {
-    std::string axis;
-    std::vector<int> ranks;
+    std::string axis;        ///< the axis it was sliced along: "tp", "dp", "dp_shard+sp", ...
+    std::vector<int> ranks;  ///< global rank ids in group order (index = rank within the group)
 
     /// Number of ranks in the group.
     int size() const { return int(ranks.size()); }

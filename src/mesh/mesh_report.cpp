@@ -13,11 +13,11 @@ const char* purpose(GroupKind kind) {
         case GroupKind::tp: return "Megatron TP: all-reduce activations in every layer (f/g)";
         case GroupKind::sp: return "sequence parallel: all-to-all around attention, or K/V around a ring";
         case GroupKind::dp_shard: return "ZeRO: all-gather parameters, reduce-scatter gradients";
-        case GroupKind::dp_rep: return "replicas: all-reduce gradient shards across copies (hpZ, HYBRID_SHARD)";
+        case GroupKind::dp_rep: return "replicas: all-reduce gradient shards across copies (hpZ, HSDP)";
         case GroupKind::dp: return "data parallel: different batches, same model; GBS counts these";
         case GroupKind::pp: return "pipeline: activations to the next stage, gradients to the previous";
-        case GroupKind::dp_shard_sp: return "what ZeRO shards over when sp > 1 (DeepSpeed's sequence-data-parallel)";
-        case GroupKind::dp_sp: return "gradients are averaged over these ranks";
+        case GroupKind::dp_shard_sp: return "ZeRO shards over these when sp > 1";
+        case GroupKind::dp_sp: return "gradients averaged here (DeepSpeed's sequence-data-parallel)";
         case GroupKind::world: return "every rank";
     }
     return "";
@@ -29,16 +29,17 @@ void write_members(std::ostringstream& os, const std::vector<Group>& groups, int
     os << std::string(indent, ' ');
     for (const Group& g : groups) {
         std::ostringstream one;
-        one << "{";
+        one << (col > indent ? " {" : "{");
         for (int i = 0; i < g.size(); ++i) one << (i ? "," : "") << g.ranks[i];
         one << "}";
-        const int len = int(one.str().size()) + 1;
-        if (col > indent && col + len > width) {
+        std::string item = one.str();
+        if (col > indent && col + int(item.size()) > width) {
             os << "\n" << std::string(indent, ' ');
             col = indent;
+            item.erase(0, 1);  // no leading space at the start of a line
         }
-        os << one.str() << " ";
-        col += len;
+        os << item;
+        col += int(item.size());
     }
     os << "\n";
 }
@@ -54,7 +55,8 @@ std::string mesh_report(const ProcessMesh& mesh) {
     os << "mesh: " << world << (world == 1 ? " rank" : " ranks") << " = pp " << s.pp << " x dp_rep " << s.dp_rep
        << " x dp_shard " << s.dp_shard << " x sp " << s.sp << " x tp " << s.tp << "\n";
     os << "DP = dp_rep x dp_shard = " << s.dp_rep << " x " << s.dp_shard << " = " << s.dp()
-       << " batches per step:  GBS = MBS x GA x " << s.dp() << "  (sp and tp ranks share their samples)\n\n";
+       << " batches per step:  GBS = MBS x GA x " << s.dp()
+       << "  (pp, sp and tp ranks work on the same samples)\n\n";
 
     // 2. Legend.
     os << "Legend: axes outermost first. tp varies fastest, so TP peers are consecutive ranks\n"
@@ -89,8 +91,8 @@ std::string mesh_report(const ProcessMesh& mesh) {
             continue;
         }
         os << purpose(kind);
-        if (kind == GroupKind::dp_shard_sp && s.sp == 1) os << "; = dp_shard as sp = 1";
-        if (kind == GroupKind::dp_sp && s.sp == 1) os << "; = dp as sp = 1";
+        if (kind == GroupKind::dp_shard_sp && s.sp == 1) os << "; = dp_shard (sp = 1)";
+        if (kind == GroupKind::dp_sp && s.sp == 1) os << "; = dp (sp = 1)";
         os << "\n";
         write_members(os, groups, 6, 100);
     }

@@ -71,8 +71,8 @@ enum class GroupKind {
     dp_rep,       ///< replica group, same shard in every replica: varies dp_rep
     dp,           ///< data parallel, dp_rep x dp_shard: varies dp_rep (major) and dp_shard
     pp,           ///< pipeline: varies pp; a rank's stage neighbours are in it
-    dp_shard_sp,  ///< "dp_shard+sp": what ZeRO shards over when sp > 1 (DeepSpeed's sequence-data-parallel group)
-    dp_sp,        ///< "dp+sp": the gradient-averaging group, dp_rep x dp_shard x sp
+    dp_shard_sp,  ///< "dp_shard+sp": what ZeRO shards over when sp > 1, dp_shard (major) x sp
+    dp_sp,        ///< "dp+sp": the gradient-averaging group, dp_rep x dp_shard x sp (DeepSpeed's sequence-data-parallel group)
     world,        ///< every rank, in rank order
 };
 
