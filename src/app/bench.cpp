@@ -1,0 +1,115 @@
+// bench.cpp — `shardscope bench`: training speed, measured beside PyTorch.
+//
+//   shardscope bench                     small, MBS 8, one rank, one thread, vs PyTorch
+//   shardscope bench --model tiny --steps 5 --no-torch
+//
+// Machines here are noisy, so the figure that matters is the RATIO of this
+// engine's tokens/s to PyTorch's on the same model, batch and machine,
+// measured in the same run (Debian's python3-torch, eager, OpenBLAS). Each side
+// runs warm-up steps that are not counted and reports the median step.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "app/model_flags.h"
+#include "core/check.h"
+#include "core/json_file.h"
+#include "train/train.h"
+
+namespace ss::app {
+
+namespace {
+
+struct BenchFlags {
+    ModelFlags model{"small"};
+    int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1;
+    bool no_torch = false;
+    std::string torch_script = SS_SOURCE_DIR "/bench/torch_gpt2.py";
+    std::string python = "/usr/bin/python3";
+    std::string json;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// Runs the PyTorch twin; returns its JSON, or null when torch is not there.
+nlohmann::json run_torch(const BenchFlags& f, const GPT2Config& m, int T) {
+    char cmd[1024];
+    std::snprintf(cmd, sizeof cmd,
+                  "OPENBLAS_NUM_THREADS=%d %s %s --layers %d --dim %d --heads %d --vocab %d --seq %d --mbs %d "
+                  "--steps %d --warmup %d --threads %d 2>/dev/null",
+                  f.threads, f.python.c_str(), f.torch_script.c_str(), m.L, m.C, m.H, m.V, T, f.mbs, f.steps,
+                  f.warmup, f.threads);
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd, "r"), pclose);
+    if (!pipe) return nullptr;
+    std::string text;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) text.append(buf, n);
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+void run_bench(const BenchFlags& f) {
+    TrainOptions o;
+    o.model = f.model.resolve();
+    o.T = f.seq;
+    o.mbs = f.mbs;
+    o.steps = f.warmup + f.steps;
+    o.blas_threads = f.threads;
+    o.quiet = true;
+    std::cout << "bench: training steps of " << o.model.name << " (L=" << o.model.L << " C=" << o.model.C
+              << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, " << f.threads
+              << " BLAS thread(s); " << f.warmup << " warm-up + " << f.steps << " measured steps, median\n";
+    TrainReport r = train(o, nullptr);
+    std::vector<double> ms;
+    for (size_t i = size_t(f.warmup); i < r.steps.size(); ++i) ms.push_back(r.steps[i].ms);
+    double med = median(ms);
+    double ours = double(f.mbs) * r.T / (med / 1000.0);
+
+    nlohmann::json torch = f.no_torch ? nlohmann::json(nullptr) : run_torch(f, o.model, r.T);
+    char line[256];
+    std::printf("%-22s %12s %14s\n", "engine", "median ms", "tokens/s");
+    std::printf("%-22s %12.2f %14.0f\n", "shardscope", med, ours);
+    nlohmann::json out = {{"model", o.model.name}, {"mbs", f.mbs}, {"T", r.T}, {"threads", f.threads},
+                          {"shardscope", {{"median_ms", med}, {"tokens_per_s", ours}, {"step_ms", ms}}}};
+    if (torch.is_object()) {
+        double theirs = torch["tokens_per_s"].get<double>();
+        std::printf("%-22s %12.2f %14.0f\n", ("pytorch " + torch["torch"].get<std::string>()).c_str(),
+                    torch["median_ms"].get<double>(), theirs);
+        std::snprintf(line, sizeof line, "ratio shardscope / pytorch = %.2f  (target: >= 1.00)\n", ours / theirs);
+        std::cout << line;
+        out["pytorch"] = torch;
+        out["ratio"] = ours / theirs;
+    } else if (!f.no_torch) {
+        std::cout << "pytorch: not measured (needs Debian's python3-torch: apt-get install python3-torch)\n";
+    }
+    if (!f.json.empty()) write_json_file(f.json, out);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& root) {
+    auto* cmd = root.add_subcommand("bench", "Speed benchmarks: training tokens/s beside PyTorch");
+    auto f = std::make_shared<BenchFlags>();
+    add_model_flags(*cmd, f->model);
+    cmd->add_option("--mbs", f->mbs, "Micro-batch size")->capture_default_str();
+    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
+    cmd->add_option("--steps", f->steps, "Measured steps")->capture_default_str();
+    cmd->add_option("--warmup", f->warmup, "Warm-up steps (not measured)")->capture_default_str();
+    cmd->add_option("--threads", f->threads, "BLAS threads (both engines)")->capture_default_str();
+    cmd->add_flag("--no-torch", f->no_torch, "Do not run the PyTorch comparison");
+    cmd->add_option("--torch-script", f->torch_script, "The PyTorch twin")->capture_default_str();
+    cmd->add_option("--json", f->json, "Write the results here");
+    cmd->callback([f]() { run_bench(*f); });
+}
+
+}  // namespace ss::app

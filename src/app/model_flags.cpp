@@ -1,0 +1,36 @@
+#include "app/model_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace ss::app {
+
+GPT2Config ModelFlags::resolve() const {
+    GPT2Config c = model_preset(model);
+    bool custom = false;
+    auto over = [&](int v, int& field) {
+        if (v != 0) {
+            field = v;
+            custom = true;
+        }
+    };
+    over(layers, c.L);
+    over(dim, c.C);
+    over(heads, c.H);
+    over(vocab, c.V);
+    over(max_seq, c.maxT);
+    if (custom) c.name = model + "+custom";
+    validate(c);
+    return c;
+}
+
+void add_model_flags(CLI::App& cmd, ModelFlags& f) {
+    cmd.add_option("--model", f.model, "Preset: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl")
+        ->capture_default_str();
+    cmd.add_option("--layers", f.layers, "Override L, the number of blocks");
+    cmd.add_option("--dim", f.dim, "Override C, the model width");
+    cmd.add_option("--heads", f.heads, "Override H, the attention heads");
+    cmd.add_option("--vocab", f.vocab, "Override V, the vocabulary size");
+    cmd.add_option("--max-seq", f.max_seq, "Override maxT, the rows of the positional table");
+}
+
+}  // namespace ss::app

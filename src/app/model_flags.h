@@ -1,0 +1,27 @@
+// model_flags.h — the flags that choose a model, shared by every subcommand
+// that needs one (train, bench, plan): a preset and per-dimension overrides.
+#pragma once
+
+#include <string>
+
+#include "model/config.h"
+
+namespace CLI {
+class App;
+}
+
+namespace ss::app {
+
+/// --model and its overrides (0 = keep the preset's value).
+struct ModelFlags {
+    std::string model = "tiny";
+    int layers = 0, dim = 0, heads = 0, vocab = 0, max_seq = 0;
+
+    /// The preset with the overrides applied (name "custom" when any is set), validated.
+    GPT2Config resolve() const;
+};
+
+/// Adds --model --layers --dim --heads --vocab --max-seq to @p cmd.
+void add_model_flags(CLI::App& cmd, ModelFlags& f);
+
+}  // namespace ss::app

@@ -1,0 +1,44 @@
+// train_cmd.cpp — `shardscope train`: flags in, train() out.
+//
+//   shardscope train --model small --mbs 8 --steps 50
+//   shardscope train --model tiny --dtype bf16 --dump-grads out/grads.safetensors --json out/run.json
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/model_flags.h"
+#include "core/check.h"
+#include "train/train.h"
+
+namespace ss::app {
+
+void add_train_command(CLI::App& root) {
+    auto* cmd = root.add_subcommand("train", "Train GPT-2 and report loss, speed, memory and the GBS arithmetic");
+    auto opts = std::make_shared<TrainOptions>();
+    auto model = std::make_shared<ModelFlags>();
+    auto dtype = std::make_shared<std::string>("fp32");
+    add_model_flags(*cmd, *model);
+    cmd->add_option("--seq", opts->T, "Sequence length T (default: the model's maxT)");
+    cmd->add_option("--mbs", opts->mbs, "Micro-batch size: sequences per rank per micro-batch")->capture_default_str();
+    cmd->add_option("--ga", opts->ga, "Gradient accumulation: micro-batches per optimizer step")->capture_default_str();
+    cmd->add_option("--steps", opts->steps, "Optimizer steps")->capture_default_str();
+    cmd->add_option("--lr", opts->lr, "AdamW learning rate")->capture_default_str();
+    cmd->add_option("--weight-decay", opts->weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+    cmd->add_option("--seed", opts->seed, "Initialisation seed")->capture_default_str();
+    cmd->add_option("--dtype", *dtype, "fp32, or bf16 (bf16 params/grads, fp32 master weights and Adam)")
+        ->capture_default_str();
+    cmd->add_option("--threads", opts->blas_threads, "OpenBLAS threads per rank")->capture_default_str();
+    cmd->add_option("--data", opts->data, "llm.c token file (default: the built-in corpus)");
+    cmd->add_option("--init", opts->init, "Start from this safetensors file (HF GPT-2 names)");
+    cmd->add_option("--save", opts->save, "Save the parameters here at the end (safetensors)");
+    cmd->add_option("--dump-grads", opts->dump_grads, "Save the first step's full gradients here (safetensors)");
+    cmd->add_option("--json", opts->json, "Write a machine-readable summary here");
+    cmd->add_flag("--quiet", opts->quiet, "No per-step lines");
+    cmd->callback([opts, model, dtype]() {
+        opts->model = model->resolve();
+        opts->dtype = parse_dtype(*dtype);
+        train(*opts, &std::cout);
+    });
+}
+
+}  // namespace ss::app

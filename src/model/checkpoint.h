@@ -1,0 +1,34 @@
+// checkpoint.h — a GPT-2's parameters (or gradients) to and from one
+// safetensors file with HF GPT-2's tensor names and shapes.
+//
+// A file saved here loads into Hugging Face's GPT2Model, and HF's gpt2
+// model.safetensors loads here: names may carry a "transformer." prefix, and
+// the attention-mask buffers HF stores (h.N.attn.bias, h.N.attn.masked_bias)
+// are not parameters and are skipped. Anything else that does not match the
+// model (an unknown or missing tensor, a wrong shape, an integer dtype) is an
+// error naming the tensor, and nothing is changed.
+#pragma once
+
+#include <string>
+
+#include "model/gpt2.h"
+#include "model/safetensors.h"
+
+namespace ss {
+
+/// The full fp32 values of a flat buffer as a safetensors file (tensors named
+/// as @p layout names them, each prefixed by @p prefix), stored as @p dt.
+StFile flat_to_safetensors(const ParamLayout& layout, const float* flat, DType dt, const std::string& prefix = "");
+
+/// Fills @p flat (all of @p layout.total elements, fp32) from @p f; checks every
+/// name, shape and dtype first and throws ss::Error (naming @p path) before
+/// writing anything if they do not match.
+void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat, const std::string& path);
+
+/// Loads @p path into @p model's parameters (see the header comment).
+void load_model(GPT2& model, const std::string& path);
+
+/// Saves @p model's parameters to @p path, in the model's storage dtype.
+void save_model(const GPT2& model, const std::string& path);
+
+}  // namespace ss

@@ -1,0 +1,82 @@
+// train.h — the training loop: micro-batches, gradient accumulation, the
+// optimizer step, timing, memory, and the GBS arithmetic.
+//
+// One optimizer step takes GA micro-batches of MBS sequences of T tokens on
+// each of DP data-parallel replicas (Goyal et al. 2017 call MBS x DP the
+// minibatch; gradient accumulation multiplies it by GA):
+//
+//   GBS = MBS x GA x DP        sequences per optimizer step
+//   tokens per step = GBS x T
+//
+// The gradient of one step is the gradient of the mean loss over all GBS x T
+// tokens: each micro-batch's backward is scaled by 1/(MBS x T x GA).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/ledger.h"
+#include "model/config.h"
+
+namespace ss {
+
+/// Everything `shardscope train` can be asked to do.
+struct TrainOptions {
+    GPT2Config model = model_preset("tiny");
+    int T = 0;                ///< sequence length; 0 means the model's maxT
+    int mbs = 4;              ///< micro-batch size (sequences per rank per micro-batch)
+    int ga = 1;               ///< gradient accumulation steps (micro-batches per optimizer step)
+    int steps = 10;           ///< optimizer steps
+    float lr = 1e-3f;         ///< AdamW learning rate (constant)
+    float weight_decay = 0.1f;
+    float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+    uint64_t seed = 1337;     ///< parameter initialisation seed
+    DType dtype = DType::f32; ///< storage of params and grads (fp32, or bf16 with fp32 master weights)
+    int blas_threads = 1;     ///< OpenBLAS threads per rank
+    std::string data;         ///< llm.c token file; empty = the built-in corpus
+    std::string init;         ///< safetensors file to start from; empty = counter-based init
+    std::string save;         ///< safetensors file to write at the end
+    std::string dump_grads;   ///< safetensors file for the first step's full gradients
+    std::string json;         ///< machine-readable summary
+    bool quiet = false;       ///< no per-step lines
+};
+
+/// One optimizer step as measured.
+struct StepStats {
+    int step = 0;
+    float loss = 0.0f;        ///< mean loss over the step's GBS x T tokens
+    double ms = 0.0;          ///< wall time of the step
+    double tokens_per_s = 0.0;
+};
+
+/// What a run did.
+struct TrainReport {
+    TrainOptions opts;
+    int T = 0;
+    int dp = 1;
+    int64_t gbs = 0;          ///< MBS x GA x DP
+    int64_t num_params = 0;
+    std::vector<StepStats> steps;
+    std::array<size_t, kMemCategories> live{}, peak{};  ///< bytes by category at the end / at peak (rank 0)
+    size_t peak_total = 0;
+
+    /// The GBS arithmetic written out: "GBS = MBS x GA x DP = 4 x 1 x 1 = 4".
+    std::string gbs_line() const;
+    /// The machine-readable summary (what --json writes).
+    nlohmann::json to_json() const;
+};
+
+/// Runs a training job as @p opts says, printing progress to @p out (may be null).
+/// Throws ss::Error for bad options or files.
+TrainReport train(const TrainOptions& opts, std::ostream* out);
+
+/// Prints memory by category (live at the end and peak), as `train` does at the end.
+void print_memory(std::ostream& out, const TrainReport& r);
+
+}  // namespace ss
