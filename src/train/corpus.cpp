@@ -276,7 +276,8 @@ std::string generated_arithmetic() {
                 os << "With " << world << " ranks, tensor parallel size " << tp << " and pipeline size "
                    << pp << ", the data parallel size is " << world << " / (" << tp << " x " << pp
                    << ") = " << dp << ". With a micro-batch of " << mbs << " and " << ga
-                   << " accumulation steps, the global batch is " << mbs << " x " << ga << " x " << dp
+                   << (ga == 1 ? " accumulation step" : " accumulation steps") << ", the global batch is "
+                   << mbs << " x " << ga << " x " << dp
                    << " = " << mbs * ga * dp << " samples.\n";
             }
         }
