@@ -1,0 +1,56 @@
+// crossentropy.cpp — softmax cross-entropy over the vocabulary, forward and backward.
+//
+// For one row z of V logits and its target y:
+//
+//   probs_v = e^(z_v - zmax) / S,   S = sum_u e^(z_u - zmax)      (softmax; subtracting
+//                                    zmax = max_u z_u changes nothing but keeps e^ <= 1)
+//   loss    = -log probs_y = log S - (z_y - zmax)                  (log-sum-exp form)
+//
+//   dloss/dz_v = probs_v - [v == y]                                (softmax + NLL, e.g.
+//                                    Goodfellow et al., Deep Learning, section 6.2.2.3)
+//
+// The loss is taken in the log-sum-exp form, as PyTorch's log_softmax does:
+// -log(probs_y) would return inf once probs_y underflows to 0 in float,
+// while log S - (z_y - zmax) stays finite. Sums run over 16 float lanes (simd.h).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the row loops at -O2; see simd.h
+#endif
+
+#include "kernels/cpu/crossentropy.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/cpu/simd.h"
+
+namespace ss::cpu {
+
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) {
+    double total = 0.0;  // the mean over up to B*T rows, kept in double so it does not drift
+    for (long n = 0; n < N; n++) {
+        const float* z = logits + n * V;
+        float* p = probs + n * V;
+        const int y = targets[n];
+        SS_CHECK(y >= 0 && y < V, "crossentropy: target " << y << " at row " << n << " is outside the vocabulary [0, "
+                                                           << V << "); check the data's tokenizer matches the model");
+        const float zmax = lane_max(z, V);
+        for (int v = 0; v < V; v++) p[v] = exp_fast(z[v] - zmax);
+        const float sum = lane_sum(p, V);
+        const float inv_sum = 1.0f / sum;
+        for (int v = 0; v < V; v++) p[v] *= inv_sum;
+        losses[n] = std::log(sum) - (z[y] - zmax);
+        total += losses[n];
+    }
+    return N > 0 ? float(total / N) : 0.0f;
+}
+
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
+    for (long n = 0; n < N; n++) {
+        float* dz = dlogits + n * V;
+        const float* p = probs + n * V;
+        for (int v = 0; v < V; v++) dz[v] += p[v] * dloss;
+        dz[targets[n]] -= dloss;  // the -[v == y] term
+    }
+}
+
+}  // namespace ss::cpu

@@ -1,0 +1,87 @@
+// matmul.cpp — the linear layer y = x W + b on the CPU: OpenBLAS sgemm, and plain loops beside it.
+//
+// N = rows (tokens), C = input features, OC = output features; W is [C, OC]
+// (HF Conv1D layout), every matrix row-major. With A^T meaning "read A
+// transposed" (sgemm does it through a flag, nothing is copied):
+//
+//   forward    out[N,OC]  = inp[N,C] W[C,OC]          + b      sgemm(N, N)
+//   backward   dinp[N,C]  += dout[N,OC] W^T[OC,C]              sgemm(N, T)
+//              dW[C,OC]   += inp^T[C,N] dout[N,OC]             sgemm(T, N)
+//              db[OC]     += sum_n dout[n,:]
+//
+// sgemm computes C = alpha op(A) op(B) + beta C; beta = 1 gives the "+=" that
+// backward promises (gradients accumulate over micro-batches and over uses).
+// The threads OpenBLAS uses are the caller's choice (OPENBLAS_NUM_THREADS or
+// openblas_set_num_threads); nothing here sets them.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the bias loops at -O2; see simd.h
+#endif
+
+#include "kernels/cpu/matmul.h"
+
+#include <cblas.h>
+
+namespace ss::cpu {
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
+    if (N == 0 || OC == 0) return;
+    float beta = 0.0f;
+    if (bias != nullptr) {  // out starts as the bias in every row; sgemm adds x W to it
+        for (long n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) out[n * OC + o] = bias[o];
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, C, 1.0f, inp, C, weight, OC, beta, out, OC);
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC) {
+    if (N == 0) return;
+    if (dinp != nullptr)  // dinp[N,C] += dout[N,OC] @ W^T
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
+    if (dweight != nullptr)  // dW[C,OC] += inp^T @ dout
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
+    if (dbias != nullptr)  // row by row, so the inner loop runs along contiguous memory
+        for (long n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) dbias[o] += dout[n * OC + o];
+}
+
+// ---- plain loops, for the tests and for reading ---------------------------------
+// Each output element is one dot product, accumulated in double so the
+// reference is the more accurate side when the tests compare it with sgemm.
+
+void matmul_forward_reference(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                              int OC) {
+    for (long n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double acc = bias != nullptr ? bias[o] : 0.0;
+            for (int c = 0; c < C; c++) acc += double(inp[n * C + c]) * weight[long(c) * OC + o];
+            out[n * OC + o] = float(acc);
+        }
+}
+
+void matmul_backward_reference(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, int N, int C, int OC) {
+    if (dinp != nullptr)  // dinp[n,c] += sum_o dout[n,o] W[c,o]
+        for (long n = 0; n < N; n++)
+            for (int c = 0; c < C; c++) {
+                double acc = 0.0;
+                for (int o = 0; o < OC; o++) acc += double(dout[n * OC + o]) * weight[long(c) * OC + o];
+                dinp[n * C + c] += float(acc);
+            }
+    if (dweight != nullptr)  // dW[c,o] += sum_n inp[n,c] dout[n,o]
+        for (int c = 0; c < C; c++)
+            for (int o = 0; o < OC; o++) {
+                double acc = 0.0;
+                for (long n = 0; n < N; n++) acc += double(inp[n * C + c]) * dout[n * OC + o];
+                dweight[long(c) * OC + o] += float(acc);
+            }
+    if (dbias != nullptr)  // db[o] += sum_n dout[n,o]
+        for (int o = 0; o < OC; o++) {
+            double acc = 0.0;
+            for (long n = 0; n < N; n++) acc += dout[n * OC + o];
+            dbias[o] += float(acc);
+        }
+}
+
+}  // namespace ss::cpu

@@ -1,0 +1,113 @@
+// simd.h — plain C++ that the compiler turns into SIMD code, for the CPU kernels.
+//
+// The kernels keep their loops readable and let the compiler vectorize them
+// (no intrinsics). Three things stand in the way, and this file is how we
+// get past each:
+//
+//  1. A float sum `s += x[i]` is a chain: every add waits for the one before,
+//     and the compiler may not reorder float adds (that changes the rounding).
+//     We reorder on purpose: lane j of kLanes partial sums takes i = j, j+16,
+//     j+32, ..., and the lanes are added at the end. The inner loop of 16
+//     independent adds is one AVX-512 (or two AVX2) vector add. PyTorch's CPU
+//     reductions (at::vec) reorder the same way, so both differ from a
+//     sequential sum by rounding only.
+//
+//  2. std::exp is a library call that the vectorizer cannot look into.
+//     exp_fast below is Cephes' expf (S. Moshier, cephes/single/expf.c):
+//
+//        x = n ln2 + r,   n = round(x / ln2),  |r| <= ln2/2
+//        e^x = 2^n * (1 + r + r^2 p(r)),       p a degree-5 minimax polynomial
+//
+//     written with no branches and no float->int conversion so that it
+//     vectorizes. ln2 is split in two (0.693359375 is exact in 9 bits) so
+//     n*ln2 is subtracted without rounding error. Relative error <= 2 ulp
+//     on [-87, 87] (checked in tests/test_kernels.cpp against std::exp).
+//
+//  3. GCC 12 at -O2 uses its "very-cheap" vectorizer cost model: it vectorizes
+//     a loop only when the trip count is a known multiple of the vector width,
+//     so `for (i < n)` stays scalar. Each kernel .cpp therefore starts with
+//         #pragma GCC optimize("vect-cost-model=dynamic")
+//     (what -O3 uses), placed before any #include so that every function in
+//     the file, inlined ones included, is compiled the same way. Clang ignores
+//     it and vectorizes at -O2 anyway.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace ss::cpu {
+
+/// Number of partial sums in the lane reductions: 16 floats = one 512-bit register.
+constexpr int kLanes = 16;
+
+/// sum_i x[i], accumulated in float over kLanes partial sums (see 1. above).
+inline float lane_sum(const float* x, long n) {
+    float acc[kLanes] = {};
+    long i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; j++) acc[j] += x[i + j];
+    float s = 0.0f;
+    for (int j = 0; j < kLanes; j++) s += acc[j];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/// sum_i x[i] * y[i], accumulated in float over kLanes partial sums.
+inline float lane_dot(const float* x, const float* y, long n) {
+    float acc[kLanes] = {};
+    long i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; j++) acc[j] += x[i + j] * y[i + j];
+    float s = 0.0f;
+    for (int j = 0; j < kLanes; j++) s += acc[j];
+    for (; i < n; i++) s += x[i] * y[i];
+    return s;
+}
+
+/// max_i x[i] (n >= 1), over kLanes partial maxima. Written as a select, not
+/// std::max, so a NaN in x propagates instead of being skipped.
+inline float lane_max(const float* x, long n) {
+    float acc[kLanes];
+    for (int j = 0; j < kLanes; j++) acc[j] = x[0];
+    long i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; j++) acc[j] = (x[i + j] > acc[j] || x[i + j] != x[i + j]) ? x[i + j] : acc[j];
+    float m = acc[0];
+    for (int j = 1; j < kLanes; j++) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
+    for (; i < n; i++) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+    return m;
+}
+
+/// e^x for float x, vectorizable (see 2. above). Inputs are clamped to
+/// [-87, 87]: e^-100 returns e^-87 ~ 1.6e-38 rather than a denormal, and
+/// e^100 returns e^87 ~ 6.1e37 rather than inf, so that 1 / (1 + e^x) is
+/// never a denormal either (denormals are slow on many CPUs). A NaN stays NaN.
+inline float exp_fast(float x) {
+    // Clamp as selects that let NaN through: (NaN < lo) is false.
+    x = (x < -87.0f) ? -87.0f : x;
+    x = (x > 87.0f) ? 87.0f : x;
+    // n = round(x / ln2) by the 1.5*2^23 shifter trick: adding it pushes the
+    // fraction bits out, leaving n + 127 (the biased exponent) in the low
+    // mantissa bits of j; subtracting it again gives n exactly as a float.
+    const float shifter = 12582912.0f + 127.0f;  // 1.5 * 2^23 + exponent bias
+    const float j = x * 1.44269504088896341f + shifter;
+    const float n = j - shifter;
+    const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // x - n ln2, ln2 = 0.693359375 - 2.12194440e-4
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float er = p * r * r + r + 1.0f;  // e^r
+    // 2^n: move the biased exponent n + 127 from the low mantissa bits of j
+    // into the exponent field (the high bits of j fall off the left end).
+    uint32_t jbits;
+    std::memcpy(&jbits, &j, sizeof jbits);
+    const uint32_t sbits = jbits << 23;
+    float two_n;
+    std::memcpy(&two_n, &sbits, sizeof two_n);
+    return er * two_n;
+}
+
+}  // namespace ss::cpu

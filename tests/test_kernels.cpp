@@ -1,0 +1,530 @@
+// test_kernels.cpp — the CPU kernels of kernels/cpu/ against finite differences, plain loops and hand values.
+//
+// Three kinds of evidence:
+//   * every backward against central differences of a scalar loss
+//     L = sum_i out_i w_i (w random, fixed), which checks the gradient and
+//     its "+=" contract (gradient buffers start non-zero and the test
+//     subtracts what was there);
+//   * the fast path (sgemm, exp_fast, lane sums) against the *_reference
+//     plain loops on odd shapes that do not divide any block or vector width;
+//   * known values: gelu at a few points, AdamW's first step by hand,
+//     softmax rows summing to 1, attention that cannot see the future.
+//
+// How the finite-difference tolerances are chosen. The kernels are float, so
+// the loss is summed in double from float outputs. The central difference
+//   (L(x + h) - L(x - h)) / 2h  =  dL/dx + h^2/6 L'''(x) + (rounding of L) / h
+// has a truncation error ~h^2/6 (~2e-5 relative for h = 1e-2 and smooth
+// functions of O(1) inputs) and a rounding error ~ sqrt(k) 6e-8 |out| / h
+// for k outputs changed by the nudge (~1e-5 here). Tolerances of 1e-3
+// relative + 1e-4 absolute sit ~10x above both, and ~100x below the O(1)
+// relative error of a wrong formula, a wrong index or a missing "+=".
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/crossentropy.h"
+#include "kernels/cpu/encoder.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/residual.h"
+#include "kernels/cpu/simd.h"
+
+using namespace ss::cpu;
+using Vec = std::vector<float>;
+
+namespace {
+
+// Uniform in [lo, hi), from a 64-bit LCG (Knuth's MMIX constants): the same
+// numbers on every platform, unlike std::uniform_real_distribution.
+Vec uniform(long n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    Vec v(n);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& x : v) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x = lo + (hi - lo) * float((s >> 40) * (1.0 / 16777216.0));
+    }
+    return v;
+}
+
+// L = sum_i out_i w_i, in double.
+double weighted_sum(const Vec& out, const Vec& w) {
+    double s = 0.0;
+    for (size_t i = 0; i < out.size(); i++) s += double(out[i]) * w[i];
+    return s;
+}
+
+// Central difference of loss() with respect to every x[i]; x is left as it was.
+std::vector<double> numeric_grad(Vec& x, const std::function<double()>& loss, float h) {
+    std::vector<double> g(x.size());
+    for (size_t i = 0; i < x.size(); i++) {
+        const float x0 = x[i];
+        const float xp = x0 + h, xm = x0 - h;  // the step actually taken is xp - xm, not 2h
+        x[i] = xp;
+        const double lp = loss();
+        x[i] = xm;
+        const double lm = loss();
+        x[i] = x0;
+        g[i] = (lp - lm) / (double(xp) - double(xm));
+    }
+    return g;
+}
+
+// Largest |got - want| / (atol + rtol |want|) over all elements, and where:
+// the element passes when this is <= 1.
+struct Worst {
+    double ratio = 0.0;
+    std::string where;
+};
+template <class A, class B>
+Worst worst_error(const A& got, const B& want, double atol, double rtol) {
+    Worst w;
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); i++) {
+        const double err = std::fabs(double(got[i]) - double(want[i]));
+        const double r = std::isnan(err) ? INFINITY : err / (atol + rtol * std::fabs(double(want[i])));
+        if (r > w.ratio) {
+            std::ostringstream os;
+            os << "[" << i << "] got " << got[i] << " want " << want[i];
+            w = {r, os.str()};
+        }
+    }
+    return w;
+}
+
+// got - before, element by element: what a "+=" kernel added.
+std::vector<double> added(const Vec& got, const Vec& before) {
+    std::vector<double> d(got.size());
+    for (size_t i = 0; i < got.size(); i++) d[i] = double(got[i]) - before[i];
+    return d;
+}
+
+// FD tolerances (see the header comment for why these values).
+constexpr double kFdAtol = 1e-4, kFdRtol = 1e-3;
+constexpr float kFdStep = 1e-2f;
+
+}  // namespace
+
+#define REQUIRE_CLOSE(got, want, atol, rtol)               \
+    do {                                                   \
+        const Worst w_ = worst_error(got, want, atol, rtol); \
+        INFO(#got << " vs " << #want << " worst " << w_.where); \
+        REQUIRE(w_.ratio <= 1.0);                          \
+    } while (0)
+
+// ---- simd.h ------------------------------------------------------------------------
+
+TEST_CASE("exp_fast matches std::exp to a few ulp and keeps NaN", "[kernels][simd]") {
+    double worst_rel = 0.0;
+    for (int i = 0; i <= 200000; i++) {
+        const float x = -87.0f + 174.0f * float(i) / 200000.0f;
+        const double want = std::exp(double(x));
+        worst_rel = std::max(worst_rel, std::fabs(exp_fast(x) - want) / want);
+    }
+    // Cephes quotes ~1 ulp for expf; 3 ulp of float (3 * 2^-23 relative) leaves
+    // room for the shifter rounding, and is far below a wrong coefficient (>1e-5).
+    REQUIRE(worst_rel <= 3.0 * std::ldexp(1.0, -23));
+    REQUIRE(exp_fast(0.0f) == 1.0f);  // r = 0, n = 0: exact
+    REQUIRE(std::isnan(exp_fast(std::numeric_limits<float>::quiet_NaN())));
+    REQUIRE(exp_fast(-1000.0f) == Approx(std::exp(-87.0)).epsilon(1e-6));  // clamped, documented
+    REQUIRE(std::isfinite(exp_fast(1000.0f)));
+}
+
+TEST_CASE("lane sums and max equal the plain loops on lengths that do not fill the lanes", "[kernels][simd]") {
+    for (long n : {1L, 15L, 16L, 17L, 100L}) {
+        const Vec x = uniform(n, 1 + n), y = uniform(n, 2 + n);
+        double sum = 0.0, dot = 0.0;
+        float mx = x[0];
+        for (long i = 0; i < n; i++) {
+            sum += x[i];
+            dot += double(x[i]) * y[i];
+            mx = std::max(mx, x[i]);
+        }
+        // n float adds of |terms| <= 1: the error is at most n 2^-24 n, below 1e-5 for n <= 100.
+        REQUIRE(lane_sum(x.data(), n) == Approx(sum).margin(1e-5));
+        REQUIRE(lane_dot(x.data(), y.data(), n) == Approx(dot).margin(1e-5));
+        REQUIRE(lane_max(x.data(), n) == mx);  // a max is exact
+    }
+    Vec x = uniform(40, 3);
+    x[33] = std::numeric_limits<float>::quiet_NaN();
+    REQUIRE(std::isnan(lane_max(x.data(), 40)));  // a NaN logit must not be hidden by the max
+}
+
+// ---- matmul -----------------------------------------------------------------------
+
+TEST_CASE("matmul sgemm path equals the plain loops on odd shapes", "[kernels][matmul]") {
+    const int N = 37, C = 48, OC = 29;
+    const Vec inp = uniform(N * C, 1), W = uniform(C * OC, 2), b = uniform(OC, 3), dout = uniform(N * OC, 4);
+    // Sums of C = 48 (or N = 37) float products of O(1) terms: sgemm's float
+    // accumulation errs by < C 2^-24 * sum|terms| ~ 1e-5 against the double reference.
+    const double atol = 2e-5, rtol = 1e-5;
+    for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+        Vec fast(N * OC), ref(N * OC);
+        matmul_forward(fast.data(), inp.data(), W.data(), bias, N, C, OC);
+        matmul_forward_reference(ref.data(), inp.data(), W.data(), bias, N, C, OC);
+        REQUIRE_CLOSE(fast, ref, atol, rtol);
+    }
+    // Gradient buffers start non-zero: both must add, not overwrite.
+    Vec dinp_f = uniform(N * C, 5), dW_f = uniform(C * OC, 6), db_f = uniform(OC, 7);
+    Vec dinp_r = dinp_f, dW_r = dW_f, db_r = db_f;
+    matmul_backward(dinp_f.data(), dW_f.data(), db_f.data(), dout.data(), inp.data(), W.data(), N, C, OC);
+    matmul_backward_reference(dinp_r.data(), dW_r.data(), db_r.data(), dout.data(), inp.data(), W.data(), N, C, OC);
+    REQUIRE_CLOSE(dinp_f, dinp_r, atol, rtol);
+    REQUIRE_CLOSE(dW_f, dW_r, atol, rtol);
+    REQUIRE_CLOSE(db_f, db_r, atol, rtol);
+    // Null gradients are skipped; the others are still written.
+    Vec dW_only(C * OC, 0.0f), dW_fresh(C * OC, 0.0f);
+    matmul_backward(nullptr, dW_only.data(), nullptr, dout.data(), inp.data(), W.data(), N, C, OC);
+    matmul_backward_reference(nullptr, dW_fresh.data(), nullptr, dout.data(), inp.data(), W.data(), N, C, OC);
+    REQUIRE_CLOSE(dW_only, dW_fresh, atol, rtol);
+}
+
+TEST_CASE("matmul backward equals finite differences", "[kernels][matmul][fd]") {
+    const int N = 3, C = 5, OC = 4;
+    Vec inp = uniform(N * C, 11), W = uniform(C * OC, 12), b = uniform(OC, 13);
+    const Vec w = uniform(N * OC, 14);
+    Vec out(N * OC);
+    auto loss = [&] {
+        matmul_forward(out.data(), inp.data(), W.data(), b.data(), N, C, OC);
+        return weighted_sum(out, w);
+    };
+    const Vec dinp0 = uniform(N * C, 15), dW0 = uniform(C * OC, 16), db0 = uniform(OC, 17);
+    Vec dinp = dinp0, dW = dW0, db = db0;
+    matmul_backward(dinp.data(), dW.data(), db.data(), w.data(), inp.data(), W.data(), N, C, OC);  // dL/dout = w
+    // L is linear in each argument, so the difference quotient has no truncation error.
+    REQUIRE_CLOSE(added(dinp, dinp0), numeric_grad(inp, loss, kFdStep), kFdAtol, kFdRtol);
+    REQUIRE_CLOSE(added(dW, dW0), numeric_grad(W, loss, kFdStep), kFdAtol, kFdRtol);
+    REQUIRE_CLOSE(added(db, db0), numeric_grad(b, loss, kFdStep), kFdAtol, kFdRtol);
+}
+
+// ---- layernorm ----------------------------------------------------------------------
+
+TEST_CASE("layernorm normalizes each row and its backward equals finite differences", "[kernels][layernorm][fd]") {
+    const int N = 4, C = 19;
+    Vec inp = uniform(N * C, 21, -2.0f, 3.0f), weight = uniform(C, 22, 0.5f, 1.5f), bias = uniform(C, 23);
+    const Vec w = uniform(N * C, 24);
+    Vec out(N * C), mean(N), rstd(N);
+    // With weight 1 and bias 0 every output row has mean 0 and variance
+    // var/(var + eps) ~ 1 - 1e-5/var: float sums of 19 terms give ~1e-6.
+    const Vec ones(C, 1.0f), zeros(C, 0.0f);
+    layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), ones.data(), zeros.data(), N, C);
+    for (int n = 0; n < N; n++) {
+        double m = 0.0, v = 0.0;
+        for (int c = 0; c < C; c++) m += out[n * C + c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (out[n * C + c] - m) * (out[n * C + c] - m);
+        v /= C;
+        REQUIRE(m == Approx(0.0).margin(1e-6));
+        REQUIRE(v == Approx(1.0).margin(1e-4));  // the eps term alone is 1e-5/var with var ~ 2
+    }
+    auto loss = [&] {
+        layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+        return weighted_sum(out, w);
+    };
+    loss();  // mean and rstd of the unperturbed input, for backward
+    const Vec dinp0 = uniform(N * C, 25), dw0 = uniform(C, 26), db0 = uniform(C, 27);
+    Vec dinp = dinp0, dw = dw0, db = db0;
+    layernorm_backward(dinp.data(), dw.data(), db.data(), w.data(), inp.data(), weight.data(), mean.data(),
+                       rstd.data(), N, C);
+    REQUIRE_CLOSE(added(dinp, dinp0), numeric_grad(inp, loss, kFdStep), kFdAtol, kFdRtol);
+    REQUIRE_CLOSE(added(dw, dw0), numeric_grad(weight, loss, kFdStep), kFdAtol, kFdRtol);
+    REQUIRE_CLOSE(added(db, db0), numeric_grad(bias, loss, kFdStep), kFdAtol, kFdRtol);
+}
+
+// ---- gelu ---------------------------------------------------------------------------
+
+TEST_CASE("gelu at known values, fast form equals tanh form", "[kernels][gelu]") {
+    // 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) evaluated in double (Python's math module);
+    // the same numbers torch.nn.functional.gelu(x, approximate='tanh') prints.
+    const Vec x = {0.0f, 1.0f, -1.0f, 2.0f, 0.5f, -3.0f};
+    const std::vector<double> want = {0.0, 0.8411919906082768, -0.15880800939172324, 1.954597694087775,
+                                      0.34571400982514394, -0.0036373920817729943};
+    Vec fast(x.size()), ref(x.size());
+    gelu_forward(fast.data(), x.data(), long(x.size()));
+    gelu_forward_reference(ref.data(), x.data(), long(x.size()));
+    // float evaluation: a few ulp of the result, plus ulp(1) * |x| from 1 + tanh in the tanh form.
+    REQUIRE_CLOSE(fast, want, 1e-7, 1e-6);
+    REQUIRE_CLOSE(ref, want, 3e-7, 1e-6);
+    // Far tails: gelu(x) -> x for x >> 0 and -> 0 for x << 0, no NaN or inf.
+    const Vec tails = {10.0f, 50.0f, -10.0f, -50.0f};
+    Vec t(4);
+    gelu_forward(t.data(), tails.data(), 4);
+    REQUIRE(t[0] == 10.0f);
+    REQUIRE(t[1] == 50.0f);
+    REQUIRE(std::fabs(t[2]) < 1e-30f);
+    REQUIRE(std::fabs(t[3]) < 1e-30f);
+
+    // A sweep across [-8, 8]: the two forms are the same function; the tanh form
+    // loses up to ulp(1) |x| ~ 5e-7 to the 1 + tanh cancellation, hence the 1e-6 margin.
+    const long n = 1601;
+    Vec xs(n);
+    for (long i = 0; i < n; i++) xs[i] = -8.0f + 0.01f * float(i);
+    Vec yf(n), yr(n), dout = uniform(n, 31), gf(n, 0.0f), gr(n, 0.0f);
+    gelu_forward(yf.data(), xs.data(), n);
+    gelu_forward_reference(yr.data(), xs.data(), n);
+    REQUIRE_CLOSE(yf, yr, 1e-6, 1e-6);
+    gelu_backward(gf.data(), xs.data(), dout.data(), n);
+    gelu_backward_reference(gr.data(), xs.data(), dout.data(), n);
+    REQUIRE_CLOSE(gf, gr, 2e-6, 1e-6);
+}
+
+TEST_CASE("gelu backward equals finite differences", "[kernels][gelu][fd]") {
+    const long n = 41;
+    Vec x = uniform(n, 41, -4.0f, 4.0f);
+    const Vec w = uniform(n, 42);
+    Vec out(n);
+    auto loss = [&] {
+        gelu_forward(out.data(), x.data(), n);
+        return weighted_sum(out, w);
+    };
+    const Vec d0 = uniform(n, 43);
+    Vec d = d0;
+    gelu_backward(d.data(), x.data(), w.data(), n);
+    // Each nudge changes one output: rounding ~6e-8/h is tiny; gelu''' <= ~2 on [-4, 4]
+    // gives truncation <= h^2/3 ~ 3e-5, inside 1e-4 absolute.
+    REQUIRE_CLOSE(added(d, d0), numeric_grad(x, loss, kFdStep), kFdAtol, kFdRtol);
+}
+
+// ---- attention --------------------------------------------------------------------
+
+namespace {
+struct AttnRun {
+    Vec out, att, dqkv, scratch;
+};
+AttnRun run_attention(bool fast, const Vec& qkv, const Vec& dout, const Vec& dqkv0, int B, int T, int C, int NH) {
+    AttnRun r{Vec(long(B) * T * C), Vec(long(B) * NH * T * T, -1.0f), dqkv0, Vec(long(B) * NH * T * T, -1.0f)};
+    // att and scratch start at -1 so a masked entry left unwritten would show.
+    if (fast) {
+        attention_forward(r.out.data(), r.att.data(), qkv.data(), B, T, C, NH);
+        attention_backward(r.dqkv.data(), r.scratch.data(), dout.data(), qkv.data(), r.att.data(), B, T, C, NH);
+    } else {
+        attention_forward_reference(r.out.data(), r.att.data(), qkv.data(), B, T, C, NH);
+        attention_backward_reference(r.dqkv.data(), r.scratch.data(), dout.data(), qkv.data(), r.att.data(), B, T,
+                                     C, NH);
+    }
+    return r;
+}
+}  // namespace
+
+TEST_CASE("attention sgemm path equals the plain loops", "[kernels][attention]") {
+    struct Shape {
+        int B, T, C, NH;
+    };
+    // 17: odd, one partial block; 150: three row blocks of 64, the last partial.
+    for (const Shape s : {Shape{2, 17, 48, 3}, Shape{1, 150, 32, 2}}) {
+        INFO("B=" << s.B << " T=" << s.T << " C=" << s.C << " NH=" << s.NH);
+        const long n = long(s.B) * s.T * 3 * s.C;
+        const Vec qkv = uniform(n, 51, -2.0f, 2.0f), dout = uniform(long(s.B) * s.T * s.C, 52),
+                  dqkv0 = uniform(n, 53);
+        const AttnRun f = run_attention(true, qkv, dout, dqkv0, s.B, s.T, s.C, s.NH);
+        const AttnRun r = run_attention(false, qkv, dout, dqkv0, s.B, s.T, s.C, s.NH);
+        // Float sums of hs = 16 products (scores) and of up to T terms (outputs,
+        // gradients) against double: errors ~ K 2^-24 sum|terms|, plus exp_fast's
+        // 3 ulp; 3e-5 absolute for O(1) values, far below a wrong index (O(0.1)).
+        REQUIRE_CLOSE(f.att, r.att, 1e-6, 1e-5);
+        REQUIRE_CLOSE(f.out, r.out, 3e-5, 1e-5);
+        REQUIRE_CLOSE(f.scratch, r.scratch, 3e-5, 1e-5);
+        REQUIRE_CLOSE(f.dqkv, r.dqkv, 3e-5, 1e-5);
+        // Rows of P sum to 1 over s <= t and are exactly 0 above the diagonal.
+        for (int t = 0; t < s.T; t++) {
+            double sum = 0.0;
+            for (int u = 0; u < s.T; u++) {
+                const float p = f.att[long(t) * s.T + u];
+                if (u > t) REQUIRE(p == 0.0f);
+                sum += p;
+            }
+            REQUIRE(sum == Approx(1.0).margin(1e-5));  // t+1 float roundings of p <= 1
+        }
+    }
+}
+
+TEST_CASE("attention backward equals finite differences", "[kernels][attention][fd]") {
+    const int B = 2, T = 5, C = 8, NH = 2;
+    Vec qkv = uniform(long(B) * T * 3 * C, 61);
+    const Vec w = uniform(long(B) * T * C, 62);
+    Vec out(w.size()), att(long(B) * NH * T * T), scratch(att.size());
+    for (bool fast : {true, false}) {
+        INFO((fast ? "sgemm path" : "reference path"));
+        auto loss = [&] {
+            if (fast)
+                attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+            else
+                attention_forward_reference(out.data(), att.data(), qkv.data(), B, T, C, NH);
+            return weighted_sum(out, w);
+        };
+        loss();
+        const Vec d0 = uniform(qkv.size(), 63);
+        Vec d = d0;
+        if (fast)
+            attention_backward(d.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
+        else
+            attention_backward_reference(d.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
+        REQUIRE_CLOSE(added(d, d0), numeric_grad(qkv, loss, kFdStep), kFdAtol, kFdRtol);
+    }
+}
+
+TEST_CASE("attention is causal: a later token changes no earlier output", "[kernels][attention]") {
+    const int B = 1, T = 70, C = 16, NH = 2;  // T > 64: the change crosses a block boundary
+    const Vec qkv = uniform(long(B) * T * 3 * C, 71);
+    Vec out1(long(T) * C), out2(out1.size()), att(long(NH) * T * T);
+    for (bool fast : {true, false}) {
+        auto fwd = fast ? attention_forward : attention_forward_reference;
+        Vec changed = qkv;
+        const int t_changed = 40;
+        for (int c = 0; c < 3 * C; c++) changed[long(t_changed) * 3 * C + c] += 0.5f;
+        fwd(out1.data(), att.data(), qkv.data(), B, T, C, NH);
+        fwd(out2.data(), att.data(), changed.data(), B, T, C, NH);
+        // Exact equality: masked probabilities are exactly 0, so no rounding can leak back.
+        for (long i = 0; i < long(t_changed) * C; i++) REQUIRE(out1[i] == out2[i]);
+        // And the test can see a change: the changed token and those after it differ.
+        bool later_changed = false;
+        for (long i = long(t_changed) * C; i < long(T) * C; i++) later_changed |= out1[i] != out2[i];
+        REQUIRE(later_changed);
+    }
+}
+
+TEST_CASE("attention rejects a head count that does not divide C", "[kernels][attention]") {
+    Vec qkv(3 * 10), out(10), att(3);
+    REQUIRE_THROWS_AS(attention_forward(out.data(), att.data(), qkv.data(), 1, 1, 10, 3), ss::Error);
+}
+
+// ---- crossentropy -----------------------------------------------------------------
+
+TEST_CASE("crossentropy: probabilities sum to 1, loss is -log p, backward equals finite differences",
+          "[kernels][crossentropy][fd]") {
+    const int N = 3, V = 37;
+    Vec logits = uniform(N * V, 81, -3.0f, 3.0f);
+    const std::vector<int> targets = {0, 36, 17};
+    Vec losses(N), probs(N * V);
+    const float mean = crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+    double total = 0.0;
+    for (int n = 0; n < N; n++) {
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) sum += probs[n * V + v];
+        REQUIRE(sum == Approx(1.0).margin(1e-6));  // V float roundings of p <= 1
+        // loss is computed as log S - (z_y - zmax), which equals -log p_y up to float rounding
+        REQUIRE(losses[n] == Approx(-std::log(double(probs[n * V + targets[n]]))).epsilon(1e-6).margin(1e-6));
+        total += losses[n];
+    }
+    REQUIRE(mean == Approx(total / N).epsilon(1e-6));
+
+    // d(mean loss)/dlogits with dloss = 1/N, against differences of the mean loss.
+    auto loss = [&] {
+        crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+        double s = 0.0;
+        for (float l : losses) s += l;
+        return s / N;
+    };
+    loss();
+    const Vec d0 = uniform(N * V, 82);
+    Vec d = d0;
+    crossentropy_backward(d.data(), probs.data(), targets.data(), 1.0f / N, N, V);
+    REQUIRE_CLOSE(added(d, d0), numeric_grad(logits, loss, kFdStep), kFdAtol, kFdRtol);
+}
+
+TEST_CASE("crossentropy stays finite for logits far apart", "[kernels][crossentropy]") {
+    // p_target = e^-200 underflows to 0 in float: -log p would be inf; log-sum-exp gives 200.
+    const Vec logits = {0.0f, 200.0f, -50.0f};
+    const int target = 0;
+    float loss, probs[3];
+    const float mean = crossentropy_forward(&loss, probs, logits.data(), &target, 1, 3);
+    REQUIRE(mean == Approx(200.0).epsilon(1e-6));
+    REQUIRE(probs[1] == 1.0f);
+    REQUIRE_THROWS_AS([&] {  // a target outside the vocabulary is reported, not read out of bounds
+        const int bad = 3;
+        crossentropy_forward(&loss, probs, logits.data(), &bad, 1, 3);
+    }(), ss::Error);
+}
+
+// ---- encoder and residual -------------------------------------------------------
+
+TEST_CASE("encoder adds token and position rows; backward equals finite differences", "[kernels][encoder][fd]") {
+    const int B = 2, T = 3, C = 4, V = 5;
+    const std::vector<int> tokens = {1, 4, 1, 0, 1, 2};  // token 1 three times: its gradients must add up
+    Vec wte = uniform(V * C, 91), wpe = uniform(T * C, 92);
+    const Vec w = uniform(B * T * C, 93);
+    Vec out(B * T * C);
+    encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    REQUIRE(out[(1 * T + 2) * C + 3] == wte[2 * C + 3] + wpe[2 * C + 3]);  // b=1, t=2 reads token 2
+    auto loss = [&] {
+        encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+        return weighted_sum(out, w);
+    };
+    const Vec dwte0 = uniform(V * C, 94), dwpe0 = uniform(T * C, 95);
+    Vec dwte = dwte0, dwpe = dwpe0;
+    encoder_backward(dwte.data(), dwpe.data(), w.data(), tokens.data(), B, T, C);
+    // linear: no truncation error
+    REQUIRE_CLOSE(added(dwte, dwte0), numeric_grad(wte, loss, kFdStep), kFdAtol, kFdRtol);
+    REQUIRE_CLOSE(added(dwpe, dwpe0), numeric_grad(wpe, loss, kFdStep), kFdAtol, kFdRtol);
+    REQUIRE(dwte[3 * C] == dwte0[3 * C]);  // token 3 never appears: its row is untouched
+}
+
+TEST_CASE("residual adds, in place too, and passes the gradient to both branches", "[kernels][residual]") {
+    const long n = 37;
+    Vec a = uniform(n, 101), b = uniform(n, 102), out(n);
+    residual_forward(out.data(), a.data(), b.data(), n);
+    for (long i = 0; i < n; i++) REQUIRE(out[i] == a[i] + b[i]);  // one float add: exact same rounding
+    Vec a_inplace = a;
+    residual_forward(a_inplace.data(), a_inplace.data(), b.data(), n);  // out aliases a
+    REQUIRE(a_inplace == out);
+    const Vec dout = uniform(n, 103), da0 = uniform(n, 104), db0 = uniform(n, 105);
+    Vec da = da0, db = db0;
+    residual_backward(da.data(), db.data(), dout.data(), n);
+    for (long i = 0; i < n; i++) {
+        REQUIRE(da[i] == da0[i] + dout[i]);
+        REQUIRE(db[i] == db0[i] + dout[i]);
+    }
+    add_inplace(da.data(), dout.data(), n);
+    REQUIRE(da[5] == (da0[5] + dout[5]) + dout[5]);
+}
+
+// ---- adamw ---------------------------------------------------------------------------
+
+TEST_CASE("adamw: the first step by hand, and two steps against the formula in double", "[kernels][adamw]") {
+    AdamWParams hp;
+    hp.lr = 0.1f;
+    hp.beta1 = 0.9f;
+    hp.beta2 = 0.95f;
+    hp.eps = 1e-8f;
+    hp.weight_decay = 0.1f;
+    {
+        // Step 1: m = 0.1 g, v = 0.05 g^2, so mhat = g and vhat = g^2, and
+        // p = 1 - 0.1 * (0.5 / (0.5 + 1e-8) + 0.1 * 1) = 0.89 (to 2e-9).
+        float p = 1.0f, m = 0.0f, v = 0.0f;
+        const float g = 0.5f;
+        adamw_update(&p, &g, &m, &v, 1, 1, hp);
+        REQUIRE(p == Approx(0.89).margin(1e-7));  // float p near 1: ulp 6e-8
+        REQUIRE(m == Approx(0.05).margin(1e-9));
+        REQUIRE(v == Approx(0.0125).margin(1e-9));
+    }
+    // Two steps on random values against the header formula in double.
+    const long n = 37;
+    Vec p = uniform(n, 111), g1 = uniform(n, 112), g2 = uniform(n, 113), m(n, 0.0f), v(n, 0.0f);
+    std::vector<double> pd(p.begin(), p.end()), md(n, 0.0), vd(n, 0.0);
+    for (int t = 1; t <= 2; t++) {
+        const Vec& g = t == 1 ? g1 : g2;
+        adamw_update(p.data(), g.data(), m.data(), v.data(), n, t, hp);
+        for (long i = 0; i < n; i++) {
+            const double b1 = hp.beta1, b2 = hp.beta2;
+            md[i] = b1 * md[i] + (1 - b1) * g[i];
+            vd[i] = b2 * vd[i] + (1 - b2) * double(g[i]) * g[i];
+            const double mhat = md[i] / (1 - std::pow(b1, t)), vhat = vd[i] / (1 - std::pow(b2, t));
+            pd[i] -= double(hp.lr) * (mhat / (std::sqrt(vhat) + hp.eps) + double(hp.weight_decay) * pd[i]);
+        }
+    }
+    // Float rounding of O(1) values over two steps: a few ulp; 1e-6 is ~10 ulp of 1.
+    // Dropping the decay or the bias correction moves p by >= 1e-3.
+    REQUIRE_CLOSE(p, pd, 1e-6, 1e-6);
+    REQUIRE_CLOSE(m, md, 1e-7, 1e-6);
+    REQUIRE_CLOSE(v, vd, 1e-8, 1e-6);
+    float q = 1.0f, gq = 1.0f, mq = 0.0f, vq = 0.0f;
+    REQUIRE_THROWS_AS(adamw_update(&q, &gq, &mq, &vq, 1, 0, hp), ss::Error);  // t is 1-based
+}
