@@ -19,7 +19,7 @@
 #include "app/commands.h"
 #include "app/model_flags.h"
 #include "core/check.h"
-#include "core/json_file.h"
+#include "core/atomic_file.h"
 #include "train/train.h"
 
 namespace ss::app {

@@ -1,5 +1,7 @@
 #include "model/safetensors.h"
 
+#include "core/atomic_file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -217,11 +219,7 @@ void write_safetensors(const std::string& path, const StFile& f) {
     std::string text = header.dump();
     while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // data starts 8-aligned, as HF pads
 
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        SS_CHECK(out, "cannot create '" << tmp << "': " << std::strerror(errno)
-                      << "; check that the folder exists and is writable");
+    write_file_atomically(path, [&](std::ostream& out) {
         uint8_t len_bytes[8];
         uint64_t n = text.size();
         for (int i = 0; i < 8; ++i) len_bytes[i] = uint8_t(n >> (8 * i));  // little-endian
@@ -229,17 +227,7 @@ void write_safetensors(const std::string& path, const StFile& f) {
         out.write(text.data(), std::streamsize(text.size()));
         for (const auto& [key, t] : order)
             out.write(reinterpret_cast<const char*>(t->bytes.data()), std::streamsize(t->bytes.size()));
-        out.flush();
-        if (!out) {
-            std::remove(tmp.c_str());
-            SS_FAIL("writing '" << tmp << "' failed (disk full?); '" << path << "' was left as it was");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        int err = errno;
-        std::remove(tmp.c_str());
-        SS_FAIL("cannot rename '" << tmp << "' to '" << path << "': " << std::strerror(err));
-    }
+    });
 }
 
 // ---- conversions ------------------------------------------------------------------

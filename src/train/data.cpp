@@ -1,5 +1,7 @@
 #include "train/data.h"
 
+#include "core/atomic_file.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,24 +22,10 @@ void write_token_file(const std::string& path, const std::vector<uint16_t>& toke
     header[1] = kTokenFileVersion;
     header[2] = int32_t(tokens.size());
 
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        SS_CHECK(out, "cannot create '" << tmp << "': " << std::strerror(errno)
-                      << "; check that the folder exists and is writable");
+    write_file_atomically(path, [&](std::ostream& out) {
         out.write(reinterpret_cast<const char*>(header), sizeof(header));
         out.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 2));
-        out.flush();
-        if (!out) {
-            std::remove(tmp.c_str());
-            SS_FAIL("writing '" << tmp << "' failed (disk full?); '" << path << "' was left as it was");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        int err = errno;
-        std::remove(tmp.c_str());
-        SS_FAIL("cannot rename '" << tmp << "' to '" << path << "': " << std::strerror(err));
-    }
+    });
 }
 
 std::vector<uint16_t> read_token_file(const std::string& path) {

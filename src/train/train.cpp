@@ -12,7 +12,7 @@
 #include "optim/adamw.h"
 #include "train/corpus.h"
 #include "train/data.h"
-#include "core/json_file.h"
+#include "core/atomic_file.h"
 
 namespace ss {
 
@@ -46,15 +46,27 @@ nlohmann::json TrainReport::to_json() const {
     return j;
 }
 
+// 1234567 -> "1,234,567"
+static std::string with_commas(size_t v) {
+    std::string digits = std::to_string(v), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
 void print_memory(std::ostream& out, const TrainReport& r) {
-    char buf[160];
-    out << "memory by category (rank 0):        live at end        peak\n";
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "memory of rank 0 (bytes)   %16s %16s %12s\n", "live at end", "peak", "peak MiB");
+    out << buf;
     for (int c = 0; c < kMemCategories; ++c) {
-        std::snprintf(buf, sizeof buf, "  %-10s %26.3f MiB %10.3f MiB\n", mem_name(Mem(c)), r.live[c] / 1048576.0,
-                      r.peak[c] / 1048576.0);
+        std::snprintf(buf, sizeof buf, "  %-24s %16s %16s %12.3f\n", mem_name(Mem(c)), with_commas(r.live[c]).c_str(),
+                      with_commas(r.peak[c]).c_str(), r.peak[c] / 1048576.0);
         out << buf;
     }
-    std::snprintf(buf, sizeof buf, "  %-10s %37s %10.3f MiB\n", "total", "", r.peak_total / 1048576.0);
+    std::snprintf(buf, sizeof buf, "  %-24s %16s %16s %12.3f\n", "total (peak of the sum)", "",
+                  with_commas(r.peak_total).c_str(), r.peak_total / 1048576.0);
     out << buf;
 }
 

@@ -1,0 +1,102 @@
+// test_tutorials.cpp — every tutorial's commands run, and what they print
+// matches what the chapter quotes, so a chapter can never lie.
+//
+// In tutorials/*.md, a ```console block holds commands and their output:
+//
+//   $ shardscope train --model tiny --steps 2        <- a command (run from the build folder)
+//   model tiny: L=2 C=64 ... 136960 parameters       <- a line it must print
+//   step    1/2 | loss 5.5* | * ms | * tok/s         <- '*' matches any text
+//   ...                                              <- lines the chapter leaves out
+//
+// Quoted lines must appear in the command's output in the order quoted.
+#include <catch2/catch.hpp>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+namespace {
+
+struct Command {
+    std::string file, cmd;
+    std::vector<std::string> expect;
+};
+
+bool glob_match(const char* p, const char* s) {
+    if (*p == '\0') return *s == '\0';
+    if (*p == '*') return glob_match(p + 1, s) || (*s && glob_match(p, s + 1));
+    return *s && *p == *s && glob_match(p + 1, s + 1);
+}
+
+std::string rtrim(std::string s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.pop_back();
+    return s;
+}
+
+std::vector<Command> parse(const std::string& path, const std::string& name) {
+    std::ifstream f(path);
+    std::vector<Command> out;
+    std::string line;
+    bool in_console = false;
+    while (std::getline(f, line)) {
+        if (line.rfind("```", 0) == 0) {
+            in_console = !in_console && line == "```console";
+            continue;
+        }
+        if (!in_console) continue;
+        if (line.rfind("$ ", 0) == 0) {
+            out.push_back({name, line.substr(2), {}});
+        } else if (!out.empty() && rtrim(line) != "..." && !rtrim(line).empty()) {
+            out.back().expect.push_back(rtrim(line));
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> tutorial_files() {
+    std::vector<std::string> names;
+    std::string dir = std::string(SS_SOURCE_DIR) + "/tutorials";
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d)) {
+            std::string n = e->d_name;
+            if (n.size() > 3 && n.substr(n.size() - 3) == ".md") names.push_back(n);
+        }
+        closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("the glob matcher used for quoted output", "[tutorials]") {
+    REQUIRE(glob_match("loss 5.5*", "loss 5.5452"));
+    REQUIRE(glob_match("a * c", "a bbb c"));
+    REQUIRE_FALSE(glob_match("loss 4.*", "loss 5.5452"));
+}
+
+TEST_CASE("every tutorial command runs and prints what the chapter quotes", "[tutorials]") {
+    std::vector<std::string> files = tutorial_files();
+    REQUIRE_FALSE(files.empty());
+    for (const std::string& name : files) {
+        std::vector<Command> cmds = parse(std::string(SS_SOURCE_DIR) + "/tutorials/" + name, name);
+        for (const Command& c : cmds) {
+            REQUIRE(c.cmd.rfind("shardscope ", 0) == 0);
+            std::string line = "cd " + std::string(SS_BINARY_DIR) + " && mkdir -p out && OPENBLAS_NUM_THREADS=1 " +
+                               SS_SHARDSCOPE_EXE + c.cmd.substr(std::string("shardscope").size());
+            CliResult r = run_shell(line);
+            INFO(name << ": $ " << c.cmd << "\n" << r.output);
+            REQUIRE(r.code == 0);
+            std::istringstream got(r.output);
+            std::string out_line;
+            size_t next = 0;
+            while (next < c.expect.size() && std::getline(got, out_line))
+                if (glob_match(c.expect[next].c_str(), rtrim(out_line).c_str())) ++next;
+            INFO("first quoted line not printed (in order): " << (next < c.expect.size() ? c.expect[next] : ""));
+            CHECK(next == c.expect.size());
+        }
+    }
+}
