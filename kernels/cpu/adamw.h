@@ -14,11 +14,11 @@ namespace ss::cpu {
 
 /// Hyper-parameters of one AdamW update.
 struct AdamWParams {
-    float lr = 3e-4f;
-    float beta1 = 0.9f;
-    float beta2 = 0.95f;
-    float eps = 1e-8f;
-    float weight_decay = 0.1f;
+    float lr = 3e-4f;           ///< learning rate
+    float beta1 = 0.9f;         ///< decay rate of m (first moment)
+    float beta2 = 0.95f;        ///< decay rate of v (second moment)
+    float eps = 1e-8f;          ///< added to sqrt(vhat) in the denominator
+    float weight_decay = 0.1f;  ///< decoupled decay, scaled by lr
 };
 
 /// Updates n elements of params, m and v in place from grads, at step t (1-based).

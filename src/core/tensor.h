@@ -32,7 +32,9 @@ public:
     /// zero-filled unless @p zero is false (for buffers that are written before they are read).
     Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt = DType::f32, bool zero = true);
     ~Tensor();
+    /// Takes @p o's memory and booking; @p o is left empty.
     Tensor(Tensor&& o) noexcept;
+    /// Frees this tensor's memory, then takes @p o's; @p o is left empty.
     Tensor& operator=(Tensor&& o) noexcept;
     Tensor(const Tensor&) = delete;
     Tensor& operator=(const Tensor&) = delete;
@@ -40,23 +42,34 @@ public:
     /// Frees the memory (the Ledger sees it go) and leaves an empty tensor.
     void reset();
 
+    /// True when no memory is held (default-constructed, moved from or reset).
     bool empty() const { return data_ == nullptr; }
+    /// Dimensions, outermost first.
     const Shape& shape() const { return shape_; }
+    /// Element type.
     DType dtype() const { return dtype_; }
+    /// The Ledger category the bytes are booked under.
     Mem category() const { return cat_; }
+    /// Number of elements.
     int64_t numel() const { return numel_; }
+    /// Size in bytes: numel() * dtype_size(dtype()).
     size_t bytes() const { return numel_ * dtype_size(dtype_); }
 
+    /// The raw buffer, whatever the dtype (nullptr when empty).
     void* data() { return data_; }
+    /// The raw buffer, read-only.
     const void* data() const { return data_; }
     /// The elements as fp32 (checks the dtype).
     float* f32();
+    /// The elements as fp32, read-only (checks the dtype).
     const float* f32() const;
     /// The elements as raw bf16 bits (checks the dtype).
     uint16_t* bf16();
+    /// The elements as raw bf16 bits, read-only (checks the dtype).
     const uint16_t* bf16() const;
     /// The elements as int32 (checks the dtype).
     int32_t* i32();
+    /// The elements as int32, read-only (checks the dtype).
     const int32_t* i32() const;
 
     /// Sets every byte to zero.

@@ -25,10 +25,18 @@ namespace ss {
 /// Pointers to one block's parameters (or gradients), HF order.
 template <typename F>
 struct BlockPtrs {
-    F* ln1_w; F* ln1_b;
-    F* attn_w; F* attn_b; F* attnproj_w; F* attnproj_b;
-    F* ln2_w; F* ln2_b;
-    F* fc_w; F* fc_b; F* fcproj_w; F* fcproj_b;
+    F* ln1_w;       ///< ln_1.weight [C]
+    F* ln1_b;       ///< ln_1.bias [C]
+    F* attn_w;      ///< attn.c_attn.weight [C,3C], q|k|v
+    F* attn_b;      ///< attn.c_attn.bias [3C]
+    F* attnproj_w;  ///< attn.c_proj.weight [C,C]
+    F* attnproj_b;  ///< attn.c_proj.bias [C]
+    F* ln2_w;       ///< ln_2.weight [C]
+    F* ln2_b;       ///< ln_2.bias [C]
+    F* fc_w;        ///< mlp.c_fc.weight [C,4C]
+    F* fc_b;        ///< mlp.c_fc.bias [4C]
+    F* fcproj_w;    ///< mlp.c_proj.weight [4C,C]
+    F* fcproj_b;    ///< mlp.c_proj.bias [C]
 };
 using BlockWeights = BlockPtrs<const float>;
 using BlockGrads = BlockPtrs<float>;
@@ -40,24 +48,32 @@ BlockGrads block_grads(const ParamLayout& lay, float* flat, int l);
 
 /// What one block saves in forward for its backward (all Mem::acts).
 struct BlockActs {
-    Tensor ln1, ln1_mean, ln1_rstd;  // [B,T,C], [B,T], [B,T]
-    Tensor qkv;                      // [B,T,3C]
-    Tensor att;                      // [B,H,T,T] softmax probabilities
-    Tensor atty;                     // [B,T,C] attention output before c_proj
-    Tensor x_mid;                    // [B,T,C] residual stream after attention
-    Tensor ln2, ln2_mean, ln2_rstd;  // [B,T,C], [B,T], [B,T]
-    Tensor fch, fch_gelu;            // [B,T,4C]
-    Tensor x_out;                    // [B,T,C] residual stream after the MLP
+    Tensor ln1;       ///< [B,T,C] ln_1 output
+    Tensor ln1_mean;  ///< [B,T] ln_1 mean of each row
+    Tensor ln1_rstd;  ///< [B,T] ln_1 1/sqrt(var + eps) of each row
+    Tensor qkv;       ///< [B,T,3C] c_attn output, q|k|v
+    Tensor att;       ///< [B,H,T,T] softmax probabilities
+    Tensor atty;      ///< [B,T,C] attention output before c_proj
+    Tensor x_mid;     ///< [B,T,C] residual stream after attention
+    Tensor ln2;       ///< [B,T,C] ln_2 output
+    Tensor ln2_mean;  ///< [B,T] ln_2 mean of each row
+    Tensor ln2_rstd;  ///< [B,T] ln_2 1/sqrt(var + eps) of each row
+    Tensor fch;       ///< [B,T,4C] mlp.c_fc output (GELU input)
+    Tensor fch_gelu;  ///< [B,T,4C] GELU output (mlp.c_proj input)
+    Tensor x_out;     ///< [B,T,C] residual stream after the MLP
 };
 
 /// Everything a forward pass of B x T tokens saves for backward (Mem::acts).
 struct Activations {
-    int B = 0, T = 0;
-    Tensor encoded;                  // [B,T,C] x before block 0
-    std::vector<BlockActs> blocks;
-    Tensor lnf, lnf_mean, lnf_rstd;  // [B,T,C], [B,T], [B,T]
-    Tensor probs;                    // [B,T,V]
-    Tensor losses;                   // [B,T]
+    int B = 0;                       ///< batch size (sequences)
+    int T = 0;                       ///< sequence length (tokens)
+    Tensor encoded;                  ///< [B,T,C] x before block 0
+    std::vector<BlockActs> blocks;   ///< [L] what each block saved
+    Tensor lnf;                      ///< [B,T,C] ln_f output (head input)
+    Tensor lnf_mean;                 ///< [B,T] ln_f mean of each row
+    Tensor lnf_rstd;                 ///< [B,T] ln_f 1/sqrt(var + eps) of each row
+    Tensor probs;                    ///< [B,T,V] softmax of the logits
+    Tensor losses;                   ///< [B,T] cross-entropy of each token
     float loss = 0.0f;               ///< mean of losses
 
     /// Frees everything (the Ledger sees the acts go).
@@ -97,9 +113,13 @@ public:
     /// Allocates (zeroed) parameters and gradients in @p ledger.
     GPT2(const GPT2Config& cfg, Ledger& ledger, DType storage = DType::f32);
 
+    /// The model's dimensions.
     const GPT2Config& config() const { return cfg_; }
+    /// Where each parameter sits in the flat buffers.
     const ParamLayout& layout() const { return layout_; }
+    /// Dtype of the stored params and grads (f32 or bf16).
     DType storage() const { return storage_; }
+    /// The rank's memory book every tensor here is booked in.
     Ledger& ledger() { return *ledger_; }
 
     /// Counter-based initialisation (params.h).
@@ -107,12 +127,14 @@ public:
 
     /// fp32 parameters the math reads.
     float* w() { return storage_ == DType::f32 ? params_.f32() : params_f32_.f32(); }
+    /// fp32 parameters the math reads (const).
     const float* w() const { return const_cast<GPT2*>(this)->w(); }
     /// fp32 gradients the math accumulates into.
     float* g() { return storage_ == DType::f32 ? grads_.f32() : grads_f32_.f32(); }
 
-    /// The stored parameters and gradients (fp32 or bf16).
+    /// The stored parameters (fp32 or bf16).
     Tensor& params() { return params_; }
+    /// The stored gradients (fp32 or bf16).
     Tensor& grads() { return grads_; }
 
     /// Forward over tokens[B,T] against targets[B,T]; saves into @p acts; returns the mean loss.

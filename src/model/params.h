@@ -42,7 +42,7 @@ struct ParamSpec {
     int64_t offset = 0;  ///< first element in the flat buffer
     int64_t numel = 0;   ///< elements
     int layer = -1;      ///< block index, or -1 for embeddings and ln_f
-    Init init = Init::normal;
+    Init init = Init::normal;  ///< how init_params fills it
     bool decay = false;  ///< AdamW weight decay applies (matrices and embeddings, not biases or LayerNorm)
 };
 
@@ -54,7 +54,7 @@ enum BlockParam {
 
 /// Every parameter of a model, in HF state-dict order, over one flat buffer.
 struct ParamLayout {
-    std::vector<ParamSpec> specs;
+    std::vector<ParamSpec> specs;  ///< every tensor, in flat-buffer (HF state-dict) order
     int64_t total = 0;  ///< elements in the flat buffer
 
     /// The spec called @p name (throws ss::Error naming it if there is none).

@@ -33,16 +33,16 @@ namespace ss {
 
 /// One tensor of a safetensors file: its dtype, shape and raw little-endian bytes.
 struct StTensor {
-    std::string name;
-    DType dtype = DType::f32;
-    Shape shape;
+    std::string name;            ///< key in the header, e.g. "h.0.attn.c_attn.weight"
+    DType dtype = DType::f32;    ///< F32, BF16 or I32
+    Shape shape;                 ///< outermost dimension first
     std::vector<uint8_t> bytes;  ///< numel(shape) * dtype_size(dtype) bytes
 };
 
 /// A whole safetensors file in memory: tensors by name, and the string metadata.
 struct StFile {
-    std::map<std::string, StTensor> tensors;
-    std::map<std::string, std::string> metadata;
+    std::map<std::string, StTensor> tensors;       ///< by name
+    std::map<std::string, std::string> metadata;   ///< the header's "__metadata__" strings
 
     /// True when a tensor called @p name is present.
     bool has(const std::string& name) const { return tensors.count(name) != 0; }

@@ -39,14 +39,20 @@ public:
     /// @p grads at element begin of the gradients, fp32 or bf16 as @p grads_dtype.
     void step(void* params, const void* grads, DType grads_dtype);
 
+    /// First flat-buffer element this optimizer updates.
     int64_t begin() const { return begin_; }
+    /// One past the last element it updates.
     int64_t end() const { return end_; }
     /// Steps taken so far.
     int t() const { return t_; }
+    /// Hyper-parameters used by every step() (writable, e.g. to change lr).
     cpu::AdamWParams& hyper() { return hp_; }
 
+    /// First moment (fp32, end - begin elements).
     Tensor& m() { return m_; }
+    /// Second moment (fp32, end - begin elements).
     Tensor& v() { return v_; }
+    /// fp32 master weights (bf16 storage only; empty for fp32).
     Tensor& master() { return master_; }
 
 private:

@@ -68,10 +68,15 @@ public:
     /// The current batch's targets, B*T token ids, row-major [B, T].
     const std::vector<int32_t>& targets() const { return targets_; }
 
+    /// Sequences per batch (rows).
     int B() const { return B_; }
+    /// Tokens per sequence (columns).
     int T() const { return T_; }
+    /// This rank's index r among the data-parallel ranks.
     int process_rank() const { return process_rank_; }
+    /// Number n of data-parallel ranks sharing the tokens.
     int num_processes() const { return num_processes_; }
+    /// Length of the whole token sequence.
     int64_t num_tokens() const { return int64_t(tokens_.size()); }
     /// Where this rank's next window starts (before any wrap-around).
     int64_t position() const { return base_ + int64_t(process_rank_) * B_ * T_; }

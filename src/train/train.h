@@ -28,14 +28,16 @@ namespace ss {
 
 /// Everything `shardscope train` can be asked to do.
 struct TrainOptions {
-    GPT2Config model = model_preset("tiny");
+    GPT2Config model = model_preset("tiny");  ///< model dimensions (config.h presets)
     int T = 0;                ///< sequence length; 0 means the model's maxT
     int mbs = 4;              ///< micro-batch size (sequences per rank per micro-batch)
     int ga = 1;               ///< gradient accumulation steps (micro-batches per optimizer step)
     int steps = 10;           ///< optimizer steps
     float lr = 1e-3f;         ///< AdamW learning rate (constant)
-    float weight_decay = 0.1f;
-    float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+    float weight_decay = 0.1f;  ///< AdamW decoupled weight decay (matrices and embeddings only)
+    float beta1 = 0.9f;         ///< AdamW decay rate of the first moment m
+    float beta2 = 0.95f;        ///< AdamW decay rate of the second moment v
+    float eps = 1e-8f;          ///< AdamW denominator epsilon
     uint64_t seed = 1337;     ///< parameter initialisation seed
     DType dtype = DType::f32; ///< storage of params and grads (fp32, or bf16 with fp32 master weights)
     int blas_threads = 1;     ///< OpenBLAS threads per rank
@@ -49,22 +51,23 @@ struct TrainOptions {
 
 /// One optimizer step as measured.
 struct StepStats {
-    int step = 0;
+    int step = 0;             ///< 1-based step number
     float loss = 0.0f;        ///< mean loss over the step's GBS x T tokens
     double ms = 0.0;          ///< wall time of the step
-    double tokens_per_s = 0.0;
+    double tokens_per_s = 0.0;  ///< GBS x T / wall time
 };
 
 /// What a run did.
 struct TrainReport {
-    TrainOptions opts;
-    int T = 0;
-    int dp = 1;
+    TrainOptions opts;        ///< the options it ran with
+    int T = 0;                ///< sequence length used (opts.T, or the model's maxT)
+    int dp = 1;               ///< data-parallel replicas
     int64_t gbs = 0;          ///< MBS x GA x DP
-    int64_t num_params = 0;
-    std::vector<StepStats> steps;
-    std::array<size_t, kMemCategories> live{}, peak{};  ///< bytes by category at the end / at peak (rank 0)
-    size_t peak_total = 0;
+    int64_t num_params = 0;   ///< parameters in the model
+    std::vector<StepStats> steps;  ///< one entry per optimizer step
+    std::array<size_t, kMemCategories> live{};  ///< bytes by category at the end (rank 0)
+    std::array<size_t, kMemCategories> peak{};  ///< highest bytes each category reached (rank 0)
+    size_t peak_total = 0;    ///< highest total bytes live at once (not the sum of peak; rank 0)
 
     /// The GBS arithmetic written out: "GBS = MBS x GA x DP = 4 x 1 x 1 = 4".
     std::string gbs_line() const;
