@@ -1,0 +1,74 @@
+// backend.h — the seam between "which collective" and "how the bytes move".
+//
+// Comm (comm.h) is what the rest of ShardScope calls. It checks the arguments,
+// times the call for the trace and hands it to a Backend, the one abstract
+// interface in comm/. Each backend is one way of moving bytes:
+//
+//     threads   N ranks as threads of one process; the collectives are written
+//               by hand over shared memory (threads_backend.cpp), to teach
+//     mpi       one process per rank under mpirun; the collectives are MPI's
+//     nccl      one process per GPU; the collectives are NCCL's
+//
+// A Backend object belongs to one rank and is called from that rank's thread
+// only. All ranks of a world use the same backend: a group never mixes them.
+//
+// The contract every backend implements (Comm has already checked it):
+//  - `group` contains the calling rank, has no duplicates and only ranks in
+//    [0, world); `count` may be 0 (the call still synchronises the group).
+//  - Element types: f32 and bf16 for reductions; any DType for the others.
+//    bf16 reductions accumulate in fp32 and round to bf16 once per element.
+//  - all_gather / reduce_scatter / all_to_all take a count PER RANK, so every
+//    rank's block is the same size; callers pad (ZeRO pads to a multiple of n).
+//  - Reductions are in a fixed order, so a run is bit-for-bit repeatable.
+//  - send never waits for the receiver: it returns once the data has been
+//    copied out (the threads backend buffers it; an MPI backend copies it and
+//    uses MPI_Isend). So "send to the right, then recv from the left" on every
+//    rank of a ring (ring attention, pipeline exchanges) cannot deadlock.
+//    Messages between two ranks arrive in the order they were sent.
+//  - Every wait ends: after the timeout, or at once when another rank failed,
+//    with an ss::Error that names the call, the group and the missing ranks.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/label.h"
+#include "core/dtype.h"
+#include "mesh/group.h"
+
+namespace ss {
+
+/// How one rank's collectives are carried out. See the file comment for the contract.
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    /// "threads", "mpi", "nccl".
+    virtual const char* name() const = 0;
+
+    /// In place: buf (count elements) becomes the reduction of every rank's buf.
+    virtual void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
+                            const Label& label) = 0;
+    /// recv (n * count_per_rank) = the ranks' send blocks in group order.
+    virtual void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt,
+                            const Group& group, const Label& label) = 0;
+    /// recv (count_per_rank) = block `my group index` of the reduction of the ranks' send (n * count_per_rank).
+    virtual void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                const Group& group, ReduceOp op, const Label& label) = 0;
+    /// Block j of my send goes to group member j; block j of my recv comes from member j.
+    virtual void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt,
+                            const Group& group, const Label& label) = 0;
+    /// buf on every rank becomes buf of group member `root_index`.
+    virtual void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
+                           const Label& label) = 0;
+    /// Point-to-point: count elements to global rank `peer`; returns without waiting for it.
+    virtual void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                      const Label& label) = 0;
+    /// Point-to-point: count elements from global rank `peer`.
+    virtual void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                      const Label& label) = 0;
+    /// Returns once every member of the group has called it.
+    virtual void barrier(const Group& group, const Label& label) = 0;
+};
+
+}  // namespace ss

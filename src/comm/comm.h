@@ -1,0 +1,142 @@
+// comm.h — Comm: the collectives one rank calls, on a Group, tagged with a Label.
+//
+// This is the whole interface the strategies (src/parallel/) use to talk to
+// other ranks. A Comm is bound to one rank: its global rank id, the world size,
+// a Backend that moves the bytes (backend.h) and, optionally, a Tracer that
+// records every call (trace.h). Each call:
+//   1. checks its arguments (the rank is in the group, the root exists, the
+//      buffers do not overlap where they must not) and throws ss::Error if not;
+//   2. hands the call to the backend;
+//   3. if tracing, records op, group, bytes, label, start and duration.
+//
+// Counts are in elements. For all_gather, reduce_scatter and all_to_all the
+// count is PER RANK, so every rank's block has the same size by construction;
+// a caller whose tensor does not divide by the group size pads it (ZeRO pads
+// the flat parameter buffer to a multiple of dp). A count of 0 is allowed.
+//
+// Reductions (all_reduce, reduce_scatter) take f32 or bf16. bf16 values are
+// summed in fp32 and rounded to bf16 once per element at the end, so the
+// result does not depend on how many partial sums the algorithm kept.
+// The reduction order is fixed by the group's order, so a run is bit-for-bit
+// repeatable; it may differ in the last bits from a serial left-to-right sum.
+//
+// Example (data parallel: average the gradients over dp):
+//
+//     Label label{Payload::grad, /*layer=*/-1, Phase::bwd, /*microbatch=*/-1, step};
+//     comm.all_reduce(grads, n, dp_group, ReduceOp::avg, label);
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/backend.h"
+#include "comm/label.h"
+#include "core/dtype.h"
+#include "mesh/group.h"
+
+namespace ss {
+
+class Tracer;
+
+/// How a world of ranks is started (run_threads; later the mpi launcher).
+struct CommOptions {
+    /// Every wait for another rank ends after this long with an ss::Error that
+    /// names the collective, the group and the ranks that did not arrive.
+    double timeout_seconds = 60;
+    /// One Tracer per rank (see make_tracers), or empty for no tracing.
+    std::vector<Tracer*> tracers;
+};
+
+/// The collectives of one rank. Not thread-safe: one rank, one thread.
+class Comm {
+public:
+    /// @p rank: this rank's global id in [0, world_size). @p tracer may be null (no tracing).
+    Comm(int rank, int world_size, std::unique_ptr<Backend> backend, Tracer* tracer = nullptr);
+    ~Comm();
+    Comm(const Comm&) = delete;
+    Comm& operator=(const Comm&) = delete;
+
+    int rank() const { return rank_; }
+    int world_size() const { return world_size_; }
+    /// "threads", "mpi", ...
+    const char* backend_name() const { return backend_->name(); }
+    Tracer* tracer() const { return tracer_; }
+    void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+    /// All ranks, axis "world".
+    Group world_group() const;
+
+    /// In place: buf (count elements) becomes op over every group member's buf.
+    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op, const Label& label);
+    void all_reduce(float* buf, size_t count, const Group& group, ReduceOp op, const Label& label) {
+        all_reduce(buf, count, DType::f32, group, op, label);
+    }
+
+    /// recv[j*count_per_rank ...] = send of group member j. recv holds n*count_per_rank.
+    /// In place is allowed: send == recv + my_index*count_per_rank.
+    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                    const Label& label);
+    void all_gather(const float* send, float* recv, size_t count_per_rank, const Group& group,
+                    const Label& label) {
+        all_gather(send, recv, count_per_rank, DType::f32, group, label);
+    }
+
+    /// send holds n*count_per_rank; recv (count_per_rank) = block my_index of op over the members' send.
+    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                        ReduceOp op, const Label& label);
+    void reduce_scatter(const float* send, float* recv, size_t count_per_rank, const Group& group,
+                        ReduceOp op, const Label& label) {
+        reduce_scatter(send, recv, count_per_rank, DType::f32, group, op, label);
+    }
+
+    /// send and recv hold n*count_per_rank each; block j of send goes to member j,
+    /// block j of recv comes from member j. send and recv must not overlap.
+    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                    const Label& label);
+    void all_to_all(const float* send, float* recv, size_t count_per_rank, const Group& group,
+                    const Label& label) {
+        all_to_all(send, recv, count_per_rank, DType::f32, group, label);
+    }
+
+    /// buf on every member becomes buf of the member at index @p root_index of the group.
+    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group, const Label& label);
+    void broadcast(float* buf, size_t count, int root_index, const Group& group, const Label& label) {
+        broadcast(buf, count, DType::f32, root_index, group, label);
+    }
+
+    /// Sends count elements to global rank @p peer. Returns once the data is
+    /// copied out, without waiting for the receiver. @p axis is the mesh axis
+    /// the two ranks are neighbours on ("pp", "sp"), for the trace.
+    void send(const void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis);
+    void send(const float* buf, size_t count, int peer, const Label& label, const std::string& axis) {
+        send(buf, count, DType::f32, peer, label, axis);
+    }
+    /// Receives count elements from global rank @p peer (count and dtype must match the send).
+    void recv(void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis);
+    void recv(float* buf, size_t count, int peer, const Label& label, const std::string& axis) {
+        recv(buf, count, DType::f32, peer, label, axis);
+    }
+
+    /// Returns once every member of the group has called it.
+    void barrier(const Group& group, const Label& label = {});
+
+private:
+    void check_group(const char* op, const Group& group) const;
+    void check_peer(const char* op, int peer) const;
+    void trace(const char* op, const Group& group, size_t count, DType dt, const Label& label,
+               double start_us, int peer = -1);
+
+    int rank_;
+    int world_size_;
+    std::unique_ptr<Backend> backend_;
+    Tracer* tracer_;
+};
+
+/// "all_reduce on tp group [0,1] (grad, step 3, layer 2, bwd)": how errors name a call.
+std::string describe_call(const char* op, const Group& group, const Label& label);
+
+/// "[0,2,4,6]".
+std::string ranks_str(const std::vector<int>& ranks);
+
+}  // namespace ss

@@ -1,0 +1,491 @@
+// threads_backend.cpp — the collectives of the `threads` backend, by hand.
+//
+// All ranks are threads of one process, so a rank can read another rank's
+// buffer directly: "sending" chunk c to my right neighbour is my right
+// neighbour reading chunk c out of my buffer. What remains is the algorithm
+// and the synchronisation, which is what this file is for.
+//
+// ---- all_reduce: the ring, as NCCL does it ------------------------------------------
+//
+// The ranks of the group form a ring, in group order; each one only ever reads
+// from its LEFT neighbour (rank r-1, wrapping round):
+//
+//          +--------+     +--------+     +--------+     +--------+
+//     +--> | rank 0 | --> | rank 1 | --> | rank 2 | --> | rank 3 | --+
+//     |    +--------+     +--------+     +--------+     +--------+   |
+//     +--------------------------------------------------------------+
+//
+// ("rank" here is the index in the group.) Every buffer is cut into n chunks
+// c0..c3; "r3.c2" is chunk 2 of rank 3's buffer.
+//
+// Phase 1, reduce-scatter, n-1 steps. At step s, rank r adds its left
+// neighbour's chunk (r-2-s) mod n into its own copy of that chunk:
+//
+//                rank 0          rank 1          rank 2          rank 3
+//     step 0     c2 += r3.c2     c3 += r0.c3     c0 += r1.c0     c1 += r2.c1
+//     step 1     c1 += r3.c1     c2 += r0.c2     c3 += r1.c3     c0 += r2.c0
+//     step 2     c0 += r3.c0     c1 += r0.c1     c2 += r1.c2     c3 += r2.c3
+//
+// Follow c0: rank 2 makes x1+x2, rank 3 adds x3, rank 0 adds x0. After n-1
+// steps rank r holds the full sum of chunk r (and ReduceOp::avg divides it by n).
+//
+// Phase 2, all-gather, n-1 steps. At step t, rank r copies its left
+// neighbour's chunk (r-1-t) mod n, which the neighbour completed one step before:
+//
+//                rank 0          rank 1          rank 2          rank 3
+//     step 0     c3 = r3.c3      c0 = r0.c0      c1 = r1.c1      c2 = r2.c2
+//     step 1     c2 = r3.c2      c3 = r0.c3      c0 = r1.c0      c1 = r2.c1
+//     step 2     c1 = r3.c1      c2 = r0.c2      c3 = r1.c3      c0 = r2.c0
+//
+// Each rank reads n-1 chunks in each phase, 2(n-1)/n of the buffer in all,
+// whatever n is: nccl-tests' all-reduce bus-bandwidth factor. reduce_scatter
+// is phase 1 alone and all_gather is phase 2 alone.
+//
+// Between steps all ranks of the group meet at a barrier (sync()), so at step
+// s+1 the left neighbour's chunk is the one it finished at step s. NCCL instead
+// streams slices of each chunk through small buffers with a flag per slice, so
+// steps overlap; the order of the additions is the same.
+//
+// Fixed order: chunk c is always summed as ((x[c+1] + x[c+2]) + ...) + x[c],
+// so every run gives the same bits. A serial sum x0 + x1 + ... rounds in a
+// different order and may differ in the last bits (tests allow for it).
+//
+// bf16: the ring runs on an fp32 copy; the owner rounds its chunk to bf16 once
+// at the end of phase 1, and phase 2 moves bf16 (reduce_kernels.h).
+//
+// ---- the others ----------------------------------------------------------------
+//
+//   all_to_all   each rank copies block `me` of every rank's send into its recv
+//   broadcast    each rank copies the root's buffer
+//   send / recv  through the receiver's inbox (threads_world.h)
+//   barrier      one sync point
+//
+// Every collective is: post (my description and buffer pointers in my slot),
+// sync, check that all members called the same thing, the steps (each ending
+// in a sync), done. The last sync also means no rank returns (and reuses its
+// buffer) while another may still read it.
+#include "comm/threads_backend.h"
+
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "comm/reduce_kernels.h"
+#include "comm/threads_world.h"
+#include "core/check.h"
+
+namespace ss {
+
+using threads::CallDesc;
+using threads::GroupState;
+using threads::Slot;
+
+// Chunk c of a buffer of `total` elements cut into n nearly equal chunks.
+struct ThreadsBackend::Chunks {
+    size_t total;
+    int n;
+    size_t begin(int c) const { return size_t((unsigned __int128)total * c / n); }
+    size_t size(int c) const { return begin(c + 1) - begin(c); }
+};
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+bool same_call(const CallDesc& a, const CallDesc& b) {
+    return std::strcmp(a.op, b.op) == 0 && a.axis == b.axis && a.count == b.count && a.dt == b.dt &&
+           a.reduce == b.reduce && a.root == b.root;
+}
+
+std::string join_ranks(const std::vector<int>& r) {
+    std::ostringstream os;
+    for (size_t i = 0; i < r.size(); ++i) os << (i ? ", " : "") << r[i];
+    return os.str();
+}
+
+// How long a waiting rank spins (yielding its core) before it sleeps. A ring
+// step on a few KiB takes microseconds, so sleeping at once would be slow.
+constexpr int kSpinRounds = 2000;
+
+}  // namespace
+
+ThreadsBackend::ThreadsBackend(threads::World& world, int rank) : world_(world), rank_(rank) {}
+ThreadsBackend::~ThreadsBackend() = default;
+
+// ---- synchronisation ---------------------------------------------------------------
+
+ThreadsBackend::GroupCtx& ThreadsBackend::ctx(const Group& group) {
+    auto it = groups_.find(group.ranks);
+    if (it != groups_.end()) return it->second;
+    GroupCtx g;
+    g.state = &world_.group(group.ranks);
+    g.me = group.index_of(rank_);
+    return groups_.emplace(group.ranks, g).first->second;
+}
+
+const Slot& ThreadsBackend::slot(const GroupCtx& g, int member) const {
+    return g.state->slots[member][g.parity];
+}
+
+[[noreturn]] void ThreadsBackend::raise(const std::string& msg) {
+    world_.fail(rank_, msg);
+    throw Error(msg);
+}
+
+[[noreturn]] void ThreadsBackend::stop(const std::string& what) {
+    throw Error(what + ": stopped because " + world_.failure());
+}
+
+// Posts my call into my slot, meets the group, and checks that everyone called
+// the same thing. Slots alternate by call parity: a fast rank may post call
+// k+1 while a slow one still reads call k's slots, but it cannot post k+2
+// before everyone has arrived at k+1.
+void ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, const void* work) {
+    if (world_.failed()) stop(describe_call(d.op, Group{d.axis, g.state->ranks}, d.label));
+    g.parity = int(g.calls++ & 1);
+    Slot& mine = g.state->slots[g.me][g.parity];
+    mine.desc = d;
+    mine.data = data;
+    mine.work = work;
+    sync(g, d);
+    check_same_call(g);
+}
+
+void ThreadsBackend::check_same_call(const GroupCtx& g) {
+    const GroupState& gs = *g.state;
+    const CallDesc& first = slot(g, 0).desc;
+    for (int j = 1; j < int(gs.ranks.size()); ++j) {
+        const CallDesc& other = slot(g, j).desc;
+        if (!same_call(first, other))
+            raise("mismatched collectives on group " + ranks_str(gs.ranks) + ": rank " +
+                  std::to_string(gs.ranks[0]) + " called " + threads::call_str(first) + " but rank " +
+                  std::to_string(gs.ranks[j]) + " called " + threads::call_str(other) +
+                  ". Every member of a group must make the same collective calls, in the same order, "
+                  "with the same counts.");
+    }
+}
+
+// One sync point: a counting barrier. I raise my counter to k (my k-th sync on
+// this group) and wait until every member's counter is at least k.
+void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
+    GroupState& gs = *g.state;
+    const int n = int(gs.ranks.size());
+    const uint64_t k = ++g.barriers;
+    gs.arrived[g.me].count.store(k);  // seq_cst: pairs with the sleepers count below
+    if (gs.sleepers.load() > 0) {
+        std::lock_guard<std::mutex> lock(gs.mu);
+        gs.cv.notify_all();
+    }
+    auto all_here = [&] {
+        for (int j = 0; j < n; ++j)
+            if (gs.arrived[j].count.load() < k) return false;
+        return true;
+    };
+    auto missing = [&] {
+        std::vector<int> out;
+        for (int j = 0; j < n; ++j)
+            if (gs.arrived[j].count.load() < k) out.push_back(gs.ranks[j]);
+        return out;
+    };
+    const Group group{d.axis, gs.ranks};
+
+    for (int spin = 0; spin < kSpinRounds; ++spin) {
+        if (all_here()) return;
+        if (world_.failed()) stop(describe_call(d.op, group, d.label));
+        std::this_thread::yield();
+    }
+
+    // Sleep until everyone is here, someone fails or returns, or the deadline.
+    world_.set_waiting(rank_, describe_call(d.op, group, d.label));
+    std::unique_lock<std::mutex> lock(gs.mu);
+    gs.sleepers.fetch_add(1);
+    const auto deadline = world_.deadline();
+    std::string error;
+    bool stopped = false;
+    while (!all_here()) {
+        if (world_.failed()) {
+            stopped = true;
+            break;
+        }
+        std::vector<int> gone;
+        for (int r : missing())
+            if (world_.finished(r)) gone.push_back(r);
+        if (!gone.empty()) {
+            error = "desync: " + describe_call(d.op, group, d.label) + ": rank " + join_ranks(gone) +
+                    " did not arrive: it returned from its work without making this call";
+            break;
+        }
+        if (gs.cv.wait_until(lock, deadline) == std::cv_status::timeout && !all_here()) {
+            std::ostringstream os;
+            std::vector<int> late = missing();
+            os << "desync: " << describe_call(d.op, group, d.label) << ": " << (late.size() == 1 ? "rank " : "ranks ")
+               << join_ranks(late) << " did not arrive within " << world_.timeout_seconds() << " s";
+            for (int r : late) {
+                std::string where = world_.waiting(r);
+                os << "; rank " << r
+                   << (where.empty() ? " is not waiting in any collective (still computing, stuck, or it skipped this call)"
+                                     : " is waiting in " + where);
+            }
+            error = os.str();
+            break;
+        }
+    }
+    gs.sleepers.fetch_sub(1);
+    lock.unlock();  // before fail(), which takes every group's lock to wake its sleepers
+    world_.set_waiting(rank_, "");
+    if (stopped) stop(describe_call(d.op, group, d.label));
+    if (!error.empty()) raise(error);
+}
+
+float* ThreadsBackend::scratch(size_t count) {
+    if (scratch_.size() < count) scratch_.resize(count);
+    return scratch_.data();
+}
+
+// ---- the ring ------------------------------------------------------------------------
+
+// Phase 1 on fp32 work buffers: see the table at the top of the file.
+void ThreadsBackend::ring_reduce_scatter(GroupCtx& g, const CallDesc& d, float* work, const Chunks& chunks,
+                                         const std::function<void(size_t, size_t)>& finish_my_chunk) {
+    const int n = chunks.n, me = g.me, left = mod(me - 1, n);
+    const float* left_work = static_cast<const float*>(slot(g, left).work);
+    for (int s = 0; s < n - 1; ++s) {
+        const int c = mod(me - 2 - s, n);
+        reduce::add_into(work + chunks.begin(c), left_work + chunks.begin(c), chunks.size(c));
+        if (s == n - 2) finish_my_chunk(chunks.begin(me), chunks.size(me));  // c == me now
+        sync(g, d);
+    }
+}
+
+// Phase 2 on the data buffers, any dtype: see the table at the top of the file.
+void ThreadsBackend::ring_all_gather(GroupCtx& g, const CallDesc& d, char* data, const Chunks& chunks,
+                                     size_t elem_size) {
+    const int n = chunks.n, me = g.me, left = mod(me - 1, n);
+    const char* left_data = static_cast<const char*>(slot(g, left).data);
+    for (int t = 0; t < n - 1; ++t) {
+        const int c = mod(me - 1 - t, n);
+        const size_t off = chunks.begin(c) * elem_size, len = chunks.size(c) * elem_size;
+        if (len) std::memcpy(data + off, left_data + off, len);
+        sync(g, d);
+    }
+}
+
+// ---- the collectives ----------------------------------------------------------------
+
+void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
+                                const Label& label) {
+    const int n = group.size();
+    if (n == 1) return;  // the sum, and the average, of one value is itself
+    const float divisor = op == ReduceOp::avg ? float(n) : 1.0f;
+    GroupCtx& g = ctx(group);
+    const CallDesc d{"all_reduce", group.axis, count, dt, op, -1, label};
+
+    // fp32 reduces in place; bf16 reduces in an fp32 copy and rounds once.
+    float* work = static_cast<float*>(buf);
+    if (dt == DType::bf16) {
+        work = scratch(count);
+        reduce::widen_bf16(work, static_cast<const uint16_t*>(buf), count);
+    }
+    begin(g, d, buf, work);
+    const Chunks chunks{count, n};
+    ring_reduce_scatter(g, d, work, chunks, [&](size_t b, size_t len) {
+        if (dt == DType::bf16)
+            reduce::narrow_to_bf16(static_cast<uint16_t*>(buf) + b, work + b, len, divisor);
+        else if (divisor != 1.0f)
+            reduce::divide(work + b, len, divisor);
+    });
+    ring_all_gather(g, d, static_cast<char*>(buf), chunks, dtype_size(dt));
+}
+
+void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                    const Group& group, ReduceOp op, const Label& label) {
+    const int n = group.size();
+    const size_t total = size_t(n) * count_per_rank;
+    if (n == 1) {
+        if (send != recv && total) std::memcpy(recv, send, total * dtype_size(dt));
+        return;
+    }
+    const float divisor = op == ReduceOp::avg ? float(n) : 1.0f;
+    GroupCtx& g = ctx(group);
+    const CallDesc d{"reduce_scatter", group.axis, count_per_rank, dt, op, -1, label};
+
+    // The ring adds into its buffer, and send is the caller's (const): work on
+    // an fp32 copy. (NCCL pipelines through its own small buffers instead.)
+    float* work = scratch(total);
+    if (dt == DType::bf16)
+        reduce::widen_bf16(work, static_cast<const uint16_t*>(send), total);
+    else if (total)
+        std::memcpy(work, send, total * sizeof(float));
+    begin(g, d, nullptr, work);
+    ring_reduce_scatter(g, d, work, Chunks{total, n}, [&](size_t b, size_t len) {
+        if (dt == DType::bf16) {
+            reduce::narrow_to_bf16(static_cast<uint16_t*>(recv), work + b, len, divisor);
+        } else {
+            if (divisor != 1.0f) reduce::divide(work + b, len, divisor);
+            if (len) std::memcpy(recv, work + b, len * sizeof(float));
+        }
+    });
+}
+
+void ThreadsBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                const Group& group, const Label& label) {
+    const int n = group.size();
+    const size_t es = dtype_size(dt), block = count_per_rank * es;
+    GroupCtx* g = n > 1 ? &ctx(group) : nullptr;
+    const int me = g ? g->me : 0;
+    char* mine = static_cast<char*>(recv) + size_t(me) * block;
+    if (send != mine && block) std::memcpy(mine, send, block);  // my own block first
+    if (n == 1) return;
+    const CallDesc d{"all_gather", group.axis, count_per_rank, dt, ReduceOp::sum, -1, label};
+    begin(*g, d, recv, nullptr);
+    ring_all_gather(*g, d, static_cast<char*>(recv), Chunks{size_t(n) * count_per_rank, n}, es);
+}
+
+void ThreadsBackend::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                const Group& group, const Label& label) {
+    const int n = group.size();
+    const size_t block = count_per_rank * dtype_size(dt);
+    if (n == 1) {
+        if (block) std::memcpy(recv, send, block);
+        return;
+    }
+    GroupCtx& g = ctx(group);
+    const CallDesc d{"all_to_all", group.axis, count_per_rank, dt, ReduceOp::sum, -1, label};
+    begin(g, d, send, nullptr);
+    // Block j of my recv is block `me` of member j's send. Start at my right
+    // neighbour, so that not every rank reads member 0 first.
+    for (int k = 1; k <= n; ++k) {
+        const int j = (g.me + k) % n;
+        const char* theirs = static_cast<const char*>(slot(g, j).data);
+        if (block) std::memcpy(static_cast<char*>(recv) + size_t(j) * block, theirs + size_t(g.me) * block, block);
+    }
+    sync(g, d);  // nobody returns while others still read its send
+}
+
+void ThreadsBackend::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
+                               const Label& label) {
+    const int n = group.size();
+    if (n == 1) return;
+    GroupCtx& g = ctx(group);
+    const CallDesc d{"broadcast", group.axis, count, dt, ReduceOp::sum, root_index, label};
+    begin(g, d, buf, nullptr);
+    // Every rank reads the root directly: over shared memory that is one copy.
+    // (Across machines NCCL pipelines it down a ring or a tree instead.)
+    if (g.me != root_index && count) std::memcpy(buf, slot(g, root_index).data, count * dtype_size(dt));
+    sync(g, d);
+}
+
+void ThreadsBackend::barrier(const Group& group, const Label& label) {
+    if (group.size() == 1) return;
+    GroupCtx& g = ctx(group);
+    begin(g, CallDesc{"barrier", group.axis, 0, DType::f32, ReduceOp::sum, -1, label}, nullptr, nullptr);
+}
+
+// ---- point to point ------------------------------------------------------------------
+
+void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                          const Label& label) {
+    const std::string what = "send on " + axis + " to rank " + std::to_string(peer) + " (" + label_str(label) + ")";
+    if (world_.failed()) stop(what);
+    threads::Message m;
+    m.src = rank_;
+    m.axis = axis;
+    m.count = count;
+    m.dt = dt;
+    m.label = label;
+    const size_t bytes = count * dtype_size(dt);
+    m.data.reset(new char[bytes ? bytes : 1]);
+    if (bytes) std::memcpy(m.data.get(), buf, bytes);
+    threads::Inbox& box = world_.inbox(peer);
+    std::lock_guard<std::mutex> lock(box.mu);
+    box.messages.push_back(std::move(m));
+    box.cv.notify_all();
+}
+
+void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                          const Label& label) {
+    const std::string what = "recv on " + axis + " from rank " + std::to_string(peer) + " (" + label_str(label) + ")";
+    if (world_.failed()) stop(what);
+    threads::Inbox& box = world_.inbox(rank_);
+    std::unique_lock<std::mutex> lock(box.mu);
+    auto find = [&] {
+        for (auto it = box.messages.begin(); it != box.messages.end(); ++it)
+            if (it->src == peer) return it;  // the oldest from that sender
+        return box.messages.end();
+    };
+    auto it = find();
+    std::string error;
+    bool stopped = false;
+    if (it == box.messages.end()) {
+        world_.set_waiting(rank_, what);
+        const auto deadline = world_.deadline();
+        while ((it = find()) == box.messages.end()) {
+            if (world_.failed()) {
+                stopped = true;
+                break;
+            }
+            if (world_.finished(peer)) {
+                error = "desync: " + what + ": rank " + std::to_string(peer) +
+                        " returned from its work without sending";
+                break;
+            }
+            if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+                (it = find()) == box.messages.end()) {
+                std::string where = world_.waiting(peer);
+                error = "desync: " + what + ": rank " + std::to_string(peer) + " did not send within " +
+                        std::to_string(int(world_.timeout_seconds() + 0.5)) + " s; rank " + std::to_string(peer) +
+                        (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
+                break;
+            }
+        }
+        if (stopped || !error.empty()) {
+            lock.unlock();
+            world_.set_waiting(rank_, "");
+            if (stopped) stop(what);
+            raise(error);
+        }
+        world_.set_waiting(rank_, "");
+    }
+    threads::Message m = std::move(*it);
+    box.messages.erase(it);
+    lock.unlock();
+    if (m.count != count || m.dt != dt)
+        raise("mismatched send/recv: rank " + std::to_string(peer) + " sent " + std::to_string(m.count) + " x " +
+              dtype_name(m.dt) + " on " + m.axis + " (" + label_str(m.label) + ") but rank " +
+              std::to_string(rank_) + " expects " + std::to_string(count) + " x " + dtype_name(dt) + " in " + what);
+    if (count) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
+}
+
+// ---- the launcher ----------------------------------------------------------------------
+
+void run_threads(int world, const std::function<void(Comm&)>& body, const CommOptions& opts) {
+    SS_CHECK(world >= 1, "run_threads: world=" << world << " must be at least 1");
+    SS_CHECK(opts.tracers.empty() || int(opts.tracers.size()) == world,
+             "run_threads: " << opts.tracers.size() << " tracers for " << world
+                             << " ranks; give one per rank (make_tracers(world)) or none");
+    threads::World shared(world, opts.timeout_seconds);
+    std::vector<std::thread> ranks;
+    ranks.reserve(world);
+    auto rank_main = [&](int r) {
+        try {
+            Comm comm(r, world, std::make_unique<ThreadsBackend>(shared, r),
+                      opts.tracers.empty() ? nullptr : opts.tracers[r]);
+            body(comm);
+        } catch (const std::exception& e) {
+            shared.fail(r, e.what());  // ignored if another rank failed first
+        } catch (...) {
+            shared.fail(r, "an exception that is not a std::exception");
+        }
+        shared.mark_finished(r);
+    };
+    try {
+        for (int r = 0; r < world; ++r) ranks.emplace_back(rank_main, r);
+    } catch (const std::exception& e) {  // could not start a thread: stop those that started
+        shared.fail(-1, std::string("run_threads could not start rank ") + std::to_string(ranks.size()) +
+                            ": " + e.what());
+    }
+    for (auto& t : ranks) t.join();
+    if (shared.failed()) throw Error(shared.first_error());
+}
+
+}  // namespace ss

@@ -1,0 +1,92 @@
+// threads_backend.h — N ranks as N threads of one process, collectives by hand.
+//
+// The `threads` backend is the default: it needs nothing but a CPU, and its
+// collectives are short enough to read. all_reduce is NCCL's ring algorithm
+// (a reduce-scatter then an all-gather, n-1 steps each) over shared memory;
+// the ring is drawn in threads_backend.cpp. The shared state (per-group
+// barriers, mailboxes, the failure flag) is in threads_world.h.
+//
+// Start a world with run_threads:
+//
+//     ss::run_threads(4, [&](ss::Comm& comm) {
+//         std::vector<float> x(1000, float(comm.rank()));
+//         comm.all_reduce(x.data(), x.size(), comm.world_group(), ss::ReduceOp::sum, {});
+//     });                                   // x is 0+1+2+3 = 6 everywhere
+#pragma once
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "comm/backend.h"
+#include "comm/comm.h"
+
+namespace ss {
+
+namespace threads {
+class World;
+struct GroupState;
+struct CallDesc;
+struct Slot;
+}  // namespace threads
+
+/// Runs @p body on @p world ranks, each a thread with its own Comm (threads
+/// backend), and waits for all of them. If a rank throws, every other rank is
+/// woken and stops at its next wait for another rank; run_threads then throws
+/// ss::Error with the FIRST failure: "rank 1: <its message>".
+void run_threads(int world, const std::function<void(Comm&)>& body, const CommOptions& opts = {});
+
+/// One rank's side of the threads backend (made by run_threads).
+class ThreadsBackend final : public Backend {
+public:
+    ThreadsBackend(threads::World& world, int rank);
+    ~ThreadsBackend() override;
+
+    const char* name() const override { return "threads"; }
+    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
+                    const Label& label) override;
+    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                    const Label& label) override;
+    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                        ReduceOp op, const Label& label) override;
+    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                    const Label& label) override;
+    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
+                   const Label& label) override;
+    void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
+              const Label& label) override;
+    void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
+              const Label& label) override;
+    void barrier(const Group& group, const Label& label) override;
+
+private:
+    // This rank's view of one group: where it sits and how far it has got.
+    struct GroupCtx {
+        threads::GroupState* state = nullptr;
+        int me = -1;            // my index in the group
+        uint64_t barriers = 0;  // sync points passed on this group
+        uint64_t calls = 0;     // collectives begun on this group
+        int parity = 0;         // slot of the current call: calls % 2
+    };
+    struct Chunks;
+
+    GroupCtx& ctx(const Group& group);
+    const threads::Slot& slot(const GroupCtx& g, int member) const;
+    void begin(GroupCtx& g, const threads::CallDesc& d, const void* data, const void* work);
+    void sync(GroupCtx& g, const threads::CallDesc& d);
+    void check_same_call(const GroupCtx& g);
+    void ring_reduce_scatter(GroupCtx& g, const threads::CallDesc& d, float* work, const Chunks& chunks,
+                             const std::function<void(size_t begin, size_t len)>& finish_my_chunk);
+    void ring_all_gather(GroupCtx& g, const threads::CallDesc& d, char* data, const Chunks& chunks,
+                         size_t elem_size);
+    float* scratch(size_t count);
+    [[noreturn]] void raise(const std::string& msg);
+    [[noreturn]] void stop(const std::string& what);
+
+    threads::World& world_;
+    int rank_;
+    std::map<std::vector<int>, GroupCtx> groups_;
+    std::vector<float> scratch_;  // fp32 work buffer for bf16 reductions and reduce_scatter
+};
+
+}  // namespace ss

@@ -1,0 +1,152 @@
+// threads_world.h — where the threads backend's ranks meet: shared memory,
+// per-group barriers that never hang, mailboxes, and the failure flag.
+//
+// All N ranks of a threads run share one World. For every group that has been
+// used (keyed by its ordered list of global ranks) the World holds a
+// GroupState:
+//
+//     GroupState for ranks [0,2,4,6]
+//       slots[member][call parity]   what each member posted for its current call:
+//                                    the call's description (op, count, dtype, ...)
+//                                    and the buffer pointers the others may read
+//       arrived[member]              how many barriers that member has reached
+//
+// A collective is a sequence of barriers on its group ("sync points"). At each
+// one a member bumps its own `arrived` counter and waits until every member's
+// counter has reached the same value (a counting barrier: no central counter
+// to reset, and a member that is late is simply the one whose counter is low,
+// which is exactly what a desync report needs to name).
+//
+// Waiting spins briefly (a ring step is often microseconds), then sleeps on a
+// condition variable. Every sleep has a deadline (CommOptions.timeout_seconds)
+// and is woken early when any rank fails or returns, so nothing hangs.
+//
+// Point-to-point: each rank has an Inbox; send copies the data into a Message
+// and pushes it to the receiver's inbox (so send never waits); recv takes the
+// oldest message from that sender.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/label.h"
+#include "core/dtype.h"
+
+namespace ss::threads {
+
+/// What a member says it is calling; the members of a group must agree on all of it.
+struct CallDesc {
+    const char* op = "";  ///< "all_reduce", ... (a string literal)
+    std::string axis;
+    size_t count = 0;
+    DType dt = DType::f32;
+    ReduceOp reduce = ReduceOp::sum;  ///< reductions only
+    int root = -1;                    ///< broadcast only
+    Label label;
+};
+
+/// "all_reduce on tp (1000 x fp32, sum; grad, step 3)".
+std::string call_str(const CallDesc& d);
+
+/// What a member posts for one call: its description and the buffers others read.
+struct Slot {
+    CallDesc desc;
+    const void* data = nullptr;  ///< the buffer in the call's dtype
+    const void* work = nullptr;  ///< fp32 work buffer of a reduction
+};
+
+/// One arrival counter on its own cache line (members write theirs without
+/// bouncing each other's line).
+struct alignas(64) Arrival {
+    std::atomic<uint64_t> count{0};
+};
+
+/// The shared state of one group.
+struct GroupState {
+    explicit GroupState(std::vector<int> group_ranks);
+    std::vector<int> ranks;
+    std::unique_ptr<Arrival[]> arrived;      ///< per member: barriers reached so far
+    std::vector<std::array<Slot, 2>> slots;  ///< per member, by call parity (see ThreadsBackend::begin)
+    std::mutex mu;                           ///< for sleeping only; the fast path is lock-free
+    std::condition_variable cv;
+    std::atomic<int> sleepers{0};
+};
+
+/// One point-to-point message in flight.
+struct Message {
+    int src = -1;
+    std::string axis;
+    size_t count = 0;
+    DType dt = DType::f32;
+    Label label;
+    std::unique_ptr<char[]> data;
+};
+
+/// The messages waiting for one rank.
+struct Inbox {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Message> messages;
+};
+
+/// Everything the ranks of one run_threads() share.
+class World {
+public:
+    World(int size, double timeout_seconds);
+
+    int size() const { return size_; }
+    double timeout_seconds() const { return timeout_seconds_; }
+    std::chrono::steady_clock::time_point deadline() const;
+
+    /// The state of the group with these ranks (created on first use).
+    GroupState& group(const std::vector<int>& ranks);
+    Inbox& inbox(int rank) { return *inboxes_[rank]; }
+
+    /// Records that @p rank failed with @p msg (only the first failure is kept),
+    /// and wakes every waiting rank so it stops at once.
+    void fail(int rank, const std::string& msg);
+    bool failed() const { return failed_.load(); }
+    /// "rank 1 failed: boom".
+    std::string failure() const;
+    /// The first failure as run_threads reports it: "rank 1: boom".
+    std::string first_error() const;
+
+    /// @p rank returned from its work; ranks waiting for it are told at once.
+    void mark_finished(int rank);
+    bool finished(int rank) const { return finished_[rank].load(); }
+
+    /// What @p rank is waiting in right now ("" when it is not waiting), for desync reports.
+    void set_waiting(int rank, std::string what);
+    std::string waiting(int rank) const;
+
+private:
+    void wake_all();
+
+    int size_;
+    double timeout_seconds_;
+    std::mutex groups_mu_;
+    std::map<std::vector<int>, std::unique_ptr<GroupState>> groups_;
+    std::vector<std::unique_ptr<Inbox>> inboxes_;
+    std::unique_ptr<std::atomic<bool>[]> finished_;
+
+    mutable std::mutex fail_mu_;
+    std::atomic<bool> failed_{false};
+    int failed_rank_ = -1;
+    std::string failed_msg_;
+
+    struct Waiting {
+        mutable std::mutex mu;
+        std::string what;
+    };
+    std::vector<std::unique_ptr<Waiting>> waiting_;
+};
+
+}  // namespace ss::threads

@@ -1,0 +1,190 @@
+// trace.h — the Tracer: what every rank did, and when, in one Chrome trace.
+//
+// Each rank owns a Tracer. Comm records every collective in it (op, group,
+// bytes, label, start, duration); the engine records compute spans with
+// ScopedSpan; the rank's Ledger reports every change of its memory. At the end
+// write_chrome_trace() puts all ranks in ONE file in Chrome Trace Event Format,
+// which Perfetto (ui.perfetto.dev), chrome://tracing and shardscope-viz open:
+//
+//     pid = rank                 lanes "rank 0", "rank 1", ...
+//     tid 0 = compute            ScopedSpan events ("ph": "X")
+//     tid 1 = comm               one "ph": "X" event per collective, cat "comm"
+//     counter "memory"           "ph": "C", one series per Ledger category
+//
+// Every field, the bytes convention (nccl-tests') and an example are in
+// docs/trace-format.md. read_chrome_trace() parses such a file back.
+//
+// Tracing off costs a null-pointer test: Comm and ScopedSpan do nothing when
+// their Tracer* is null. A Tracer is used by its rank's thread only (no lock).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/label.h"
+#include "core/ledger.h"
+
+namespace ss {
+
+/// The clock of every trace timestamp. All ranks of a run share one origin.
+using TraceClock = std::chrono::steady_clock;
+
+/// Lanes (Chrome "tid") within a rank.
+constexpr int kComputeLane = 0;
+constexpr int kCommLane = 1;
+
+/// One event of a trace, as recorded and as read back.
+struct TraceEvent {
+    enum class Kind { collective, span, memory };
+    Kind kind = Kind::span;
+    int rank = 0;          ///< "pid"
+    int tid = kComputeLane;
+    std::string name;      ///< op for collectives, the span's name, "memory" for counters
+    std::string cat;       ///< "comm" for collectives, the span's category, "memory"
+    double ts_us = 0;      ///< start, microseconds since the run's origin
+    double dur_us = 0;     ///< duration (0 for memory samples)
+
+    // -- collectives (kind == collective) --
+    std::string axis;       ///< the group's mesh axis ("dp", "tp", ...)
+    std::vector<int> group; ///< global ranks of the group; [src, dst] for send/recv
+    uint64_t bytes = 0;     ///< per rank, as nccl-tests counts them (see collective_bytes)
+    uint64_t count = 0;     ///< elements as passed to the call (per rank for all_gather etc.)
+    std::string dtype;      ///< "fp32", "bf16", "int32"
+    Label label;            ///< payload, layer, phase, microbatch, step
+    int peer = -1;          ///< send/recv: the other rank; -1 otherwise
+
+    // -- memory samples (kind == memory): live bytes per Ledger category --
+    std::array<uint64_t, kMemCategories> mem{};
+
+    // -- spans (kind == span): free-form arguments --
+    nlohmann::json args = nlohmann::json::object();
+};
+
+/// The bytes a collective moves per rank, as nccl-tests counts them:
+///   all_reduce: count*size          all_gather: count_per_rank*n*size (the recv)
+///   reduce_scatter: count_per_rank*n*size (the send)   all_to_all: count_per_rank*n*size
+///   broadcast, send, recv: count*size                  barrier: 0
+uint64_t collective_bytes(const std::string& op, uint64_t count, size_t elem_size, int n);
+
+/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor. all_reduce 2(n-1)/n;
+/// all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, send, recv 1; barrier 0.
+/// (nccl-tests doc/PERFORMANCE.md: the factor makes busbw comparable to the
+/// link's bandwidth whatever n is.)
+double busbw_factor(const std::string& op, int n);
+
+/// What one rank did, in order.
+class Tracer {
+public:
+    /// @p memory_interval_us: memory samples closer together than this are
+    /// merged, keeping the sample with the highest total of each window (so the
+    /// peak is never lost) and the last one. 0 keeps every sample.
+    explicit Tracer(int rank, TraceClock::time_point origin = TraceClock::now(),
+                    double memory_interval_us = 20.0);
+    ~Tracer();
+    Tracer(const Tracer&) = delete;
+    Tracer& operator=(const Tracer&) = delete;
+
+    int rank() const { return rank_; }
+    /// Microseconds since the origin.
+    double now_us() const {
+        return std::chrono::duration<double, std::micro>(TraceClock::now() - origin_).count();
+    }
+
+    /// Appends an event (its rank is set to this tracer's).
+    void record(TraceEvent ev);
+    /// Records the Ledger's live bytes now (subject to memory_interval_us).
+    void record_memory(const Ledger& ledger);
+    /// Hooks ledger.on_change so that every change is sampled; records one
+    /// sample now. The Ledger must not change after this Tracer is destroyed
+    /// unless detach_ledger() was called. A previous on_change is still called.
+    void attach_ledger(Ledger& ledger);
+    /// Undoes attach_ledger (restores the previous on_change).
+    void detach_ledger(Ledger& ledger);
+
+    /// All events so far, including a memory sample still held by the throttle.
+    std::vector<TraceEvent> events() const;
+    /// Forgets every event.
+    void clear();
+
+private:
+    struct MemSample {
+        double ts_us = -1;
+        std::array<uint64_t, kMemCategories> mem{};
+        uint64_t total = 0;
+    };
+    TraceEvent memory_event(const MemSample& s) const;
+    void append_pending(std::vector<TraceEvent>& out) const;
+
+    int rank_;
+    TraceClock::time_point origin_;
+    double memory_interval_us_;
+    std::vector<TraceEvent> events_;
+    double last_memory_us_ = -1e300;
+    MemSample pending_peak_, pending_last_;  // ts_us < 0: none
+    bool last_is_peak_ = false;              // pending_last_ is pending_peak_
+    std::function<void(const Ledger&)> previous_on_change_;
+};
+
+/// One Tracer per rank, all with the same clock origin (so their lanes line up).
+std::vector<std::unique_ptr<Tracer>> make_tracers(int world, double memory_interval_us = 20.0);
+
+/// Times a block of compute into the tracer's compute lane (tid 0):
+///
+///     { ScopedSpan span(rank.tracer, "h.3 forward", "fwd", {{"layer", 3}}); ... }
+///
+/// With a null tracer it does nothing.
+class ScopedSpan {
+public:
+    ScopedSpan(Tracer* tracer, const char* name, const char* category = "compute");
+    ScopedSpan(Tracer* tracer, const std::string& name, const char* category = "compute",
+               nlohmann::json args = nlohmann::json::object());
+    ~ScopedSpan();
+    ScopedSpan(const ScopedSpan&) = delete;
+    ScopedSpan& operator=(const ScopedSpan&) = delete;
+
+    /// Adds an argument shown with the span (no-op without a tracer).
+    template <class T>
+    void set_arg(const char* key, const T& value) {
+        if (tracer_) args_[key] = value;
+    }
+
+private:
+    Tracer* tracer_;
+    std::string name_;
+    const char* category_;
+    nlohmann::json args_;
+    double start_us_ = 0;
+};
+
+/// A trace as read back: its events (metadata events are not included) and otherData.
+struct Trace {
+    std::vector<TraceEvent> events;
+    nlohmann::json other_data = nlohmann::json::object();
+    /// Number of ranks (1 + the highest pid seen).
+    int world() const;
+};
+
+/// Writes every rank's events to @p path as one Chrome trace (JSON object
+/// format), with lane names, and @p other_data as "otherData". Writes a
+/// temporary file first and renames it, so a reader never sees half a trace.
+/// Creates the parent directory if needed.
+void write_chrome_trace(const std::string& path, const std::vector<const Tracer*>& tracers,
+                        const nlohmann::json& other_data = nlohmann::json::object());
+/// Same, for the result of make_tracers().
+void write_chrome_trace(const std::string& path, const std::vector<std::unique_ptr<Tracer>>& tracers,
+                        const nlohmann::json& other_data = nlohmann::json::object());
+
+/// Reads a file written by write_chrome_trace (or any Chrome trace with the same
+/// fields). Throws ss::Error naming the file, the event index and the field
+/// when it is not such a trace. Events of other kinds ("ph" B/E/i/...) are skipped.
+Trace read_chrome_trace(const std::string& path);
+/// Same, from text in memory; @p source names it in error messages.
+Trace parse_chrome_trace(const std::string& text, const std::string& source = "trace");
+
+}  // namespace ss

@@ -1,0 +1,280 @@
+// trace_io.cpp — writing the ranks' Tracers as one Chrome trace, and reading it back.
+//
+// The format is Chrome Trace Event Format's JSON object form:
+//   {"traceEvents": [ ...events... ], "displayTimeUnit": "ms", "otherData": {...}}
+// Every field is described in docs/trace-format.md.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "comm/trace.h"
+#include "core/check.h"
+
+namespace ss {
+
+using nlohmann::json;
+
+int Trace::world() const {
+    int max_pid = -1;
+    for (const auto& ev : events) max_pid = std::max(max_pid, ev.rank);
+    return max_pid + 1;
+}
+
+// ---- writing ---------------------------------------------------------------------
+
+namespace {
+
+// Microseconds rounded to the nanosecond: the JSON stays short and exact.
+double round_us(double us) { return std::round(us * 1000.0) / 1000.0; }
+
+json metadata(const char* name, int pid, int tid, json args) {
+    json m = {{"name", name}, {"ph", "M"}, {"pid", pid}, {"args", std::move(args)}};
+    if (tid >= 0) m["tid"] = tid;
+    return m;
+}
+
+json event_json(const TraceEvent& ev) {
+    json j;
+    j["name"] = ev.name;
+    j["cat"] = ev.cat;
+    j["pid"] = ev.rank;
+    j["tid"] = ev.tid;
+    j["ts"] = round_us(ev.ts_us);
+    switch (ev.kind) {
+        case TraceEvent::Kind::collective: {
+            j["ph"] = "X";
+            j["dur"] = round_us(ev.dur_us);
+            json a;
+            a["axis"] = ev.axis;
+            a["group"] = ev.group;
+            a["bytes"] = ev.bytes;
+            a["count"] = ev.count;
+            a["dtype"] = ev.dtype;
+            a["payload"] = payload_name(ev.label.payload);
+            a["layer"] = ev.label.layer;
+            a["phase"] = phase_name(ev.label.phase);
+            a["microbatch"] = ev.label.microbatch;
+            a["step"] = ev.label.step;
+            if (ev.peer >= 0) a["peer"] = ev.peer;
+            j["args"] = std::move(a);
+            break;
+        }
+        case TraceEvent::Kind::span:
+            j["ph"] = "X";
+            j["dur"] = round_us(ev.dur_us);
+            j["args"] = ev.args.is_null() ? json::object() : ev.args;
+            break;
+        case TraceEvent::Kind::memory: {
+            j["ph"] = "C";
+            json a;
+            for (int c = 0; c < kMemCategories; ++c) a[mem_name(Mem(c))] = ev.mem[c];
+            j["args"] = std::move(a);
+            break;
+        }
+    }
+    return j;
+}
+
+}  // namespace
+
+void write_chrome_trace(const std::string& path, const std::vector<const Tracer*>& tracers,
+                        const json& other_data) {
+    namespace fs = std::filesystem;
+    fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty()) {
+        std::error_code ec;
+        fs::create_directories(parent, ec);
+        SS_CHECK(!ec, "cannot create directory " << parent.string() << " for the trace: " << ec.message());
+    }
+    const std::string tmp = path + ".tmp";
+    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
+    SS_CHECK(os, "cannot write the trace to " << tmp << ": " << std::strerror(errno));
+
+    // One event per line: diff-able, and a reader can see where a file was cut.
+    os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+    bool first = true;
+    auto put = [&](const json& j) {
+        os << (first ? "" : ",\n") << j.dump();
+        first = false;
+    };
+    for (const Tracer* t : tracers) {
+        SS_CHECK(t != nullptr, "write_chrome_trace: a null Tracer in the list");
+        const int r = t->rank();
+        // Lane names for Perfetto / chrome://tracing: "rank 3" > "compute", "comm".
+        put(metadata("process_name", r, -1, {{"name", "rank " + std::to_string(r)}}));
+        put(metadata("process_sort_index", r, -1, {{"sort_index", r}}));
+        put(metadata("thread_name", r, kComputeLane, {{"name", "compute"}}));
+        put(metadata("thread_name", r, kCommLane, {{"name", "comm"}}));
+        put(metadata("thread_sort_index", r, kComputeLane, {{"sort_index", kComputeLane}}));
+        put(metadata("thread_sort_index", r, kCommLane, {{"sort_index", kCommLane}}));
+        std::vector<TraceEvent> evs = t->events();
+        std::stable_sort(evs.begin(), evs.end(),
+                         [](const TraceEvent& a, const TraceEvent& b) { return a.ts_us < b.ts_us; });
+        for (const auto& ev : evs) put(event_json(ev));
+    }
+    os << "\n],\n\"otherData\":" << (other_data.is_null() ? json::object() : other_data).dump() << "}\n";
+    os.close();
+    SS_CHECK(os, "writing the trace to " << tmp << " failed (disk full?)");
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    SS_CHECK(!ec, "cannot rename " << tmp << " to " << path << ": " << ec.message());
+}
+
+void write_chrome_trace(const std::string& path, const std::vector<std::unique_ptr<Tracer>>& tracers,
+                        const json& other_data) {
+    std::vector<const Tracer*> ptrs;
+    for (const auto& t : tracers) ptrs.push_back(t.get());
+    write_chrome_trace(path, ptrs, other_data);
+}
+
+// ---- reading ---------------------------------------------------------------------
+
+namespace {
+
+// Reads the fields of one event, and says exactly where a field is wrong:
+// "out/t.json: traceEvents[12].args.bytes: expected an unsigned integer, got "abc"".
+struct FieldReader {
+    const json& obj;
+    std::string where;  // "out/t.json: traceEvents[12]" or "...[12].args"
+
+    static std::string shown(const json& v) {
+        std::string s = v.dump();
+        return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+    }
+    const json& at(const char* key) const {
+        auto it = obj.find(key);
+        SS_CHECK(it != obj.end(), where << ": missing field \"" << key << "\"");
+        return *it;
+    }
+    [[noreturn]] void wrong(const char* key, const char* expected, const json& v) const {
+        SS_FAIL(where << "." << key << ": expected " << expected << ", got " << shown(v));
+    }
+    bool has(const char* key) const { return obj.contains(key); }
+    std::string str(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_string()) wrong(key, "a string", v);
+        return v.get<std::string>();
+    }
+    int64_t integer(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_number_integer()) wrong(key, "an integer", v);
+        return v.get<int64_t>();
+    }
+    uint64_t unsigned_integer(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+            wrong(key, "an unsigned integer", v);
+        return v.get<uint64_t>();
+    }
+    double number(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_number()) wrong(key, "a number", v);
+        return v.get<double>();
+    }
+    const json& object(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_object()) wrong(key, "an object", v);
+        return v;
+    }
+    std::vector<int> int_array(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_array()) wrong(key, "an array of ranks", v);
+        std::vector<int> out;
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (!v[i].is_number_integer())
+                SS_FAIL(where << "." << key << "[" << i << "]: expected an integer rank, got " << shown(v[i]));
+            out.push_back(v[i].get<int>());
+        }
+        return out;
+    }
+    template <class F>
+    auto parsed(const char* key, F parse) const {
+        std::string s = str(key);
+        try {
+            return parse(s);
+        } catch (const Error& e) {
+            SS_FAIL(where << "." << key << ": " << e.what());
+        }
+    }
+};
+
+void read_collective_args(const FieldReader& a, TraceEvent& ev) {
+    ev.kind = TraceEvent::Kind::collective;
+    ev.axis = a.str("axis");
+    ev.group = a.int_array("group");
+    ev.bytes = a.unsigned_integer("bytes");
+    ev.label.payload = a.parsed("payload", parse_payload);
+    ev.label.layer = int(a.integer("layer"));
+    ev.label.phase = a.parsed("phase", parse_phase);
+    ev.label.microbatch = int(a.integer("microbatch"));
+    ev.label.step = int(a.integer("step"));
+    if (a.has("count")) ev.count = a.unsigned_integer("count");
+    if (a.has("dtype")) ev.dtype = a.str("dtype");
+    if (a.has("peer")) ev.peer = int(a.integer("peer"));
+}
+
+}  // namespace
+
+Trace parse_chrome_trace(const std::string& text, const std::string& source) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        SS_FAIL(source << ": not a JSON file (" << e.what() << ")");
+    }
+    SS_CHECK(j.is_object(), source << ": expected a JSON object {\"traceEvents\": [...]}, got a JSON "
+                                   << j.type_name());
+    auto it = j.find("traceEvents");
+    SS_CHECK(it != j.end(), source << ": no \"traceEvents\" field; this is not a Chrome trace"
+                                      " (write one with `shardscope train --trace FILE`)");
+    SS_CHECK(it->is_array(), source << ": \"traceEvents\" must be an array, got a JSON " << it->type_name());
+
+    Trace trace;
+    const json& events = *it;
+    for (size_t i = 0; i < events.size(); ++i) {
+        const std::string where = source + ": traceEvents[" + std::to_string(i) + "]";
+        SS_CHECK(events[i].is_object(), where << ": expected an event object, got a JSON " << events[i].type_name());
+        FieldReader e{events[i], where};
+        const std::string ph = e.str("ph");
+        if (ph != "X" && ph != "C") continue;  // metadata ("M") and other kinds carry nothing we use
+
+        TraceEvent ev;
+        ev.name = e.str("name");
+        ev.cat = e.has("cat") ? e.str("cat") : "";
+        ev.rank = int(e.integer("pid"));
+        ev.tid = e.has("tid") ? int(e.integer("tid")) : 0;
+        ev.ts_us = e.number("ts");
+        if (ph == "X") {
+            ev.dur_us = e.number("dur");
+            if (ev.cat == "comm" && ev.tid == kCommLane) {
+                read_collective_args(FieldReader{e.object("args"), where + ".args"}, ev);
+            } else {
+                ev.kind = TraceEvent::Kind::span;
+                if (e.has("args")) ev.args = e.object("args");
+            }
+        } else {  // "C": a counter
+            if (ev.name != "memory") continue;
+            ev.kind = TraceEvent::Kind::memory;
+            FieldReader a{e.object("args"), where + ".args"};
+            for (int c = 0; c < kMemCategories; ++c)
+                if (a.has(mem_name(Mem(c)))) ev.mem[c] = a.unsigned_integer(mem_name(Mem(c)));
+        }
+        trace.events.push_back(std::move(ev));
+    }
+    if (j.contains("otherData")) trace.other_data = j["otherData"];
+    return trace;
+}
+
+Trace read_chrome_trace(const std::string& path) {
+    std::ifstream is(path, std::ios::binary);
+    SS_CHECK(is, "cannot open the trace " << path << ": " << std::strerror(errno));
+    std::ostringstream text;
+    text << is.rdbuf();
+    return parse_chrome_trace(text.str(), path);
+}
+
+}  // namespace ss
