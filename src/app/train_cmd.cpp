@@ -34,6 +34,11 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--dump-grads", opts->dump_grads, "Save the first step's full gradients here (safetensors)");
     cmd->add_option("--json", opts->json, "Write a machine-readable summary here");
     cmd->add_flag("--quiet", opts->quiet, "No per-step lines");
+    cmd->add_option("--ranks", opts->ranks, "World size (ranks); all of them data-parallel")->capture_default_str();
+    cmd->add_option("--backend", opts->backend, "threads: ranks are threads of this process")->capture_default_str();
+    cmd->add_option("--comm-timeout", opts->comm_timeout, "Seconds a rank waits for another before the run fails")
+        ->capture_default_str();
+    cmd->add_option("--trace", opts->trace, "Write a Chrome trace of every collective, span and memory change");
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();
         opts->dtype = parse_dtype(*dtype);

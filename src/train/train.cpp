@@ -12,6 +12,10 @@
 #include "optim/adamw.h"
 #include "train/corpus.h"
 #include "train/data.h"
+#include "comm/threads_backend.h"
+#include "comm/trace.h"
+#include "mesh/process_mesh.h"
+#include "parallel/data_parallel.h"
 #include "core/atomic_file.h"
 
 namespace ss {
@@ -32,6 +36,7 @@ nlohmann::json TrainReport::to_json() const {
                    {"ga", opts.ga},   {"steps", opts.steps}, {"lr", opts.lr},   {"seed", opts.seed},
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
+    j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}};
     j["gbs"] = {{"mbs", opts.mbs}, {"ga", opts.ga}, {"dp", dp}, {"gbs", gbs}, {"tokens_per_step", gbs * T},
                 {"formula", "GBS = MBS x GA x DP"}, {"line", gbs_line()}};
     json st = json::array();
@@ -42,6 +47,13 @@ nlohmann::json TrainReport::to_json() const {
     for (int c = 0; c < kMemCategories; ++c)
         mem[mem_name(Mem(c))] = {{"live_bytes", live[c]}, {"peak_bytes", peak[c]}};
     mem["peak_total_bytes"] = peak_total;
+    json per_rank = json::array();
+    for (const auto& pk : rank_peak) {
+        json one;
+        for (int c = 0; c < kMemCategories; ++c) one[mem_name(Mem(c))] = pk[c];
+        per_rank.push_back(one);
+    }
+    mem["peak_bytes_per_rank"] = per_rank;
     j["memory"] = mem;
     return j;
 }
@@ -81,87 +93,173 @@ static void check_options(const TrainOptions& o, int T) {
     SS_CHECK(o.lr > 0.0f, "--lr must be positive (got " << o.lr << ")");
 }
 
+namespace {
+
+// What every rank of a run shares (read-only while the ranks run, except the
+// slots each rank fills for itself).
+struct Shared {
+    const TrainOptions* opts;
+    const std::vector<uint16_t>* tokens;
+    TrainReport* report;  // filled by rank 0
+    std::ostream* out;    // printed to by rank 0 only
+    std::vector<std::array<size_t, kMemCategories>> rank_peak;
+};
+
+cpu::AdamWParams adamw_params(const TrainOptions& o) {
+    cpu::AdamWParams hp;
+    hp.lr = o.lr;
+    hp.beta1 = o.beta1;
+    hp.beta2 = o.beta2;
+    hp.eps = o.eps;
+    hp.weight_decay = o.weight_decay;
+    return hp;
+}
+
+// One rank's whole run: build the model, then step.
+void rank_main(Comm& comm, Shared& sh) {
+    const TrainOptions& opts = *sh.opts;
+    TrainReport& r = *sh.report;
+    const bool rank0 = comm.rank() == 0;
+    const int B = opts.mbs, T = r.T;
+    cpu::set_blas_threads(opts.blas_threads);
+
+    ProcessMesh mesh(comm.world_size(), MeshShape{1, 1, comm.world_size(), 1, 1});
+    Mpu mpu = mesh.mpu(comm.rank());
+    const Group dp_group = mpu.get_data_parallel_group();
+    DataLoader loader(*sh.tokens, B, T, mpu.get_data_parallel_rank(), mpu.get_data_parallel_world_size());
+
+    Ledger ledger;
+    Tracer* tracer = comm.tracer();
+    if (tracer) tracer->attach_ledger(ledger);
+    GPT2 model(opts.model, ledger, opts.dtype);
+    if (opts.init.empty())
+        model.init(opts.seed);  // counter-based: every rank gets the same values
+    else
+        load_model(model, opts.init);
+    AdamW optim(model.layout(), 0, model.layout().total, opts.dtype, ledger, adamw_params(opts));
+    optim.set_master(model.w());
+
+    Activations acts;
+    const float dloss = 1.0f / float(B * T * opts.ga);  // mean over this rank's tokens of the step
+    for (int step = 1; step <= opts.steps; ++step) {
+        auto t0 = std::chrono::steady_clock::now();
+        model.zero_grad();
+        float loss_sum = 0.0f;
+        for (int micro = 0; micro < opts.ga; ++micro) {
+            loader.next_batch();
+            {
+                ScopedSpan span(tracer, "forward", "fwd", {{"step", step}, {"microbatch", micro}});
+                loss_sum += model.forward(loader.inputs().data(), loader.targets().data(), B, T, acts);
+            }
+            {
+                ScopedSpan span(tracer, "backward", "bwd", {{"step", step}, {"microbatch", micro}});
+                model.backward(loader.inputs().data(), loader.targets().data(), acts, dloss);
+            }
+            acts.clear();  // saved activations die after their backward
+        }
+        model.store_grads();
+        dp_allreduce_grads_naive(comm, dp_group, model, step);
+        if (step == 1 && !opts.dump_grads.empty() && rank0) {
+            std::vector<float> g(size_t(model.layout().total));
+            if (opts.dtype == DType::bf16)
+                bf16_to_f32(g.data(), model.grads().bf16(), g.size());
+            else
+                std::copy(model.grads().f32(), model.grads().f32() + g.size(), g.data());
+            write_safetensors(opts.dump_grads, flat_to_safetensors(model.layout(), g.data(), opts.dtype));
+        }
+        {
+            ScopedSpan span(tracer, "optimizer", "step", {{"step", step}});
+            optim.step(model.params().data(), model.grads().data(), opts.dtype);
+            model.load_compute_params();
+        }
+        // The step's loss is the mean over all dp ranks' tokens.
+        float loss = loss_sum / float(opts.ga);
+        comm.all_reduce(&loss, 1, dp_group, ReduceOp::avg, Label{Payload::scalar, -1, Phase::step, -1, step});
+        auto t1 = std::chrono::steady_clock::now();
+
+        if (rank0) {
+            StepStats s;
+            s.step = step;
+            s.loss = loss;
+            s.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+            s.tokens_per_s = double(r.gbs) * T / (s.ms / 1000.0);
+            r.steps.push_back(s);
+            if (sh.out && !opts.quiet) {
+                char buf[160];
+                std::snprintf(buf, sizeof buf, "step %4d/%d | loss %.4f | %8.1f ms | %10.0f tok/s\n", step,
+                              opts.steps, s.loss, s.ms, s.tokens_per_s);
+                *sh.out << buf << std::flush;
+            }
+        }
+    }
+
+    if (rank0 && !opts.save.empty()) save_model(model, opts.save);
+    for (int c = 0; c < kMemCategories; ++c) sh.rank_peak[comm.rank()][c] = ledger.peak(Mem(c));
+    if (rank0) {
+        for (int c = 0; c < kMemCategories; ++c) {
+            r.live[c] = ledger.live(Mem(c));
+            r.peak[c] = ledger.peak(Mem(c));
+        }
+        r.peak_total = ledger.peak_total();
+    }
+    if (tracer) tracer->detach_ledger(ledger);
+}
+
+}  // namespace
+
 TrainReport train(const TrainOptions& opts, std::ostream* out) {
     TrainReport r;
     r.opts = opts;
     r.T = opts.T > 0 ? opts.T : opts.model.maxT;
     check_options(opts, r.T);
-    const int B = opts.mbs, T = r.T;
-    r.dp = 1;
+    SS_CHECK(opts.ranks >= 1, "--ranks must be at least 1 (got " << opts.ranks << ")");
+    SS_CHECK(opts.backend == "threads", "--backend " << opts.backend << " is not available; use --backend threads");
+    r.world = opts.ranks;
+    r.dp = opts.ranks;  // every rank is a data-parallel replica
     r.gbs = int64_t(opts.mbs) * opts.ga * r.dp;
-    cpu::set_blas_threads(opts.blas_threads);
+    r.num_params = num_params(opts.model);
 
     // Data first: a bad file should fail before any big allocation.
     std::vector<uint16_t> tokens = opts.data.empty() ? builtin_corpus_tokens() : read_token_file(opts.data);
     check_tokens(tokens, opts.model.V, opts.data.empty() ? "the built-in corpus" : opts.data);
-    DataLoader loader(std::move(tokens), B, T);
-
-    Ledger ledger;
-    GPT2 model(opts.model, ledger, opts.dtype);
-    if (opts.init.empty())
-        model.init(opts.seed);
-    else
-        load_model(model, opts.init);
-    r.num_params = model.layout().total;
-    cpu::AdamWParams hp;
-    hp.lr = opts.lr;
-    hp.beta1 = opts.beta1;
-    hp.beta2 = opts.beta2;
-    hp.eps = opts.eps;
-    hp.weight_decay = opts.weight_decay;
-    AdamW optim(model.layout(), 0, model.layout().total, opts.dtype, ledger, hp);
-    optim.set_master(model.w());
+    const int64_t need = int64_t(r.dp) * opts.mbs * r.T + 1;
+    SS_CHECK(int64_t(tokens.size()) >= need,
+             (opts.data.empty() ? std::string("the built-in corpus") : opts.data)
+                 << " has " << tokens.size() << " tokens but one step of DP " << r.dp << " x MBS " << opts.mbs
+                 << " x T " << r.T << " needs " << need << "; use a smaller --mbs, --seq or --ranks, or more data");
 
     if (out) {
         char buf[256];
         std::snprintf(buf, sizeof buf, "model %s: L=%d C=%d H=%d V=%d maxT=%d, %lld parameters, %s\n",
                       opts.model.name.c_str(), opts.model.L, opts.model.C, opts.model.H, opts.model.V,
                       opts.model.maxT, (long long)r.num_params, dtype_name(opts.dtype));
-        *out << buf << r.gbs_line() << "\n";
+        *out << buf;
+        if (r.world > 1) *out << "ranks: " << r.world << " (" << opts.backend << "), data parallel over all of them\n";
+        *out << r.gbs_line() << "\n";
     }
 
-    Activations acts;
-    const float dloss = 1.0f / float(B * T * opts.ga);  // mean over all tokens of the step
-    for (int step = 1; step <= opts.steps; ++step) {
-        auto t0 = std::chrono::steady_clock::now();
-        model.zero_grad();
-        double loss_sum = 0.0;
-        for (int micro = 0; micro < opts.ga; ++micro) {
-            loader.next_batch();
-            loss_sum += model.forward(loader.inputs().data(), loader.targets().data(), B, T, acts);
-            model.backward(loader.inputs().data(), loader.targets().data(), acts, dloss);
-            acts.clear();  // saved activations die after their backward
-        }
-        model.store_grads();
-        if (step == 1 && !opts.dump_grads.empty())
-            write_safetensors(opts.dump_grads, flat_to_safetensors(model.layout(), model.g(), opts.dtype));
-        optim.step(model.params().data(), model.grads().data(), opts.dtype);
-        model.load_compute_params();
-        auto t1 = std::chrono::steady_clock::now();
-
-        StepStats s;
-        s.step = step;
-        s.loss = float(loss_sum / opts.ga);
-        s.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-        s.tokens_per_s = double(r.gbs) * T / (s.ms / 1000.0);
-        r.steps.push_back(s);
-        if (out && !opts.quiet) {
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "step %4d/%d | loss %.4f | %8.1f ms | %10.0f tok/s\n", step, opts.steps,
-                          s.loss, s.ms, s.tokens_per_s);
-            *out << buf << std::flush;
-        }
+    Shared sh{&opts, &tokens, &r, out, {}};
+    sh.rank_peak.resize(size_t(r.world));
+    CommOptions copts;
+    copts.timeout_seconds = opts.comm_timeout;
+    std::vector<std::unique_ptr<Tracer>> tracers;
+    if (!opts.trace.empty()) {
+        tracers = make_tracers(r.world);
+        for (auto& t : tracers) copts.tracers.push_back(t.get());
     }
+    run_threads(r.world, [&](Comm& comm) { rank_main(comm, sh); }, copts);
+    r.rank_peak = sh.rank_peak;
 
-    if (!opts.save.empty()) save_model(model, opts.save);
-    for (int c = 0; c < kMemCategories; ++c) {
-        r.live[c] = ledger.live(Mem(c));
-        r.peak[c] = ledger.peak(Mem(c));
-    }
-    r.peak_total = ledger.peak_total();
     if (out) {
         print_memory(*out, r);
         *out << r.gbs_line() << "\n";
+    }
+    if (!opts.trace.empty()) {
+        nlohmann::json other = r.to_json();
+        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", 1}, {"dp_shard", r.world}, {"sp", 1}, {"tp", 1}};
+        write_chrome_trace(opts.trace, tracers, other);
+        if (out) *out << "trace: " << opts.trace << " (open in Perfetto, or: shardscope trace summary " << opts.trace
+                      << ")\n";
     }
     if (!opts.json.empty()) write_json_file(opts.json, r.to_json());
     return r;

@@ -47,6 +47,12 @@ struct TrainOptions {
     std::string dump_grads;   ///< safetensors file for the first step's full gradients
     std::string json;         ///< machine-readable summary
     bool quiet = false;       ///< no per-step lines
+
+    // -- ranks --
+    int ranks = 1;                 ///< world size: number of ranks
+    std::string backend = "threads";  ///< "threads" (ranks are threads of this process) or "mpi"
+    double comm_timeout = 60;      ///< seconds any rank waits for another before the run fails
+    std::string trace;             ///< Chrome trace of every collective, span and memory change (empty: off)
 };
 
 /// One optimizer step as measured.
@@ -61,6 +67,7 @@ struct StepStats {
 struct TrainReport {
     TrainOptions opts;        ///< the options it ran with
     int T = 0;                ///< sequence length used (opts.T, or the model's maxT)
+    int world = 1;            ///< ranks
     int dp = 1;               ///< data-parallel replicas
     int64_t gbs = 0;          ///< MBS x GA x DP
     int64_t num_params = 0;   ///< parameters in the model
@@ -68,6 +75,7 @@ struct TrainReport {
     std::array<size_t, kMemCategories> live{};  ///< bytes by category at the end (rank 0)
     std::array<size_t, kMemCategories> peak{};  ///< highest bytes each category reached (rank 0)
     size_t peak_total = 0;    ///< highest total bytes live at once (not the sum of peak; rank 0)
+    std::vector<std::array<size_t, kMemCategories>> rank_peak;  ///< peak bytes by category, per rank
 
     /// The GBS arithmetic written out: "GBS = MBS x GA x DP = 4 x 1 x 1 = 4".
     std::string gbs_line() const;
