@@ -58,17 +58,22 @@ public:
     Comm(const Comm&) = delete;
     Comm& operator=(const Comm&) = delete;
 
+    /// This rank's global id.
     int rank() const { return rank_; }
+    /// Number of ranks in the world.
     int world_size() const { return world_size_; }
     /// "threads", "mpi", ...
     const char* backend_name() const { return backend_->name(); }
+    /// The tracer every call is recorded in, or null.
     Tracer* tracer() const { return tracer_; }
+    /// Starts (non-null) or stops (null) tracing.
     void set_tracer(Tracer* tracer) { tracer_ = tracer; }
     /// All ranks, axis "world".
     Group world_group() const;
 
     /// In place: buf (count elements) becomes op over every group member's buf.
     void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op, const Label& label);
+    /// The same on fp32 data.
     void all_reduce(float* buf, size_t count, const Group& group, ReduceOp op, const Label& label) {
         all_reduce(buf, count, DType::f32, group, op, label);
     }
@@ -77,6 +82,7 @@ public:
     /// In place is allowed: send == recv + my_index*count_per_rank.
     void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                     const Label& label);
+    /// The same on fp32 data.
     void all_gather(const float* send, float* recv, size_t count_per_rank, const Group& group,
                     const Label& label) {
         all_gather(send, recv, count_per_rank, DType::f32, group, label);
@@ -85,6 +91,7 @@ public:
     /// send holds n*count_per_rank; recv (count_per_rank) = block my_index of op over the members' send.
     void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                         ReduceOp op, const Label& label);
+    /// The same on fp32 data.
     void reduce_scatter(const float* send, float* recv, size_t count_per_rank, const Group& group,
                         ReduceOp op, const Label& label) {
         reduce_scatter(send, recv, count_per_rank, DType::f32, group, op, label);
@@ -94,6 +101,7 @@ public:
     /// block j of recv comes from member j. send and recv must not overlap.
     void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                     const Label& label);
+    /// The same on fp32 data.
     void all_to_all(const float* send, float* recv, size_t count_per_rank, const Group& group,
                     const Label& label) {
         all_to_all(send, recv, count_per_rank, DType::f32, group, label);
@@ -101,6 +109,7 @@ public:
 
     /// buf on every member becomes buf of the member at index @p root_index of the group.
     void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group, const Label& label);
+    /// The same on fp32 data.
     void broadcast(float* buf, size_t count, int root_index, const Group& group, const Label& label) {
         broadcast(buf, count, DType::f32, root_index, group, label);
     }
@@ -109,11 +118,13 @@ public:
     /// copied out, without waiting for the receiver. @p axis is the mesh axis
     /// the two ranks are neighbours on ("pp", "sp"), for the trace.
     void send(const void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis);
+    /// The same on fp32 data.
     void send(const float* buf, size_t count, int peer, const Label& label, const std::string& axis) {
         send(buf, count, DType::f32, peer, label, axis);
     }
     /// Receives count elements from global rank @p peer (count and dtype must match the send).
     void recv(void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis);
+    /// The same on fp32 data.
     void recv(float* buf, size_t count, int peer, const Label& label, const std::string& axis) {
         recv(buf, count, DType::f32, peer, label, axis);
     }

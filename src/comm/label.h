@@ -34,11 +34,11 @@ enum class ReduceOp { sum, avg };
 /// The tag of one collective call, written to the trace and to error messages.
 /// -1 means "not applicable" for layer, microbatch and step.
 struct Label {
-    Payload payload = Payload::scalar;
-    int layer = -1;
-    Phase phase = Phase::none;
-    int microbatch = -1;
-    int step = -1;
+    Payload payload = Payload::scalar;  ///< what the bytes are
+    int layer = -1;                     ///< transformer block index, or -1
+    Phase phase = Phase::none;          ///< forward, backward, optimizer step
+    int microbatch = -1;                ///< micro-batch within the step (gradient accumulation, pipeline), or -1
+    int step = -1;                      ///< training step, or -1
 };
 
 /// "param", "grad", "act", "act_grad", "optim", "scalar".

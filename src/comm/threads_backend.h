@@ -39,6 +39,7 @@ void run_threads(int world, const std::function<void(Comm&)>& body, const CommOp
 /// One rank's side of the threads backend (made by run_threads).
 class ThreadsBackend final : public Backend {
 public:
+    /// Rank @p rank's side of the shared @p world.
     ThreadsBackend(threads::World& world, int rank);
     ~ThreadsBackend() override;
 

@@ -45,12 +45,12 @@ namespace ss::threads {
 /// What a member says it is calling; the members of a group must agree on all of it.
 struct CallDesc {
     const char* op = "";  ///< "all_reduce", ... (a string literal)
-    std::string axis;
-    size_t count = 0;
-    DType dt = DType::f32;
+    std::string axis;                 ///< the group's axis
+    size_t count = 0;                 ///< elements (per rank where the op says so)
+    DType dt = DType::f32;            ///< element type
     ReduceOp reduce = ReduceOp::sum;  ///< reductions only
     int root = -1;                    ///< broadcast only
-    Label label;
+    Label label;                      ///< for error messages only: not compared
 };
 
 /// "all_reduce on tp (1000 x fp32, sum; grad, step 3)".
@@ -58,7 +58,7 @@ std::string call_str(const CallDesc& d);
 
 /// What a member posts for one call: its description and the buffers others read.
 struct Slot {
-    CallDesc desc;
+    CallDesc desc;               ///< what the member is calling
     const void* data = nullptr;  ///< the buffer in the call's dtype
     const void* work = nullptr;  ///< fp32 work buffer of a reduction
 };
@@ -66,53 +66,60 @@ struct Slot {
 /// One arrival counter on its own cache line (members write theirs without
 /// bouncing each other's line).
 struct alignas(64) Arrival {
-    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> count{0};  ///< sync points this member has reached
 };
 
 /// The shared state of one group.
 struct GroupState {
+    /// State for the group @p group_ranks (global ids in group order).
     explicit GroupState(std::vector<int> group_ranks);
-    std::vector<int> ranks;
+    std::vector<int> ranks;                  ///< global ids, in group order
     std::unique_ptr<Arrival[]> arrived;      ///< per member: barriers reached so far
     std::vector<std::array<Slot, 2>> slots;  ///< per member, by call parity (see ThreadsBackend::begin)
     std::mutex mu;                           ///< for sleeping only; the fast path is lock-free
-    std::condition_variable cv;
-    std::atomic<int> sleepers{0};
+    std::condition_variable cv;              ///< notified when a member arrives and someone sleeps
+    std::atomic<int> sleepers{0};            ///< members asleep on cv
 };
 
 /// One point-to-point message in flight.
 struct Message {
-    int src = -1;
-    std::string axis;
-    size_t count = 0;
-    DType dt = DType::f32;
-    Label label;
-    std::unique_ptr<char[]> data;
+    int src = -1;                  ///< the sender's global rank
+    std::string axis;              ///< as the sender gave it
+    size_t count = 0;              ///< elements
+    DType dt = DType::f32;         ///< element type
+    Label label;                   ///< the sender's label
+    std::unique_ptr<char[]> data;  ///< a copy of the sender's buffer
 };
 
 /// The messages waiting for one rank.
 struct Inbox {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<Message> messages;
+    std::mutex mu;                 ///< guards messages
+    std::condition_variable cv;    ///< notified on every new message and on failure
+    std::deque<Message> messages;  ///< oldest first
 };
 
 /// Everything the ranks of one run_threads() share.
 class World {
 public:
+    /// A world of @p size ranks whose waits end after @p timeout_seconds.
     World(int size, double timeout_seconds);
 
+    /// Number of ranks.
     int size() const { return size_; }
+    /// How long any wait may last.
     double timeout_seconds() const { return timeout_seconds_; }
+    /// Now plus the timeout: when a wait that starts now must end.
     std::chrono::steady_clock::time_point deadline() const;
 
     /// The state of the group with these ranks (created on first use).
     GroupState& group(const std::vector<int>& ranks);
+    /// The messages waiting for @p rank.
     Inbox& inbox(int rank) { return *inboxes_[rank]; }
 
     /// Records that @p rank failed with @p msg (only the first failure is kept),
     /// and wakes every waiting rank so it stops at once.
     void fail(int rank, const std::string& msg);
+    /// Has any rank failed?
     bool failed() const { return failed_.load(); }
     /// "rank 1 failed: boom".
     std::string failure() const;
@@ -121,10 +128,12 @@ public:
 
     /// @p rank returned from its work; ranks waiting for it are told at once.
     void mark_finished(int rank);
+    /// Has @p rank returned from its work?
     bool finished(int rank) const { return finished_[rank].load(); }
 
     /// What @p rank is waiting in right now ("" when it is not waiting), for desync reports.
     void set_waiting(int rank, std::string what);
+    /// What @p rank is waiting in ("" when it is not waiting).
     std::string waiting(int rank) const;
 
 private:

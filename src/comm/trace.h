@@ -41,10 +41,15 @@ constexpr int kCommLane = 1;
 
 /// One event of a trace, as recorded and as read back.
 struct TraceEvent {
-    enum class Kind { collective, span, memory };
-    Kind kind = Kind::span;
-    int rank = 0;          ///< "pid"
-    int tid = kComputeLane;
+    /// What the event is.
+    enum class Kind {
+        collective,  ///< "ph": "X" on the comm lane, cat "comm"
+        span,        ///< "ph": "X" on the compute lane
+        memory,      ///< "ph": "C" named "memory"
+    };
+    Kind kind = Kind::span;  ///< what the event is
+    int rank = 0;            ///< "pid"
+    int tid = kComputeLane;  ///< "tid": kComputeLane or kCommLane
     std::string name;      ///< op for collectives, the span's name, "memory" for counters
     std::string cat;       ///< "comm" for collectives, the span's category, "memory"
     double ts_us = 0;      ///< start, microseconds since the run's origin
@@ -60,10 +65,10 @@ struct TraceEvent {
     int peer = -1;          ///< send/recv: the other rank; -1 otherwise
 
     // -- memory samples (kind == memory): live bytes per Ledger category --
-    std::array<uint64_t, kMemCategories> mem{};
+    std::array<uint64_t, kMemCategories> mem{};  ///< indexed by int(Mem)
 
     // -- spans (kind == span): free-form arguments --
-    nlohmann::json args = nlohmann::json::object();
+    nlohmann::json args = nlohmann::json::object();  ///< the span's "args"
 };
 
 /// The bytes a collective moves per rank, as nccl-tests counts them:
@@ -90,6 +95,7 @@ public:
     Tracer(const Tracer&) = delete;
     Tracer& operator=(const Tracer&) = delete;
 
+    /// The rank this tracer belongs to.
     int rank() const { return rank_; }
     /// Microseconds since the origin.
     double now_us() const {
@@ -141,7 +147,9 @@ std::vector<std::unique_ptr<Tracer>> make_tracers(int world, double memory_inter
 /// With a null tracer it does nothing.
 class ScopedSpan {
 public:
+    /// Starts a span named @p name (nothing happens if @p tracer is null).
     ScopedSpan(Tracer* tracer, const char* name, const char* category = "compute");
+    /// Starts a span with arguments shown beside it (layer, shapes, ...).
     ScopedSpan(Tracer* tracer, const std::string& name, const char* category = "compute",
                nlohmann::json args = nlohmann::json::object());
     ~ScopedSpan();
@@ -164,8 +172,8 @@ private:
 
 /// A trace as read back: its events (metadata events are not included) and otherData.
 struct Trace {
-    std::vector<TraceEvent> events;
-    nlohmann::json other_data = nlohmann::json::object();
+    std::vector<TraceEvent> events;                         ///< in file order
+    nlohmann::json other_data = nlohmann::json::object();  ///< the file's "otherData"
     /// Number of ranks (1 + the highest pid seen).
     int world() const;
 };

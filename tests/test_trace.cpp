@@ -1,0 +1,295 @@
+// test_trace.cpp — the Tracer records exactly what was called, the Chrome trace
+// reads back as it was written, and a corrupt file is refused with a clear error.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/comm.h"
+#include "comm/threads_backend.h"
+#include "comm/trace.h"
+#include "core/check.h"
+#include "core/ledger.h"
+
+using namespace ss;
+using nlohmann::json;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+    auto dir = std::filesystem::path(SS_BINARY_DIR) / "test_trace_out";
+    std::filesystem::create_directories(dir);
+    return (dir / name).string();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// The script every rank of a 4-rank world runs: tp = [0,1] [2,3], dp = [0,2] [1,3].
+void script(Comm& comm) {
+    const int r = comm.rank();
+    const Group tp{"tp", {r / 2 * 2, r / 2 * 2 + 1}};
+    const Group dp{"dp", {r % 2, r % 2 + 2}};
+    std::vector<float> a(1000, 1.0f), g(2 * 10);
+    std::vector<uint16_t> h(2 * 64);
+    {
+        ScopedSpan span(comm.tracer(), "h.0 forward", "fwd");
+        span.set_arg("layer", 0);
+        comm.all_reduce(a.data(), 1000, tp, ReduceOp::sum, {Payload::act, 0, Phase::fwd, 0, 7});
+    }
+    comm.all_gather(a.data(), g.data(), 10, dp, {Payload::param, 1, Phase::fwd, 1, 7});
+    comm.reduce_scatter(h.data(), h.data() + (dp.index_of(r)) * 64, 64, DType::bf16, dp, ReduceOp::avg,
+                        {Payload::grad, 1, Phase::bwd, 1, 7});
+    comm.all_to_all(a.data(), a.data() + 500, 250, tp, {Payload::act, 2, Phase::fwd, 0, 7});
+    comm.broadcast(a.data(), 3, 1, tp, {Payload::scalar, -1, Phase::step, -1, 7});
+    if (r == 0) comm.send(a.data(), 5, 2, {Payload::act_grad, 3, Phase::bwd, 0, 7}, "pp");
+    if (r == 2) comm.recv(a.data(), 5, 0, {Payload::act_grad, 3, Phase::bwd, 0, 7}, "pp");
+    comm.barrier(comm.world_group(), {Payload::scalar, -1, Phase::step, -1, 7});
+}
+
+struct Expected {
+    const char* op;
+    const char* axis;
+    std::vector<int> group;
+    uint64_t bytes;
+    Payload payload;
+    int layer;
+    Phase phase;
+    int microbatch;
+    int peer;
+};
+
+std::vector<Expected> expected_for(int r) {
+    std::vector<int> tp{r / 2 * 2, r / 2 * 2 + 1}, dp{r % 2, r % 2 + 2};
+    std::vector<Expected> e = {
+        {"all_reduce", "tp", tp, 4000, Payload::act, 0, Phase::fwd, 0, -1},           // count*4
+        {"all_gather", "dp", dp, 80, Payload::param, 1, Phase::fwd, 1, -1},           // 10*2 ranks*4
+        {"reduce_scatter", "dp", dp, 256, Payload::grad, 1, Phase::bwd, 1, -1},       // 64*2 ranks*2 (bf16)
+        {"all_to_all", "tp", tp, 2000, Payload::act, 2, Phase::fwd, 0, -1},           // 250*2 ranks*4
+        {"broadcast", "tp", tp, 12, Payload::scalar, -1, Phase::step, -1, -1},        // 3*4
+    };
+    if (r == 0) e.push_back({"send", "pp", {0, 2}, 20, Payload::act_grad, 3, Phase::bwd, 0, 2});
+    if (r == 2) e.push_back({"recv", "pp", {0, 2}, 20, Payload::act_grad, 3, Phase::bwd, 0, 0});
+    e.push_back({"barrier", "world", {0, 1, 2, 3}, 0, Payload::scalar, -1, Phase::step, -1, -1});
+    return e;
+}
+
+void require_collectives(const std::vector<TraceEvent>& events, int r) {
+    std::vector<const TraceEvent*> got;
+    for (const auto& ev : events)
+        if (ev.kind == TraceEvent::Kind::collective) got.push_back(&ev);
+    auto want = expected_for(r);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+        INFO("rank " << r << " collective " << i << " (" << want[i].op << ")");
+        const TraceEvent& ev = *got[i];
+        REQUIRE(ev.rank == r);
+        REQUIRE(ev.tid == kCommLane);
+        REQUIRE(ev.cat == "comm");
+        REQUIRE(ev.name == want[i].op);
+        REQUIRE(ev.axis == want[i].axis);
+        REQUIRE(ev.group == want[i].group);
+        REQUIRE(ev.bytes == want[i].bytes);
+        REQUIRE(ev.label.payload == want[i].payload);
+        REQUIRE(ev.label.layer == want[i].layer);
+        REQUIRE(ev.label.phase == want[i].phase);
+        REQUIRE(ev.label.microbatch == want[i].microbatch);
+        REQUIRE(ev.label.step == 7);
+        REQUIRE(ev.peer == want[i].peer);
+        REQUIRE(ev.dur_us >= 0);
+        if (i) REQUIRE(ev.ts_us >= got[i - 1]->ts_us + got[i - 1]->dur_us);  // one after another
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a scripted run records exactly the expected collectives", "[trace]") {
+    auto tracers = make_tracers(4, 0);
+    CommOptions opts{10, {}};
+    for (auto& t : tracers) opts.tracers.push_back(t.get());
+    run_threads(4, script, opts);
+    for (int r = 0; r < 4; ++r) {
+        auto events = tracers[r]->events();
+        require_collectives(events, r);
+        // and one compute span, around the all_reduce
+        int spans = 0;
+        for (const auto& ev : events)
+            if (ev.kind == TraceEvent::Kind::span) {
+                ++spans;
+                REQUIRE(ev.name == "h.0 forward");
+                REQUIRE(ev.cat == "fwd");
+                REQUIRE(ev.tid == kComputeLane);
+                REQUIRE(ev.args == json{{"layer", 0}});
+                REQUIRE(ev.dur_us >= events.front().dur_us);
+            }
+        REQUIRE(spans == 1);
+    }
+}
+
+TEST_CASE("the Chrome trace reads back as written, with lane names and otherData", "[trace]") {
+    auto tracers = make_tracers(4, 0);
+    CommOptions opts{10, {}};
+    for (auto& t : tracers) opts.tracers.push_back(t.get());
+    std::vector<Ledger> ledgers(4);
+    run_threads(4, [&](Comm& comm) {
+        Ledger& ledger = ledgers[comm.rank()];
+        comm.tracer()->attach_ledger(ledger);
+        ledger.alloc(Mem::params, 1000);
+        ledger.alloc(Mem::grads, 1000);
+        script(comm);
+        ledger.release(Mem::grads, 1000);
+        comm.tracer()->detach_ledger(ledger);
+    }, opts);
+
+    const std::string path = temp_path("sub/dir/run.json");  // the directories are created
+    const json other = {{"config", {{"tp", 2}, {"dp", 2}}}, {"gbs", 8}};
+    write_chrome_trace(path, tracers, other);
+    REQUIRE(!std::filesystem::exists(path + ".tmp"));
+
+    // The raw JSON is what Perfetto needs.
+    json j = json::parse(std::ifstream(path));
+    REQUIRE(j["displayTimeUnit"] == "ms");
+    REQUIRE(j["otherData"] == other);
+    int process_names = 0, comm_lanes = 0;
+    for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] == "M" && e["name"] == "process_name") {
+            REQUIRE(e["args"]["name"] == "rank " + std::to_string(e["pid"].get<int>()));
+            ++process_names;
+        }
+        if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == 1) {
+            REQUIRE(e["args"]["name"] == "comm");
+            ++comm_lanes;
+        }
+        if (e["ph"] == "X" && e["cat"] == "comm") REQUIRE(e["tid"] == 1);
+        if (e["ph"] == "C") {
+            REQUIRE(e["name"] == "memory");
+            REQUIRE(e["args"].contains("params"));
+            REQUIRE(e["args"].contains("workspace"));
+        }
+    }
+    REQUIRE(process_names == 4);
+    REQUIRE(comm_lanes == 4);
+
+    // read_chrome_trace gives back the same events.
+    Trace t = read_chrome_trace(path);
+    REQUIRE(t.world() == 4);
+    REQUIRE(t.other_data == other);
+    for (int r = 0; r < 4; ++r) {
+        std::vector<TraceEvent> mine;
+        for (const auto& ev : t.events)
+            if (ev.rank == r) mine.push_back(ev);
+        require_collectives(mine, r);
+        std::vector<uint64_t> params, grads;
+        for (const auto& ev : mine)
+            if (ev.kind == TraceEvent::Kind::memory) {
+                params.push_back(ev.mem[int(Mem::params)]);
+                grads.push_back(ev.mem[int(Mem::grads)]);
+            }
+        // attach (0), params (1000), grads (1000), grads released
+        REQUIRE(params == std::vector<uint64_t>{0, 1000, 1000, 1000});
+        REQUIRE(grads == std::vector<uint64_t>{0, 0, 1000, 0});
+    }
+}
+
+TEST_CASE("the memory throttle keeps the peak of each window and the last sample", "[trace]") {
+    Ledger ledger;
+    Tracer tracer(0, TraceClock::now(), /*memory_interval_us=*/1e9);  // one window for the whole test
+    tracer.attach_ledger(ledger);      // written at once: the first sample
+    ledger.alloc(Mem::acts, 100);      // held
+    ledger.alloc(Mem::acts, 50);       // held: the peak, 150
+    ledger.release(Mem::acts, 150);    // held
+    ledger.alloc(Mem::workspace, 10);  // held: the last
+    std::vector<uint64_t> totals;
+    for (const auto& ev : tracer.events()) {
+        uint64_t total = 0;
+        for (auto b : ev.mem) total += b;
+        totals.push_back(total);
+    }
+    REQUIRE(totals == std::vector<uint64_t>{0, 150, 10});
+
+    Tracer every(0, TraceClock::now(), 0);
+    Ledger l2;
+    every.attach_ledger(l2);
+    l2.alloc(Mem::acts, 100);
+    l2.release(Mem::acts, 100);
+    REQUIRE(every.events().size() == 3);
+}
+
+TEST_CASE("tracing off records nothing, and a null span is free", "[trace]") {
+    std::vector<int> traced(2, -1);  // rank threads must not call Catch2's REQUIRE
+    run_threads(2, [&](Comm& comm) {
+        traced[comm.rank()] = comm.tracer() != nullptr;
+        ScopedSpan span(nullptr, "nothing");
+        span.set_arg("x", 1);
+        float x = 1;
+        comm.all_reduce(&x, 1, comm.world_group(), ReduceOp::sum, {});
+    });
+    REQUIRE(traced == std::vector<int>{0, 0});
+}
+
+TEST_CASE("bytes and bus bandwidth factors follow nccl-tests", "[trace]") {
+    REQUIRE(collective_bytes("all_reduce", 1000, 4, 8) == 4000);
+    REQUIRE(collective_bytes("all_gather", 1000, 4, 8) == 32000);
+    REQUIRE(collective_bytes("reduce_scatter", 1000, 2, 8) == 16000);
+    REQUIRE(collective_bytes("all_to_all", 1000, 4, 8) == 32000);
+    REQUIRE(collective_bytes("broadcast", 1000, 4, 8) == 4000);
+    REQUIRE(collective_bytes("barrier", 0, 4, 8) == 0);
+    REQUIRE(busbw_factor("all_reduce", 8) == Approx(2.0 * 7 / 8));
+    REQUIRE(busbw_factor("all_gather", 8) == Approx(7.0 / 8));
+    REQUIRE(busbw_factor("broadcast", 8) == 1.0);
+    REQUIRE(busbw_factor("all_reduce", 1) == 0.0);
+}
+
+TEST_CASE("a corrupt trace is refused with the file, event and field", "[trace]") {
+    const std::string path = temp_path("corrupt.json");
+    auto read_text = [&](const std::string& text) {
+        write_text(path, text);
+        return error_of([&] { read_chrome_trace(path); });
+    };
+    const std::string ok_args =
+        R"("axis":"tp","group":[0,1],"bytes":4000,"payload":"grad","layer":0,"phase":"bwd","microbatch":0,"step":1)";
+    auto collective = [&](const std::string& args) {
+        return R"({"traceEvents":[{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}},)"
+               R"({"name":"all_reduce","cat":"comm","ph":"X","pid":0,"tid":1,"ts":1,"dur":2,"args":{)" +
+               args + "}}]}";
+    };
+    REQUIRE(read_text(collective(ok_args)) == "(no error)");
+
+    std::string m = read_text("{\"traceEvents\": [");
+    REQUIRE(m.rfind(path + ": not a JSON file", 0) == 0);
+    REQUIRE(read_text("[1, 2]") == path + ": expected a JSON object {\"traceEvents\": [...]}, got a JSON array");
+    REQUIRE(read_text("{\"events\": []}").find(path + ": no \"traceEvents\" field") == 0);
+    REQUIRE(read_text("{\"traceEvents\": {}}") == path + ": \"traceEvents\" must be an array, got a JSON object");
+    REQUIRE(read_text(R"({"traceEvents": [3]})") == path + ": traceEvents[0]: expected an event object, got a JSON number");
+
+    std::string bad_bytes = ok_args;
+    bad_bytes.replace(bad_bytes.find("4000"), 4, "\"4 kB\"");
+    REQUIRE(read_text(collective(bad_bytes)) ==
+            path + ": traceEvents[1].args.bytes: expected an unsigned integer, got \"4 kB\"");
+    std::string bad_payload = ok_args;
+    bad_payload.replace(bad_payload.find("grad"), 4, "gradient");
+    REQUIRE(read_text(collective(bad_payload)).find(path + ": traceEvents[1].args.payload: unknown payload \"gradient\"") == 0);
+    std::string bad_group = ok_args;
+    bad_group.replace(bad_group.find("[0,1]"), 5, "[0,\"x\"]");
+    REQUIRE(read_text(collective(bad_group)) == path + ": traceEvents[1].args.group[1]: expected an integer rank, got \"x\"");
+    REQUIRE(read_text(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":0,"ts":"soon","dur":1}]})") ==
+            path + ": traceEvents[0].ts: expected a number, got \"soon\"");
+    REQUIRE(read_text(R"({"traceEvents":[{"ph":"X","name":"a","tid":0,"ts":1,"dur":1}]})") ==
+            path + ": traceEvents[0]: missing field \"pid\"");
+    REQUIRE(error_of([&] { read_chrome_trace(temp_path("no-such-file.json")); })
+                .rfind("cannot open the trace " + temp_path("no-such-file.json"), 0) == 0);
+}
