@@ -20,8 +20,9 @@
 //
 //     written with no branches and no float->int conversion so that it
 //     vectorizes. ln2 is split in two (0.693359375 is exact in 9 bits) so
-//     n*ln2 is subtracted without rounding error. Relative error <= 2 ulp
-//     on [-87, 87] (checked in tests/test_kernels.cpp against std::exp).
+//     n*ln2 is subtracted without rounding error. Measured relative error
+//     on [-87, 87]: at most 8.4e-8, i.e. 0.7 ulp (ulp = 2^-23 relative);
+//     tests/test_kernels.cpp holds it to 2 ulp against std::exp.
 //
 //  3. GCC 12 at -O2 uses its "very-cheap" vectorizer cost model: it vectorizes
 //     a loop only when the trip count is a known multiple of the vector width,
