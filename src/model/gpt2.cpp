@@ -174,40 +174,113 @@ void GPT2::load_compute_params() {
     if (storage_ == DType::bf16) bf16_to_f32(params_f32_.f32(), params_.bf16(), size_t(layout_.total));
 }
 
-float GPT2::forward(const int* tokens, const int* targets, int B, int T, Activations& a) {
-    SS_CHECK(T <= cfg_.maxT, "sequence length T=" << T << " is longer than the positional table (maxT="
-                                                  << cfg_.maxT << "); use --seq " << cfg_.maxT
-                                                  << " or less, or a model with a larger --max-seq");
-    const float* W = w();
-    const int C = cfg_.C;
+std::vector<Unit> make_units(const ParamLayout& lay) {
+    std::vector<Unit> units;
+    const int L = int((lay.specs.size() - 4) / kBlockParams);
+    units.push_back({0, lay.wpe().offset + lay.wpe().numel});
+    for (int l = 0; l < L; ++l)
+        units.push_back({lay.block(l, kLn1W).offset, lay.block(l, kFcProjB).offset + lay.block(l, kFcProjB).numel});
+    units.push_back({lay.lnf_w().offset, lay.total});
+    return units;
+}
+
+namespace {
+// Pointers into a unit-local buffer @p base of unit @p u.
+const float* at(const float* base, const Unit& u, const ParamSpec& s) { return base + (s.offset - u.begin); }
+float* at(float* base, const Unit& u, const ParamSpec& s) { return base + (s.offset - u.begin); }
+
+template <typename F>
+BlockPtrs<F> unit_block(const ParamLayout& lay, F* base, const Unit& u, int l) {
+    auto p = [&](BlockParam which) { return at(base, u, lay.block(l, which)); };
+    return BlockPtrs<F>{p(kLn1W), p(kLn1B), p(kAttnW), p(kAttnB), p(kAttnProjW), p(kAttnProjB),
+                        p(kLn2W), p(kLn2B), p(kFcW),   p(kFcB),   p(kFcProjW),   p(kFcProjB)};
+}
+}  // namespace
+
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
+                   const int* targets, int B, int T, Activations& a, Ledger& ledger) {
+    SS_CHECK(T <= cfg.maxT, "sequence length T=" << T << " is longer than the positional table (maxT=" << cfg.maxT
+                                                 << "); use --seq " << cfg.maxT
+                                                 << " or less, or a model with a larger --max-seq");
+    const std::vector<Unit> units = make_units(lay);
+    const int L = cfg.L, C = cfg.C;
     a.clear();
     a.B = B;
     a.T = T;
-    encoder_stage_forward(a, W + layout_.wte().offset, W + layout_.wpe().offset, tokens, C, *ledger_);
-    a.blocks.resize(cfg_.L);
+    const float* emb = hooks.params(0, false);  // kept until the tied head has used wte
+    encoder_stage_forward(a, at(emb, units[0], lay.wte()), at(emb, units[0], lay.wpe()), tokens, C, ledger);
+    a.blocks.resize(L);
     const float* x = a.encoded.f32();
-    for (int l = 0; l < cfg_.L; ++l) {
-        block_forward(a.blocks[l], block_weights(layout_, W, l), x, B, T, C, cfg_.H, *ledger_);
+    for (int l = 0; l < L; ++l) {
+        const float* p = hooks.params(1 + l, false);
+        block_forward(a.blocks[l], unit_block(lay, p, units[1 + l], l), x, B, T, C, cfg.H, ledger);
+        hooks.release(1 + l, false);
         x = a.blocks[l].x_out.f32();
     }
-    return head_forward(a, x, W + layout_.lnf_w().offset, W + layout_.lnf_b().offset, W + layout_.wte().offset,
-                        targets, C, cfg_.V, *ledger_);
+    const float* head = hooks.params(L + 1, false);
+    float loss = head_forward(a, x, at(head, units[L + 1], lay.lnf_w()), at(head, units[L + 1], lay.lnf_b()),
+                              at(emb, units[0], lay.wte()), targets, C, cfg.V, ledger);
+    hooks.release(L + 1, false);
+    hooks.release(0, false);
+    return loss;
+}
+
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
+                   const int* targets, const Activations& a, float dloss, Ledger& ledger) {
+    const std::vector<Unit> units = make_units(lay);
+    const int L = cfg.L, C = cfg.C, B = a.B, T = a.T;
+    auto x_in = [&](int l) { return l == 0 ? a.encoded.f32() : a.blocks[l - 1].x_out.f32(); };
+    Tensor dx = scratch(ledger, {B, T, C});
+
+    const float* emb = hooks.params(0, true);
+    const float* head = hooks.params(L + 1, true);
+    float* gemb = hooks.grads(0);
+    float* ghead = hooks.grads(L + 1);
+    head_backward(dx.f32(), at(ghead, units[L + 1], lay.lnf_w()), at(ghead, units[L + 1], lay.lnf_b()),
+                  at(gemb, units[0], lay.wte()), a, x_in(L), at(head, units[L + 1], lay.lnf_w()),
+                  at(emb, units[0], lay.wte()), targets, dloss, C, cfg.V, ledger);
+    hooks.release(L + 1, true);
+    hooks.grads_ready(L + 1);
+    for (int l = L - 1; l >= 0; --l) {
+        const float* p = hooks.params(1 + l, true);
+        BlockGrads g = unit_block(lay, hooks.grads(1 + l), units[1 + l], l);
+        block_backward(dx.f32(), g, a.blocks[l], unit_block(lay, p, units[1 + l], l), x_in(l), B, T, C, cfg.H,
+                       ledger);
+        hooks.release(1 + l, true);
+        hooks.grads_ready(1 + l);
+    }
+    encoder_stage_backward(at(gemb, units[0], lay.wte()), at(gemb, units[0], lay.wpe()), dx.f32(), tokens, B, T, C);
+    hooks.release(0, true);
+    hooks.grads_ready(0);
+}
+
+// The plain model's hooks: slices of its own full buffers, nothing to do on release.
+namespace {
+struct FullHooks final : UnitHooks {
+    std::vector<Unit> units;
+    float* w;
+    float* g;
+    const float* params(int u, bool) override { return w + units[u].begin; }
+    void release(int, bool) override {}
+    float* grads(int u) override { return g + units[u].begin; }
+    void grads_ready(int) override {}
+};
+}  // namespace
+
+float GPT2::forward(const int* tokens, const int* targets, int B, int T, Activations& a) {
+    FullHooks h;
+    h.units = make_units(layout_);
+    h.w = w();
+    h.g = g();
+    return gpt2_forward(cfg_, layout_, h, tokens, targets, B, T, a, *ledger_);
 }
 
 void GPT2::backward(const int* tokens, const int* targets, const Activations& a, float dloss) {
-    const float* W = w();
-    float* G = g();
-    const int B = a.B, T = a.T, C = cfg_.C;
-    Tensor dx = scratch(*ledger_, {B, T, C});
-    auto x_in = [&](int l) { return l == 0 ? a.encoded.f32() : a.blocks[l - 1].x_out.f32(); };
-    head_backward(dx.f32(), G + layout_.lnf_w().offset, G + layout_.lnf_b().offset, G + layout_.wte().offset, a,
-                  x_in(cfg_.L), W + layout_.lnf_w().offset, W + layout_.wte().offset, targets, dloss, C, cfg_.V,
-                  *ledger_);
-    for (int l = cfg_.L - 1; l >= 0; --l) {
-        BlockGrads gl = block_grads(layout_, G, l);
-        block_backward(dx.f32(), gl, a.blocks[l], block_weights(layout_, W, l), x_in(l), B, T, C, cfg_.H, *ledger_);
-    }
-    encoder_stage_backward(G + layout_.wte().offset, G + layout_.wpe().offset, dx.f32(), tokens, B, T, C);
+    FullHooks h;
+    h.units = make_units(layout_);
+    h.w = w();
+    h.g = g();
+    gpt2_backward(cfg_, layout_, h, tokens, targets, a, dloss, *ledger_);
 }
 
 }  // namespace ss

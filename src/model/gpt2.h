@@ -101,6 +101,57 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
 /// Backward of the embedding: accumulates into dwte, dwpe.
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C);
 
+/// The units a pass walks through, in flat-buffer order: unit 0 = embeddings
+/// (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f. Each unit is one
+/// contiguous range of the flat buffer, so a strategy can gather, shard or
+/// reduce a unit as one piece (FSDP calls them "units", DeepSpeed "modules").
+struct Unit {
+    int64_t begin = 0;  ///< first flat element
+    int64_t end = 0;    ///< one past the last
+    /// Elements in the unit.
+    int64_t size() const { return end - begin; }
+};
+
+/// The units of @p lay (see Unit).
+std::vector<Unit> make_units(const ParamLayout& lay);
+
+/// Where a forward or backward pass gets each unit's parameters and puts its
+/// gradients: the seam between the model and a data-parallel strategy.
+///
+/// Every pointer is UNIT-LOCAL: element 0 is the unit's first flat element.
+/// A plain model hands out slices of its full buffers; ZeRO-3 gathers a unit's
+/// parameters from the shards just before use and frees them after; ZeRO-2/3
+/// hand out a temporary gradient buffer and reduce-scatter it once the unit's
+/// gradients are complete. The call order per micro-batch is fixed:
+///
+///   forward:  params(0) .. [params(1+l), release(1+l) for each block] .. params(L+1), release(L+1), release(0)
+///   backward: params(0), params(L+1), grads(0), grads(L+1), release(L+1), grads_ready(L+1),
+///             [params(1+l), grads(1+l), release(1+l), grads_ready(1+l) for l = L-1 .. 0],
+///             release(0), grads_ready(0)
+///
+/// (wte is used by the first and the last unit, so unit 0 stays acquired
+/// across the pass, as FSDP keeps its root unit.)
+class UnitHooks {
+public:
+    virtual ~UnitHooks() = default;
+    /// fp32 parameters of unit @p u, valid until release(u).
+    virtual const float* params(int u, bool backward) = 0;
+    /// The pass is done with unit @p u's parameters.
+    virtual void release(int u, bool backward) = 0;
+    /// fp32 gradient accumulator of unit @p u (the pass adds into it).
+    virtual float* grads(int u) = 0;
+    /// Unit @p u's gradients for this micro-batch are complete.
+    virtual void grads_ready(int u) = 0;
+};
+
+/// One forward pass through units provided by @p hooks; saves into @p acts; returns the mean loss.
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
+                   const int* targets, int B, int T, Activations& acts, Ledger& ledger);
+/// The matching backward pass: adds d(objective)/d(params) into hooks.grads(u),
+/// with d(objective)/d(token loss) = @p dloss.
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
+                   const int* targets, const Activations& acts, float dloss, Ledger& ledger);
+
 /// A whole GPT-2 on one rank: flat parameters and gradients plus forward/backward.
 ///
 /// Storage dtype fp32: params and grads are fp32 (4 + 4 bytes per parameter).
