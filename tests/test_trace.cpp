@@ -12,6 +12,7 @@
 #include "comm/comm.h"
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
+#include "comm/trace_summary.h"
 #include "core/check.h"
 #include "core/ledger.h"
 
@@ -292,4 +293,34 @@ TEST_CASE("a corrupt trace is refused with the file, event and field", "[trace]"
             path + ": traceEvents[0]: missing field \"pid\"");
     REQUIRE(error_of([&] { read_chrome_trace(temp_path("no-such-file.json")); })
                 .rfind("cannot open the trace " + temp_path("no-such-file.json"), 0) == 0);
+}
+
+TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", "[trace]") {
+    // Two all_reduce events of 1 MB in 1 ms on a 4-rank dp group, and one
+    // all_gather of 1 MB in 2 ms: algbw 1 GB/s and 0.5 GB/s.
+    auto x = [](int pid, const char* op, int bytes, double dur, const char* payload) {
+        return std::string(R"({"name":")") + op + R"(","cat":"comm","ph":"X","pid":)" + std::to_string(pid) +
+               R"(,"tid":1,"ts":0,"dur":)" + std::to_string(dur) +
+               R"(,"args":{"axis":"dp","group":[0,1,2,3],"bytes":)" + std::to_string(bytes) +
+               R"(,"payload":")" + payload + R"(","layer":-1,"phase":"bwd","microbatch":-1,"step":0}})";
+    };
+    Trace t = parse_chrome_trace("{\"traceEvents\":[" + x(0, "all_reduce", 1000000, 1000, "grad") + "," +
+                                 x(3, "all_reduce", 1000000, 1000, "grad") + "," +
+                                 x(1, "all_gather", 1000000, 2000, "param") + "]}");
+    TraceSummary s = summarize_trace(t);
+    REQUIRE(s.world == 4);
+    REQUIRE(s.collectives == 3);
+    REQUIRE(s.rows.size() == 2);
+    REQUIRE(s.rows[0].op == "all_reduce");  // all_reduce sorts before all_gather
+    REQUIRE(s.rows[0].calls == 2);
+    REQUIRE(s.rows[0].bytes == 2000000);
+    REQUIRE(s.rows[0].algbw_gbs() == Approx(1.0));
+    REQUIRE(s.rows[0].busbw_gbs() == Approx(1.5));  // 2(n-1)/n = 1.5 at n = 4
+    REQUIRE(s.rows[1].algbw_gbs() == Approx(0.5));
+    REQUIRE(s.rows[1].busbw_gbs() == Approx(0.375));  // (n-1)/n = 0.75
+    REQUIRE(s.by_payload.size() == 2);
+    REQUIRE(s.total.bytes == 3000000);
+    REQUIRE(s.total.time_us == Approx(4000));
+    std::string table = format_trace_summary(s, "t.json");
+    REQUIRE(table.find("dp         all_reduce      grad             2      1.9 MiB") != std::string::npos);
 }

@@ -17,5 +17,7 @@ void add_train_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
 /// `shardscope mesh`: print the rank grid, each rank's coordinates and every group (mesh_cmd.cpp).
 void add_mesh_command(CLI::App& root);
+/// `shardscope trace summary FILE`: a trace's collectives added up (trace_cmd.cpp).
+void add_trace_command(CLI::App& root);
 
 }  // namespace ss::app

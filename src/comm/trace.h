@@ -180,8 +180,8 @@ struct Trace {
 
 /// Writes every rank's events to @p path as one Chrome trace (JSON object
 /// format), with lane names, and @p other_data as "otherData". Writes a
-/// temporary file first and renames it, so a reader never sees half a trace.
-/// Creates the parent directory if needed.
+/// temporary file first and renames it (write_file_atomically), so a reader
+/// never sees half a trace. Creates the parent folders if needed.
 void write_chrome_trace(const std::string& path, const std::vector<const Tracer*>& tracers,
                         const nlohmann::json& other_data = nlohmann::json::object());
 /// Same, for the result of make_tracers().

@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "comm/trace.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 
 namespace ss {
@@ -83,45 +83,32 @@ json event_json(const TraceEvent& ev) {
 
 void write_chrome_trace(const std::string& path, const std::vector<const Tracer*>& tracers,
                         const json& other_data) {
-    namespace fs = std::filesystem;
-    fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty()) {
-        std::error_code ec;
-        fs::create_directories(parent, ec);
-        SS_CHECK(!ec, "cannot create directory " << parent.string() << " for the trace: " << ec.message());
-    }
-    const std::string tmp = path + ".tmp";
-    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
-    SS_CHECK(os, "cannot write the trace to " << tmp << ": " << std::strerror(errno));
-
-    // One event per line: diff-able, and a reader can see where a file was cut.
-    os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-    bool first = true;
-    auto put = [&](const json& j) {
-        os << (first ? "" : ",\n") << j.dump();
-        first = false;
-    };
-    for (const Tracer* t : tracers) {
-        SS_CHECK(t != nullptr, "write_chrome_trace: a null Tracer in the list");
-        const int r = t->rank();
-        // Lane names for Perfetto / chrome://tracing: "rank 3" > "compute", "comm".
-        put(metadata("process_name", r, -1, {{"name", "rank " + std::to_string(r)}}));
-        put(metadata("process_sort_index", r, -1, {{"sort_index", r}}));
-        put(metadata("thread_name", r, kComputeLane, {{"name", "compute"}}));
-        put(metadata("thread_name", r, kCommLane, {{"name", "comm"}}));
-        put(metadata("thread_sort_index", r, kComputeLane, {{"sort_index", kComputeLane}}));
-        put(metadata("thread_sort_index", r, kCommLane, {{"sort_index", kCommLane}}));
-        std::vector<TraceEvent> evs = t->events();
-        std::stable_sort(evs.begin(), evs.end(),
-                         [](const TraceEvent& a, const TraceEvent& b) { return a.ts_us < b.ts_us; });
-        for (const auto& ev : evs) put(event_json(ev));
-    }
-    os << "\n],\n\"otherData\":" << (other_data.is_null() ? json::object() : other_data).dump() << "}\n";
-    os.close();
-    SS_CHECK(os, "writing the trace to " << tmp << " failed (disk full?)");
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    SS_CHECK(!ec, "cannot rename " << tmp << " to " << path << ": " << ec.message());
+    for (const Tracer* t : tracers) SS_CHECK(t != nullptr, "write_chrome_trace: a null Tracer in the list");
+    // Temp file + rename (core/atomic_file.h): a reader never sees half a trace.
+    write_file_atomically(path, [&](std::ostream& os) {
+        // One event per line: diff-able, and a reader can see where a file was cut.
+        os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+        bool first = true;
+        auto put = [&](const json& j) {
+            os << (first ? "" : ",\n") << j.dump();
+            first = false;
+        };
+        for (const Tracer* t : tracers) {
+            const int r = t->rank();
+            // Lane names for Perfetto / chrome://tracing: "rank 3" > "compute", "comm".
+            put(metadata("process_name", r, -1, {{"name", "rank " + std::to_string(r)}}));
+            put(metadata("process_sort_index", r, -1, {{"sort_index", r}}));
+            put(metadata("thread_name", r, kComputeLane, {{"name", "compute"}}));
+            put(metadata("thread_name", r, kCommLane, {{"name", "comm"}}));
+            put(metadata("thread_sort_index", r, kComputeLane, {{"sort_index", kComputeLane}}));
+            put(metadata("thread_sort_index", r, kCommLane, {{"sort_index", kCommLane}}));
+            std::vector<TraceEvent> evs = t->events();
+            std::stable_sort(evs.begin(), evs.end(),
+                             [](const TraceEvent& a, const TraceEvent& b) { return a.ts_us < b.ts_us; });
+            for (const auto& ev : evs) put(event_json(ev));
+        }
+        os << "\n],\n\"otherData\":" << (other_data.is_null() ? json::object() : other_data).dump() << "}\n";
+    });
 }
 
 void write_chrome_trace(const std::string& path, const std::vector<std::unique_ptr<Tracer>>& tracers,

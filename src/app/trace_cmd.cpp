@@ -1,0 +1,33 @@
+// trace_cmd.cpp — `shardscope trace`: look inside a trace written by `train --trace`.
+//
+//   shardscope trace summary out/trace.json
+//
+// prints, per axis, op and payload, the calls, bytes, time and nccl-tests'
+// algbw/busbw, then totals per payload. The adding up is in
+// src/comm/trace_summary.cpp; the file format in docs/trace-format.md.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "app/commands.h"
+#include "comm/trace.h"
+#include "comm/trace_summary.h"
+
+namespace ss::app {
+
+void add_trace_command(CLI::App& root) {
+    CLI::App* cmd = root.add_subcommand("trace", "Inspect a trace written by `shardscope train --trace FILE`");
+    cmd->require_subcommand(1);
+
+    auto file = std::make_shared<std::string>();
+    CLI::App* summary = cmd->add_subcommand(
+        "summary", "Per axis, op and payload: calls, bytes, time, algbw and busbw; then totals per payload");
+    summary->add_option("FILE", *file, "A Chrome trace (JSON) written by shardscope")->required();
+    summary->callback([file] {
+        const Trace trace = read_chrome_trace(*file);
+        std::fputs(format_trace_summary(summarize_trace(trace), *file).c_str(), stdout);
+    });
+}
+
+}  // namespace ss::app

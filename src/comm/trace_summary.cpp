@@ -1,0 +1,99 @@
+#include "comm/trace_summary.h"
+
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+namespace ss {
+
+namespace {
+
+// Ops in the order a step meets them, for sorting rows.
+int op_order(const std::string& op) {
+    static const char* kOps[] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                                 "broadcast",  "send",           "recv",       "barrier"};
+    for (int i = 0; i < 8; ++i)
+        if (op == kOps[i]) return i;
+    return 8;
+}
+
+void add(CollectiveTotals& t, const TraceEvent& ev) {
+    t.calls += 1;
+    t.bytes += ev.bytes;
+    t.time_us += ev.dur_us;
+    t.bus_bytes += double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()));
+}
+
+}  // namespace
+
+std::string bytes_str(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return buf;
+}
+
+TraceSummary summarize_trace(const Trace& trace) {
+    TraceSummary s;
+    s.world = trace.world();
+    std::map<std::tuple<std::string, int, std::string, int>, CollectiveTotals> rows;
+    std::map<int, CollectiveTotals> by_payload;
+    for (const TraceEvent& ev : trace.events) {
+        if (ev.kind == TraceEvent::Kind::span) ++s.spans;
+        if (ev.kind != TraceEvent::Kind::collective) continue;
+        ++s.collectives;
+        CollectiveTotals& row = rows[{ev.axis, op_order(ev.name), ev.name, int(ev.label.payload)}];
+        row.axis = ev.axis;
+        row.op = ev.name;
+        row.payload = ev.label.payload;
+        add(row, ev);
+        CollectiveTotals& p = by_payload[int(ev.label.payload)];
+        p.payload = ev.label.payload;
+        add(p, ev);
+        add(s.total, ev);
+    }
+    for (auto& [key, row] : rows) s.rows.push_back(row);
+    for (auto& [key, row] : by_payload) s.by_payload.push_back(row);
+    return s;
+}
+
+std::string format_trace_summary(const TraceSummary& s, const std::string& source) {
+    std::string out;
+    char line[256];
+    auto put = [&](const char* fmt, auto... args) {
+        std::snprintf(line, sizeof line, fmt, args...);
+        out += line;
+    };
+    put("%s: %d ranks, %llu collective events, %llu compute spans\n\n", source.c_str(), s.world,
+        (unsigned long long)s.collectives, (unsigned long long)s.spans);
+    if (s.rows.empty()) {
+        out += "no collectives in this trace\n";
+        return out;
+    }
+    put("%-10s %-15s %-9s %8s %12s %12s %13s %13s\n", "axis", "op", "payload", "calls", "bytes", "time (ms)",
+        "algbw (GB/s)", "busbw (GB/s)");
+    for (const auto& r : s.rows)
+        put("%-10s %-15s %-9s %8llu %12s %12.3f %13.3f %13.3f\n", r.axis.c_str(), r.op.c_str(),
+            payload_name(r.payload), (unsigned long long)r.calls, bytes_str(double(r.bytes)).c_str(),
+            r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
+    out += "\n";
+    put("%-10s %8s %12s %12s %13s %13s\n", "payload", "calls", "bytes", "time (ms)", "algbw (GB/s)", "busbw (GB/s)");
+    auto total_line = [&](const char* name, const CollectiveTotals& r) {
+        put("%-10s %8llu %12s %12.3f %13.3f %13.3f\n", name, (unsigned long long)r.calls,
+            bytes_str(double(r.bytes)).c_str(), r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
+    };
+    for (const auto& r : s.by_payload) total_line(payload_name(r.payload), r);
+    total_line("total", s.total);
+    out +=
+        "\ncalls, bytes and time are summed over every rank's own events. bytes are per rank as\n"
+        "nccl-tests counts them; algbw = bytes / time; busbw = algbw x (all_reduce 2(n-1)/n;\n"
+        "all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, send, recv 1). See docs/trace-format.md.\n";
+    return out;
+}
+
+}  // namespace ss

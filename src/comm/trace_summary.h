@@ -1,0 +1,60 @@
+// trace_summary.h — a trace's collectives added up: what `shardscope trace summary` prints.
+//
+// Rows are (axis, op, payload): how many calls, how many bytes, how long, and
+// the bandwidths nccl-tests would report for them:
+//
+//     algbw = bytes / time            (bytes per rank, as nccl-tests counts them)
+//     busbw = algbw * factor(op, n)   (all_reduce 2(n-1)/n; all_gather,
+//                                      reduce_scatter, all_to_all (n-1)/n;
+//                                      broadcast, send, recv 1)
+//
+// Each rank records its own side of every collective, so calls, bytes and time
+// are sums over the ranks' events; algbw is then the time-weighted mean of the
+// ranks' bandwidths.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/label.h"
+#include "comm/trace.h"
+
+namespace ss {
+
+/// The collectives of one (axis, op, payload), summed over ranks.
+struct CollectiveTotals {
+    std::string axis;        ///< "dp", "tp", ... ("" in per-payload totals)
+    std::string op;          ///< "all_reduce", ... ("" in per-payload totals)
+    Payload payload = Payload::scalar;  ///< what the bytes were
+    uint64_t calls = 0;      ///< events, over all ranks
+    uint64_t bytes = 0;      ///< bytes, over all ranks
+    double time_us = 0;      ///< time inside the calls, over all ranks
+    double bus_bytes = 0;    ///< sum of bytes * busbw_factor(op, group size)
+
+    /// bytes / time in GB/s (1e9 bytes per second, as nccl-tests), 0 without time.
+    double algbw_gbs() const { return time_us > 0 ? bytes / time_us * 1e-3 : 0; }
+    /// algbw * factor in GB/s.
+    double busbw_gbs() const { return time_us > 0 ? bus_bytes / time_us * 1e-3 : 0; }
+};
+
+/// A trace added up.
+struct TraceSummary {
+    int world = 0;                             ///< ranks in the trace
+    uint64_t collectives = 0;                  ///< collective events, over all ranks
+    uint64_t spans = 0;                        ///< compute spans, over all ranks
+    std::vector<CollectiveTotals> rows;        ///< per (axis, op, payload), sorted
+    std::vector<CollectiveTotals> by_payload;  ///< per payload (axis and op empty)
+    CollectiveTotals total;                    ///< everything
+};
+
+/// Adds up the collectives of @p trace.
+TraceSummary summarize_trace(const Trace& trace);
+
+/// The summary as the table `shardscope trace summary` prints.
+std::string format_trace_summary(const TraceSummary& summary, const std::string& source);
+
+/// "12.3 MiB" (B, KiB, MiB, GiB).
+std::string bytes_str(double bytes);
+
+}  // namespace ss
