@@ -437,6 +437,26 @@ TEST_CASE("a rank waiting in recv is stopped too", "[comm][failure]") {
     REQUIRE(m == "rank 0: bad batch");
 }
 
+TEST_CASE("desync in point to point: a recv whose sender never sends", "[comm][failure]") {
+    std::atomic<bool> release{false};
+    std::string m = run_and_catch(2, [&](Comm& comm) {
+        float x;
+        if (comm.rank() == 1) {  // busy until rank 0 gives up
+            while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            return;
+        }
+        try {
+            comm.recv(&x, 1, 1, {Payload::act, 4, Phase::fwd, 2, 9}, "pp");
+        } catch (...) {
+            release = true;
+            throw;
+        }
+    }, 0.5);
+    INFO(m);
+    REQUIRE(m == "rank 0: desync: recv on pp from rank 1 (act, step 9, microbatch 2, layer 4, fwd): "
+                 "rank 1 did not send within 0.5 s; rank 1 is not waiting in any collective");
+}
+
 TEST_CASE("mismatched collectives are reported with both calls", "[comm][failure]") {
     SECTION("different ops") {
         std::string m = run_and_catch(2, [](Comm& comm) {
@@ -527,4 +547,19 @@ TEST_CASE("64 MiB all_reduce at 2 ranks against memcpy", "[.bench]") {
     const double memcpy_bw = bytes / memcpy_s / 1e9, busbw = bytes / t / 1e9 * 2 * (2 - 1) / 2;
     WARN("memcpy 64 MiB: " << memcpy_s * 1e3 << " ms = " << memcpy_bw << " GB/s; all_reduce 64 MiB x 2 ranks: "
                            << t * 1e3 << " ms, busbw " << busbw << " GB/s = " << busbw / memcpy_bw << " x memcpy");
+}
+
+TEST_CASE("small all_reduce latency", "[.bench]") {
+    for (int n : {2, 4, 8}) {
+        const int iters = 2000;
+        std::vector<double> took(n);
+        run_threads(n, [&](Comm& comm) {
+            float x = 1;
+            comm.barrier(comm.world_group());
+            auto t0 = std::chrono::steady_clock::now();
+            for (int k = 0; k < iters; ++k) comm.all_reduce(&x, 1, comm.world_group(), ReduceOp::sum, {});
+            took[comm.rank()] = seconds_since(t0);
+        });
+        WARN(n << " ranks: " << took[0] / iters * 1e6 << " us per 1-float all_reduce");
+    }
 }

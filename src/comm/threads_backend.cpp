@@ -432,9 +432,11 @@ void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std
             if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
                 (it = find()) == box.messages.end()) {
                 std::string where = world_.waiting(peer);
-                error = "desync: " + what + ": rank " + std::to_string(peer) + " did not send within " +
-                        std::to_string(int(world_.timeout_seconds() + 0.5)) + " s; rank " + std::to_string(peer) +
-                        (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
+                std::ostringstream os;
+                os << "desync: " << what << ": rank " << peer << " did not send within " << world_.timeout_seconds()
+                   << " s; rank " << peer
+                   << (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
+                error = os.str();
                 break;
             }
         }

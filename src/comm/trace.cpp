@@ -113,16 +113,18 @@ std::vector<std::unique_ptr<Tracer>> make_tracers(int world, double memory_inter
 // ---- ScopedSpan ------------------------------------------------------------------
 
 ScopedSpan::ScopedSpan(Tracer* tracer, const char* name, const char* category)
-    : tracer_(tracer), category_(category) {
+    : tracer_(tracer) {
     if (!tracer_) return;
     name_ = name;
+    category_ = category;
     start_us_ = tracer_->now_us();
 }
 
 ScopedSpan::ScopedSpan(Tracer* tracer, const std::string& name, const char* category, nlohmann::json args)
-    : tracer_(tracer), category_(category) {
+    : tracer_(tracer) {
     if (!tracer_) return;
     name_ = name;
+    category_ = category;
     args_ = std::move(args);
     start_us_ = tracer_->now_us();
 }
@@ -133,7 +135,7 @@ ScopedSpan::~ScopedSpan() {
     ev.kind = TraceEvent::Kind::span;
     ev.tid = kComputeLane;
     ev.name = std::move(name_);
-    ev.cat = category_;
+    ev.cat = std::move(category_);
     ev.ts_us = start_us_;
     ev.dur_us = tracer_->now_us() - start_us_;
     if (!args_.is_null()) ev.args = std::move(args_);

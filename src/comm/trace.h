@@ -165,7 +165,7 @@ public:
 private:
     Tracer* tracer_;
     std::string name_;
-    const char* category_;
+    std::string category_;
     nlohmann::json args_;
     double start_us_ = 0;
 };
