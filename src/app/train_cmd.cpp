@@ -39,6 +39,15 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--comm-timeout", opts->comm_timeout, "Seconds a rank waits for another before the run fails")
         ->capture_default_str();
     cmd->add_option("--trace", opts->trace, "Write a Chrome trace of every collective, span and memory change");
+    cmd->add_option("--zero", opts->zero, "ZeRO stage: 0 (DDP), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters)")
+        ->capture_default_str();
+    cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
+    cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group (HSDP / ZeRO++ hpZ; default: 1)");
+    cmd->add_option("--bucket-mb", opts->bucket_mb, "DDP: all-reduce gradients in buckets of this many MiB (0: naive)")
+        ->capture_default_str();
+    cmd->add_option("--replica-sync-every", opts->replica_sync_every,
+                    "K > 1: replicas skip the gradient all-reduce and average parameters every K steps (local SGD)")
+        ->capture_default_str();
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();
         opts->dtype = parse_dtype(*dtype);

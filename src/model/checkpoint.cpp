@@ -61,9 +61,7 @@ void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat
 }
 
 void load_model(GPT2& model, const std::string& path) {
-    StFile f = read_safetensors(path);
-    std::vector<float> flat(size_t(model.layout().total));
-    safetensors_to_flat(f, model.layout(), flat.data(), path);
+    std::vector<float> flat = read_params(model.layout(), path);
     if (model.storage() == DType::bf16) {
         f32_to_bf16(model.params().bf16(), flat.data(), flat.size());
         model.load_compute_params();
@@ -72,13 +70,24 @@ void load_model(GPT2& model, const std::string& path) {
     }
 }
 
-void save_model(const GPT2& model, const std::string& path) {
-    StFile f = flat_to_safetensors(model.layout(), model.w(), model.storage());
-    const GPT2Config& c = model.config();
+void save_params(const GPT2Config& c, const ParamLayout& layout, const float* flat, DType dt,
+                 const std::string& path) {
+    StFile f = flat_to_safetensors(layout, flat, dt);
     f.metadata = {{"format", "pt"},         {"shardscope.model", c.name},     {"n_layer", std::to_string(c.L)},
                   {"n_embd", std::to_string(c.C)}, {"n_head", std::to_string(c.H)}, {"vocab_size", std::to_string(c.V)},
                   {"n_positions", std::to_string(c.maxT)}};
     write_safetensors(path, f);
+}
+
+std::vector<float> read_params(const ParamLayout& layout, const std::string& path) {
+    StFile f = read_safetensors(path);
+    std::vector<float> flat(size_t(layout.total));
+    safetensors_to_flat(f, layout, flat.data(), path);
+    return flat;
+}
+
+void save_model(const GPT2& model, const std::string& path) {
+    save_params(model.config(), model.layout(), model.w(), model.storage(), path);
 }
 
 }  // namespace ss

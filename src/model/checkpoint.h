@@ -25,6 +25,15 @@ StFile flat_to_safetensors(const ParamLayout& layout, const float* flat, DType d
 /// writing anything if they do not match.
 void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat, const std::string& path);
 
+/// All parameters of an HF-layout file as one flat fp32 buffer in @p layout's
+/// order (checked as safetensors_to_flat checks).
+std::vector<float> read_params(const ParamLayout& layout, const std::string& path);
+
+/// Saves a whole flat fp32 buffer @p flat to @p path as @p dt, with the model's
+/// shape in the metadata.
+void save_params(const GPT2Config& cfg, const ParamLayout& layout, const float* flat, DType dt,
+                 const std::string& path);
+
 /// Loads @p path into @p model's parameters (see the header comment).
 void load_model(GPT2& model, const std::string& path);
 

@@ -8,24 +8,50 @@
 //                 all_reduce(avg) of every gradient, axis dp
 //     AdamW step       AdamW step       AdamW step       AdamW step   (identical on all)
 //
-// Because each rank's gradient is the mean over its own tokens, their
-// average is the mean over the global batch: the update is exactly the
-// single-rank update on MBS x DP sequences (Goyal et al. 2017, section 2;
-// Li et al. 2020, "PyTorch Distributed", section 3).
+// Because each rank's gradient is the mean over its own tokens, their average
+// is the mean over the global batch: the update is exactly the single-rank
+// update on MBS x DP sequences (Goyal et al. 2017, section 2; Li et al. 2020,
+// "PyTorch Distributed", section 3).
 //
-// This is the naive version: one all_reduce per parameter tensor after the
-// whole backward (PyTorch DDP's bucketing and overlap come with the ZeRO
-// work). Communication volume per rank: 2 (n-1)/n x Psi elements per step on
-// a ring (all_reduce = reduce_scatter + all_gather).
+// Two versions, side by side (--bucket-mb picks the second):
+//
+//  - naive: after the whole backward, one all_reduce per parameter tensor;
+//  - bucketed (PyTorch DDP, Li et al. 2020, section 3.2.3): tensors are packed,
+//    in reverse order, into buckets of about --bucket-mb MiB, and a bucket is
+//    all-reduced as soon as every gradient in it is complete, while backward
+//    goes on with earlier layers. Fewer, larger calls (latency paid once per
+//    bucket); with an asynchronous backend the calls would also overlap with
+//    compute. On the threads backend each call blocks, so the trace shows
+//    the buckets interleaved with backward but not overlapping it.
+//
+// With gradient accumulation only the last micro-batch communicates.
+// Volume per rank and step on a ring: 2 (n-1)/n x Psi elements.
 #pragma once
 
+#include <vector>
+
 #include "comm/comm.h"
-#include "model/gpt2.h"
+#include "core/tensor.h"
+#include "model/params.h"
 
 namespace ss {
 
-/// Averages the stored gradients (fp32 or bf16) of @p model over @p dp_group,
-/// one all_reduce per parameter tensor (naive DDP). Call after GPT2::store_grads().
-void dp_allreduce_grads_naive(Comm& comm, const Group& dp_group, GPT2& model, int step);
+/// A contiguous range [begin, end) of the flat gradient buffer, all-reduced as one call.
+struct GradBucket {
+    int64_t begin = 0;  ///< first flat element
+    int64_t end = 0;    ///< one past the last
+};
+
+/// Averages @p grads (the whole flat buffer, fp32 or bf16) over @p group,
+/// one all_reduce per parameter tensor (naive DDP).
+void dp_allreduce_naive(Comm& comm, const Group& group, Tensor& grads, const ParamLayout& layout, int step);
+
+/// Buckets of whole tensors, of at least @p bucket_bytes each (the last may be
+/// smaller), in the order backward completes them: from the end of the flat
+/// buffer towards its start (PyTorch DDP's reverse-order bucketing).
+std::vector<GradBucket> make_grad_buckets(const ParamLayout& layout, size_t bucket_bytes, size_t elem_size);
+
+/// Averages one bucket of @p grads over @p group.
+void dp_allreduce_bucket(Comm& comm, const Group& group, Tensor& grads, const GradBucket& b, int step);
 
 }  // namespace ss

@@ -15,7 +15,7 @@
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
-#include "parallel/data_parallel.h"
+#include "parallel/zero.h"
 #include "core/atomic_file.h"
 
 namespace ss {
@@ -24,6 +24,17 @@ std::string TrainReport::gbs_line() const {
     char buf[256];
     std::snprintf(buf, sizeof buf, "GBS = MBS x GA x DP = %d x %d x %d = %lld sequences (x T %d = %lld tokens per step)",
                   opts.mbs, opts.ga, dp, (long long)gbs, T, (long long)(gbs * T));
+    return buf;
+}
+
+std::string TrainReport::replica_batch_line() const {
+    if (dp_rep <= 1 || opts.replica_sync_every <= 1) return "";
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "local SGD: each of the %d replicas steps on MBS x GA x dp_shard = %d x %d x %d = %lld sequences, "
+                  "parameters averaged every %d steps",
+                  dp_rep, opts.mbs, opts.ga, dp_shard, (long long)(int64_t(opts.mbs) * opts.ga * dp_shard),
+                  opts.replica_sync_every);
     return buf;
 }
 
@@ -36,7 +47,8 @@ nlohmann::json TrainReport::to_json() const {
                    {"ga", opts.ga},   {"steps", opts.steps}, {"lr", opts.lr},   {"seed", opts.seed},
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
-    j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}};
+    j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
+                  {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
     j["gbs"] = {{"mbs", opts.mbs}, {"ga", opts.ga}, {"dp", dp}, {"gbs", gbs}, {"tokens_per_step", gbs * T},
                 {"formula", "GBS = MBS x GA x DP"}, {"line", gbs_line()}};
     json st = json::array();
@@ -123,21 +135,24 @@ void rank_main(Comm& comm, Shared& sh) {
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
 
-    ProcessMesh mesh(comm.world_size(), MeshShape{1, 1, comm.world_size(), 1, 1});
+    ProcessMesh mesh(comm.world_size(), MeshShape{1, r.dp_rep, r.dp_shard, 1, 1});
     Mpu mpu = mesh.mpu(comm.rank());
-    const Group dp_group = mpu.get_data_parallel_group();
     DataLoader loader(*sh.tokens, B, T, mpu.get_data_parallel_rank(), mpu.get_data_parallel_world_size());
 
     Ledger ledger;
     Tracer* tracer = comm.tracer();
     if (tracer) tracer->attach_ledger(ledger);
-    GPT2 model(opts.model, ledger, opts.dtype);
+    ZeroConfig zc;
+    zc.stage = opts.zero;
+    zc.bucketed = opts.bucket_mb > 0;
+    zc.bucket_mb = opts.bucket_mb;
+    zc.replica_sync_every = opts.replica_sync_every;
+    ZeroModel model(opts.model, opts.dtype, zc, comm, mpu.get_data_parallel_group(), mpu.dp_shard_group(),
+                    mpu.dp_rep_group(), ledger, adamw_params(opts));
     if (opts.init.empty())
-        model.init(opts.seed);  // counter-based: every rank gets the same values
+        model.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
-        load_model(model, opts.init);
-    AdamW optim(model.layout(), 0, model.layout().total, opts.dtype, ledger, adamw_params(opts));
-    optim.set_master(model.w());
+        model.load(opts.init);
 
     Activations acts;
     const float dloss = 1.0f / float(B * T * opts.ga);  // mean over this rank's tokens of the step
@@ -149,32 +164,30 @@ void rank_main(Comm& comm, Shared& sh) {
             loader.next_batch();
             {
                 ScopedSpan span(tracer, "forward", "fwd", {{"step", step}, {"microbatch", micro}});
-                loss_sum += model.forward(loader.inputs().data(), loader.targets().data(), B, T, acts);
+                loss_sum += model.forward(loader.inputs().data(), loader.targets().data(), B, T, acts, micro);
             }
             {
                 ScopedSpan span(tracer, "backward", "bwd", {{"step", step}, {"microbatch", micro}});
-                model.backward(loader.inputs().data(), loader.targets().data(), acts, dloss);
+                model.backward(loader.inputs().data(), loader.targets().data(), acts, dloss, micro,
+                               micro == opts.ga - 1);
             }
             acts.clear();  // saved activations die after their backward
         }
-        model.store_grads();
-        dp_allreduce_grads_naive(comm, dp_group, model, step);
-        if (step == 1 && !opts.dump_grads.empty() && rank0) {
-            std::vector<float> g(size_t(model.layout().total));
-            if (opts.dtype == DType::bf16)
-                bf16_to_f32(g.data(), model.grads().bf16(), g.size());
-            else
-                std::copy(model.grads().f32(), model.grads().f32() + g.size(), g.data());
-            write_safetensors(opts.dump_grads, flat_to_safetensors(model.layout(), g.data(), opts.dtype));
+        if (step == 1 && !opts.dump_grads.empty()) {
+            std::vector<float> g = model.full_grads();  // every rank takes part
+            if (rank0) {
+                ParamLayout lay = make_param_layout(opts.model);
+                write_safetensors(opts.dump_grads, flat_to_safetensors(lay, g.data(), opts.dtype));
+            }
         }
         {
             ScopedSpan span(tracer, "optimizer", "step", {{"step", step}});
-            optim.step(model.params().data(), model.grads().data(), opts.dtype);
-            model.load_compute_params();
+            model.step();
         }
         // The step's loss is the mean over all dp ranks' tokens.
         float loss = loss_sum / float(opts.ga);
-        comm.all_reduce(&loss, 1, dp_group, ReduceOp::avg, Label{Payload::scalar, -1, Phase::step, -1, step});
+        comm.all_reduce(&loss, 1, mpu.get_data_parallel_group(), ReduceOp::avg,
+                        Label{Payload::scalar, -1, Phase::step, -1, step});
         auto t1 = std::chrono::steady_clock::now();
 
         if (rank0) {
@@ -193,7 +206,7 @@ void rank_main(Comm& comm, Shared& sh) {
         }
     }
 
-    if (rank0 && !opts.save.empty()) save_model(model, opts.save);
+    if (!opts.save.empty()) model.save(opts.save);  // collective under ZeRO-3; rank 0 writes
     for (int c = 0; c < kMemCategories; ++c) sh.rank_peak[comm.rank()][c] = ledger.peak(Mem(c));
     if (rank0) {
         for (int c = 0; c < kMemCategories; ++c) {
@@ -215,7 +228,15 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     SS_CHECK(opts.ranks >= 1, "--ranks must be at least 1 (got " << opts.ranks << ")");
     SS_CHECK(opts.backend == "threads", "--backend " << opts.backend << " is not available; use --backend threads");
     r.world = opts.ranks;
-    r.dp = opts.ranks;  // every rank is a data-parallel replica
+    MeshShape shape = fill_dp(opts.ranks, MeshShape{1, opts.dp_rep, opts.dp_shard, 1, 1});
+    ProcessMesh check_mesh(opts.ranks, shape);  // throws a clear error for a bad layout
+    SS_CHECK(opts.zero >= 0 && opts.zero <= 3, "--zero " << opts.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
+    SS_CHECK(opts.replica_sync_every >= 1,
+             "--replica-sync-every must be at least 1 (got " << opts.replica_sync_every << ")");
+    SS_CHECK(opts.bucket_mb >= 0, "--bucket-mb must not be negative (got " << opts.bucket_mb << ")");
+    r.dp_shard = shape.dp_shard;
+    r.dp_rep = shape.dp_rep;
+    r.dp = shape.dp();
     r.gbs = int64_t(opts.mbs) * opts.ga * r.dp;
     r.num_params = num_params(opts.model);
 
@@ -234,8 +255,16 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                       opts.model.name.c_str(), opts.model.L, opts.model.C, opts.model.H, opts.model.V,
                       opts.model.maxT, (long long)r.num_params, dtype_name(opts.dtype));
         *out << buf;
-        if (r.world > 1) *out << "ranks: " << r.world << " (" << opts.backend << "), data parallel over all of them\n";
+        if (r.world > 1) {
+            *out << "ranks: " << r.world << " (" << opts.backend << "), DP = dp_shard " << r.dp_shard << " x dp_rep "
+                 << r.dp_rep << ", ";
+            *out << (opts.zero == 0 ? std::string(opts.bucket_mb > 0 ? "DDP, bucketed" : "DDP, one all-reduce per tensor")
+                                    : "ZeRO-" + std::to_string(opts.zero) + " over each shard group of " +
+                                          std::to_string(r.dp_shard))
+                 << "\n";
+        }
         *out << r.gbs_line() << "\n";
+        if (!r.replica_batch_line().empty()) *out << r.replica_batch_line() << "\n";
     }
 
     Shared sh{&opts, &tokens, &r, out, {}};
@@ -256,7 +285,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     if (!opts.trace.empty()) {
         nlohmann::json other = r.to_json();
-        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", 1}, {"dp_shard", r.world}, {"sp", 1}, {"tp", 1}};
+        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", 1}, {"tp", 1}};
         write_chrome_trace(opts.trace, tracers, other);
         if (out) *out << "trace: " << opts.trace << " (open in Perfetto, or: shardscope trace summary " << opts.trace
                       << ")\n";

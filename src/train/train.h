@@ -53,6 +53,13 @@ struct TrainOptions {
     std::string backend = "threads";  ///< "threads" (ranks are threads of this process) or "mpi"
     double comm_timeout = 60;      ///< seconds any rank waits for another before the run fails
     std::string trace;             ///< Chrome trace of every collective, span and memory change (empty: off)
+
+    // -- data parallelism and ZeRO (src/parallel/zero.h) --
+    int dp_shard = 0;              ///< ranks ZeRO shards over (0: the rest of the world)
+    int dp_rep = 0;                ///< replicas of the shard group (0: the rest of the world, usually 1)
+    int zero = 0;                  ///< ZeRO stage 0 (DDP), 1, 2 or 3
+    double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
+    int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
 };
 
 /// One optimizer step as measured.
@@ -68,7 +75,9 @@ struct TrainReport {
     TrainOptions opts;        ///< the options it ran with
     int T = 0;                ///< sequence length used (opts.T, or the model's maxT)
     int world = 1;            ///< ranks
-    int dp = 1;               ///< data-parallel replicas
+    int dp = 1;               ///< data-parallel degree DP = dp_shard x dp_rep
+    int dp_shard = 1;         ///< ranks of one ZeRO shard group
+    int dp_rep = 1;           ///< replicas of the shard group
     int64_t gbs = 0;          ///< MBS x GA x DP
     int64_t num_params = 0;   ///< parameters in the model
     std::vector<StepStats> steps;  ///< one entry per optimizer step
@@ -79,6 +88,8 @@ struct TrainReport {
 
     /// The GBS arithmetic written out: "GBS = MBS x GA x DP = 4 x 1 x 1 = 4".
     std::string gbs_line() const;
+    /// With local SGD (replica_sync_every > 1): the batch each replica steps on; else empty.
+    std::string replica_batch_line() const;
     /// The machine-readable summary (what --json writes).
     nlohmann::json to_json() const;
 };

@@ -1,0 +1,175 @@
+// zero.h — ZeRO: data parallelism that partitions the model states instead of
+// replicating them (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations
+// Toward Training Trillion Parameter Models", arXiv:1910.02054).
+//
+// N ranks of a shard group each OWN 1/N of every unit (embeddings, each block,
+// ln_f; see model/gpt2.h, Unit). What a rank keeps, per stage (paper, section 5):
+//
+//                      params      grads       optimizer (fp32 master, m, v)
+//   stage 0 (DDP)      all         all         all           (2 + 2 + 12) Psi
+//   stage 1 (P_os)     all         all         my 1/N        2 Psi + 2 Psi + 12 Psi/N
+//   stage 2 (P_os+g)   all         my 1/N      my 1/N        2 Psi + 14 Psi/N
+//   stage 3 (P_os+g+p) my 1/N      my 1/N      my 1/N        16 Psi / N
+//
+// and what moves in one step (section 7; Psi = elements, per rank):
+//
+//   stage 0   backward:  all_reduce(grads)                               2 Psi (N-1)/N
+//   stage 1   step:      reduce_scatter(grads), AdamW on my shard,
+//                        all_gather(updated params)                      2 Psi (N-1)/N
+//   stage 2   backward:  reduce_scatter(each unit's grads, as ready)
+//             step:      AdamW on my shard, all_gather(params)           2 Psi (N-1)/N
+//   stage 3   forward:   all_gather(unit params) before use, free after
+//             backward:  all_gather(unit params) again, reduce_scatter
+//                        (unit grads), free both                         3 Psi (N-1)/N
+//
+//   rank:        0            1            2            3
+//   unit u:  [ chunk 0  |  chunk 1  |  chunk 2  |  chunk 3 ]   (padded to a multiple of N)
+//   stage 3 forward of u:   all_gather -> every rank holds all of u -> compute -> free
+//
+// Partitioning is per unit, as FSDP does (Zhao et al. 2023, section 3.2):
+// unit u of size P_u is padded to N * ceil(P_u / N) and rank i owns chunk i.
+// So a rank's shard is sum_u ceil(P_u / N) elements: "Psi / N" rounded up per
+// unit. The padding (at most N - 1 elements per unit) is zero and never
+// updated; it is counted in the Ledger and in the traced bytes.
+//
+// Replica groups (ZeRO++ hpZ, Wang et al. 2023; FSDP HYBRID_SHARD; MiCS,
+// Zhang et al. 2022): the dp ranks form R replicas of S shard ranks (DP = S x R).
+// ZeRO shards over the S ranks of a shard group (axis dp_shard) and every
+// shard is replicated across the R replicas (axis dp_rep): gradient shards
+// are reduce-scattered inside the shard group, then all-reduced across
+// replicas. With --replica-sync-every K > 1 (local SGD, Lin et al. 2020) the
+// replicas skip that all-reduce and average their parameters every K steps
+// instead: each replica then steps on its own batch of MBS x GA x S.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/comm.h"
+#include "kernels/cpu/adamw.h"
+#include "model/gpt2.h"
+#include "optim/adamw.h"
+#include "parallel/data_parallel.h"
+
+namespace ss {
+
+/// How the data-parallel ranks hold and synchronise the model.
+struct ZeroConfig {
+    int stage = 0;               ///< 0 = DDP, 1 / 2 / 3 = ZeRO stage
+    bool bucketed = false;       ///< stage 0: all-reduce in buckets as gradients become ready (else one call per tensor)
+    double bucket_mb = 25.0;     ///< stage 0, bucketed: bucket size in MiB (PyTorch DDP's default is 25)
+    int replica_sync_every = 1;  ///< 1: replicas all-reduce gradients every step; K > 1: average params every K steps
+};
+
+/// ZeRO's partition of the flat parameter buffer over a shard group: per
+/// unit, padded to a multiple of N, chunk i to group member i.
+struct ShardPlan {
+    /// One unit's partition.
+    struct UnitShard {
+        int64_t begin = 0;   ///< first flat element of the unit
+        int64_t end = 0;     ///< one past its last
+        int64_t chunk = 0;   ///< ceil((end - begin) / N): elements each rank owns (with padding)
+        int64_t local = 0;   ///< where this unit's chunk starts in a rank's shard
+    };
+    int n = 1;                     ///< shard group size N
+    int index = 0;                 ///< this rank's index in the shard group
+    std::vector<UnitShard> units;  ///< one per model unit
+    int64_t shard_size = 0;        ///< sum of the chunks: elements of a rank's shard
+
+    /// The part of unit @p u this rank owns, as a piece of the flat buffer (may be empty).
+    Piece mine(int u) const;
+    /// The pieces of every unit this rank owns.
+    std::vector<Piece> pieces() const;
+};
+
+/// The partition of @p units over a shard group of @p n ranks, seen by member @p index.
+ShardPlan make_shard_plan(const std::vector<Unit>& units, int n, int index);
+
+/// One rank's GPT-2 under data parallelism with ZeRO stage 0-3 and replica groups.
+///
+/// Call order per optimizer step: zero_grad(); GA x (forward(); backward());
+/// step(). Collectives are issued on @p shard_group (axis dp_shard) and
+/// @p rep_group (axis dp_rep); DDP (stage 0) uses their union, @p dp_group.
+class ZeroModel final : public UnitHooks {
+public:
+    ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
+              Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp);
+    ~ZeroModel() override;
+
+    /// Counter-based initialisation: each rank fills only what it holds.
+    void init(uint64_t seed);
+    /// Loads an HF-layout safetensors file: each rank takes only what it holds.
+    void load(const std::string& path);
+    /// Saves the whole model to @p path from rank 0 (every rank must call: stage 3 gathers).
+    void save(const std::string& path);
+    /// The whole, averaged fp32 gradients of the last step (every rank must call; rank 0's
+    /// copy is complete). Valid between backward of the last micro-batch and step().
+    std::vector<float> full_grads();
+
+    /// Starts a step: gradient accumulators to zero.
+    void zero_grad();
+    /// Forward of one micro-batch; returns its mean loss.
+    float forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro);
+    /// Backward of one micro-batch. @p last: the step's last micro-batch (DDP communicates then).
+    void backward(const int* tokens, const int* targets, const Activations& acts, float dloss, int micro,
+                  bool last);
+    /// Synchronises gradients as the stage says, runs AdamW on what this rank owns,
+    /// and re-assembles parameters (stages 1, 2); local SGD averages replicas every K steps.
+    void step();
+
+    /// The partition (stage >= 1; for stage 0 the trivial one of N = 1).
+    const ShardPlan& plan() const { return plan_; }
+    /// The optimizer state this rank holds.
+    AdamW& optimizer() { return *optim_; }
+    /// Steps taken.
+    int steps_done() const { return step_; }
+
+    // UnitHooks (see model/gpt2.h):
+    const float* params(int u, bool backward) override;
+    void release(int u, bool backward) override;
+    float* grads(int u) override;
+    void grads_ready(int u) override;
+
+private:
+    bool replicas_sync_grads() const { return rep_.size() > 1 && zc_.replica_sync_every == 1; }
+    DType st() const { return storage_; }
+    void* storage_at(Tensor& t, int64_t elem);
+    void all_reduce_grads_naive();
+    void launch_ready_buckets(int64_t ready_from);
+    void reduce_scatter_unit(int u, const float* unit_grads);
+    void gather_unit(int u, const void* my_chunk, void* out_unit, const Label& label);
+    void assemble_params(Tensor& pshard, Payload payload, int step);
+    void average_replicas();
+    void refresh_compute_copy();
+    std::vector<float> pick_mine(const std::vector<float>& full) const;
+    void set_local_values(std::vector<float> local);
+    std::vector<float> gather_full(const Tensor& shard_or_full, bool is_shard, Payload payload);
+
+    GPT2Config cfg_;
+    ParamLayout layout_;
+    std::vector<Unit> units_;
+    DType storage_;
+    ZeroConfig zc_;
+    Comm& comm_;
+    Group dp_, shard_, rep_;
+    Ledger& ledger_;
+    ShardPlan plan_;
+
+    Tensor params_;      // stage < 3: all P (storage dtype); stage 3: my shard
+    Tensor compute_;     // bf16, stage < 3: fp32 copy of params_ the math reads (workspace)
+    Tensor grads_;       // stage < 2: all P; stage >= 2: my shard (storage dtype)
+    Tensor grad_acc_;    // bf16: fp32 accumulator of the same shape as grads_ (workspace); fp32: unused
+    std::unique_ptr<AdamW> optim_;
+
+    std::map<int, Tensor> gathered_, gathered_f32_;  // stage 3: units in use (comm / workspace)
+    std::map<int, Tensor> unit_grads_;               // stage >= 2: unit gradients being made (workspace)
+    std::vector<GradBucket> buckets_;                    // stage 0 bucketed: in launch order
+    size_t next_bucket_ = 0;
+    bool last_micro_ = false;
+    int micro_ = 0;
+    int step_ = 0;                                   // steps done (labels use step_ + 1)
+};
+
+}  // namespace ss
