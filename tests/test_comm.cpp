@@ -396,7 +396,7 @@ TEST_CASE("desync: the report says where the missing rank is waiting instead", "
     std::string m = run_and_catch(4, [](Comm& comm) {
         float x = 1;
         if (comm.rank() == 0) comm.all_reduce(&x, 1, Group{"tp", {0, 1}}, ReduceOp::sum, {Payload::grad, 5});
-        if (comm.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        if (comm.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
         comm.barrier(comm.world_group(), {Payload::scalar, -1, Phase::step});
     }, 1.0);
     INFO(m);
