@@ -1,0 +1,394 @@
+// mpi_backend_mpi.cpp — the collectives of the `mpi` backend: each one is MPI's.
+//
+// A Group is an MPI communicator whose rank i is group.ranks[i], so "index in
+// the group" (a broadcast root, an all_gather block) and "rank in the
+// communicator" are the same number:
+//
+//     world  0 1 2 3          prepare({tp: [0,1] [2,3]})  ->  MPI_Comm_split(world, color, key)
+//                                  color = which group I am in, key = my index in it
+//     tp     [0,1] [2,3]           rank 2 gets a communicator {2 -> 0, 3 -> 1}
+//
+// Each call starts the non-blocking MPI collective and waits for it through the
+// Watch (mpi_watch_mpi.cpp), which ends the wait with a report after the
+// timeout. bf16 reductions go through fp32 (reduce_kernels.h): widen, MPI_SUM
+// on MPI_FLOAT, round once. A count of 0 still synchronises the group (MPI may
+// return at once from a 0-element collective, so it becomes a barrier).
+#include <climits>
+#include <cstring>
+#include <set>
+
+#include "comm/mpi_detail.h"
+#include "comm/reduce_kernels.h"
+#include "core/check.h"
+
+namespace ss {
+
+using mpi::WaitInfo;
+
+namespace {
+
+// send / recv tags: the sender's dtype rides in the tag, so recv can check it.
+constexpr int kSendTagBase = 100;
+
+// FNV-1a over the rank lists: equal on every rank iff they prepare the same groups.
+uint64_t hash_groups(const std::vector<Group>& groups) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) {
+        h ^= v;
+        h *= 1099511628211ull;
+    };
+    for (const Group& g : groups) {
+        mix(uint64_t(g.ranks.size()) | (1ull << 63));
+        for (int r : g.ranks) mix(uint64_t(uint32_t(r)));
+    }
+    return h;
+}
+
+bool test(MPI_Request& req) {
+    int done = 0;
+    SS_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+}
+
+float* grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
+}  // namespace
+
+// ---- setting up: two private copies of the world, and a communicator per group ------
+
+MpiBackend::MpiBackend(double timeout_seconds) : impl_(std::make_unique<Impl>()) {
+    SS_CHECK(timeout_seconds > 0, "mpi backend: timeout " << timeout_seconds << " s must be positive");
+    mpi::ensure_initialized();
+    Impl& m = *impl_;
+    SS_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &m.rank));
+    SS_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &m.world));
+    // Non-blocking dups, so that a rank that never starts the backend is a timeout, not a hang.
+    MPI_Request reqs[2];
+    SS_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &m.p2p, &reqs[0]));
+    SS_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &m.ctl, &reqs[1]));
+    for (MPI_Request& r : reqs)
+        SS_CHECK(mpi::wait_for(r, timeout_seconds),
+                 "mpi backend: rank " << m.rank << " waited " << timeout_seconds
+                                      << " s for the other ranks to start the mpi backend (MPI_Comm_idup); "
+                                         "does every process of the job call run_mpi?");
+    m.watch = std::make_unique<mpi::Watch>(m.ctl, m.rank, m.world, timeout_seconds);
+    Group world{"world", {}};
+    for (int r = 0; r < m.world; ++r) world.ranks.push_back(r);
+    prepare({world});
+}
+
+MpiBackend::~MpiBackend() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;  // too late to free anything; the process is ending
+    Impl& m = *impl_;
+    m.watch.reset();
+    for (auto& s : m.sends) MPI_Request_free(&s.req);  // they complete in the background
+    for (auto& g : m.groups)
+        if (g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
+    if (m.p2p != MPI_COMM_NULL) MPI_Comm_free(&m.p2p);
+    if (m.ctl != MPI_COMM_NULL) MPI_Comm_free(&m.ctl);
+}
+
+int MpiBackend::rank() const { return impl_->rank; }
+int MpiBackend::world_size() const { return impl_->world; }
+
+bool MpiBackend::prepared(const Group& group) const { return impl_->prepared_index.count(group.ranks) > 0; }
+
+void MpiBackend::prepare(const std::vector<Group>& groups) {
+    Impl& m = *impl_;
+    // 1. Check the groups, and find the rank lists not prepared yet.
+    std::vector<const Group*> fresh;
+    std::set<std::vector<int>> seen;
+    for (size_t i = 0; i < groups.size(); ++i) {
+        const Group& g = groups[i];
+        SS_CHECK(!g.ranks.empty(), "MpiBackend::prepare: group " << i << " (" << g.axis << ") is empty");
+        std::vector<char> in(m.world, 0);
+        for (int r : g.ranks) {
+            SS_CHECK(r >= 0 && r < m.world, "MpiBackend::prepare: group " << i << " (" << g.axis << " "
+                                                << ranks_str(g.ranks) << ") has rank " << r
+                                                << ", outside the world [0, " << m.world << ")");
+            SS_CHECK(!in[r], "MpiBackend::prepare: group " << i << " (" << g.axis << " " << ranks_str(g.ranks)
+                                                            << ") lists rank " << r << " twice");
+            in[r] = 1;
+        }
+        if (!m.prepared_index.count(g.ranks) && seen.insert(g.ranks).second) fresh.push_back(&g);
+    }
+
+    // 2. MPI_Comm_split is collective over the world and cannot time out, so first
+    //    check (with a timeout) that every rank is here with the same list:
+    //    max(h) == h and max(~h) == ~h on every rank iff all the h are equal.
+    const uint64_t h = hash_groups(groups);
+    uint64_t both[2] = {h, ~h};
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, both, 2, MPI_UINT64_T, MPI_MAX, m.p2p, &req));
+    WaitInfo info;
+    info.op = "prepare";
+    Group world_group{"world", {}};
+    for (int r = 0; r < m.world; ++r) world_group.ranks.push_back(r);
+    info.group = &world_group;
+    info.seq = m.prepares++;
+    m.watch->wait([&] { return test(req); }, info);
+    SS_CHECK(both[0] == h && both[1] == ~h,
+             "MpiBackend::prepare: the ranks passed different lists of groups (rank "
+                 << m.rank << " passed " << groups.size()
+                 << "); every rank must prepare the same groups in the same order, e.g. mesh_groups(mesh)");
+
+    // 3. One MPI_Comm_split per batch of groups that share no rank (all the groups
+    //    of one GroupKind partition the world, so a mesh needs one split per kind).
+    //    color = my group's place in the batch, key = my index in it.
+    for (size_t first = 0; first < fresh.size();) {
+        std::vector<char> used(m.world, 0);
+        size_t end = first;
+        for (; end < fresh.size(); ++end) {
+            bool clash = false;
+            for (int r : fresh[end]->ranks) clash |= used[r] != 0;
+            if (clash) break;
+            for (int r : fresh[end]->ranks) used[r] = 1;
+        }
+        int color = MPI_UNDEFINED, key = 0;
+        for (size_t k = first; k < end; ++k) {
+            const int me = fresh[k]->index_of(m.rank);
+            if (me >= 0) color = int(k - first), key = me;
+        }
+        MPI_Comm comm = MPI_COMM_NULL;
+        SS_MPI_CHECK(MPI_Comm_split(m.p2p, color, key, &comm));
+        for (size_t k = first; k < end; ++k) {
+            m.prepared_index[fresh[k]->ranks] = int(m.groups.size());
+            Impl::GroupComm gc;
+            if (color == int(k - first)) {
+                gc.comm = comm;
+                gc.me = key;
+                int size = 0;
+                SS_MPI_CHECK(MPI_Comm_size(comm, &size));
+                SS_CHECK(size == fresh[k]->size(), "MpiBackend::prepare: the communicator for "
+                                                       << ranks_str(fresh[k]->ranks) << " has " << size << " ranks");
+            }
+            m.groups.push_back(gc);
+        }
+        first = end;
+    }
+}
+
+// ---- the calls ---------------------------------------------------------------------
+
+namespace {
+
+// Finds the group's communicator and describes the call for the Watch.
+struct Call {
+    MPI_Comm comm;
+    int n;  // group size
+    WaitInfo info;
+};
+
+Call begin_call(MpiBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
+                DType dt) {
+    auto it = m.prepared_index.find(group.ranks);
+    SS_CHECK(it != m.prepared_index.end(),
+             describe_call(op, group, label)
+                 << ": this group has no MPI communicator. MPI makes communicators collectively over the "
+                    "whole world, so every group must be prepared up front, on every rank: pass it to run_mpi "
+                    "(run_mpi(body, opts, mesh_groups(mesh))) or MpiBackend::prepare()");
+    auto& g = m.groups[it->second];
+    SS_CHECK(g.comm != MPI_COMM_NULL, describe_call(op, group, label) << ": rank " << m.rank << " is not a member");
+    SS_CHECK(count <= size_t(INT_MAX), describe_call(op, group, label)
+                                           << ": " << count << " elements is more than MPI's int count allows ("
+                                           << INT_MAX << "); split the call");
+    Call c{g.comm, group.size(), {}};
+    c.info.op = op;
+    c.info.group = &group;
+    c.info.label = &label;
+    c.info.count = count;
+    c.info.dt = dt;
+    c.info.group_index = it->second;
+    c.info.seq = g.calls++;
+    return c;
+}
+
+void wait(MpiBackend::Impl& m, MPI_Request& req, const WaitInfo& info) {
+    m.watch->wait([&] { return test(req); }, info);
+}
+
+// A count of 0 moves nothing but still meets the group.
+void meet(MpiBackend::Impl& m, const Call& c) {
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Ibarrier(c.comm, &req));
+    wait(m, req, c.info);
+}
+
+}  // namespace
+
+void MpiBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
+                            const Label& label) {
+    Impl& m = *impl_;
+    Call c = begin_call(m, "all_reduce", group, label, count, dt);
+    c.info.reduce = reduce_op_name(op);
+    if (count == 0) return meet(m, c);
+    // fp32 in place; bf16 through an fp32 copy, rounded once at the end.
+    float* x = dt == DType::f32 ? static_cast<float*>(buf) : grow(m.scratch_a, count);
+    if (dt == DType::bf16) reduce::widen_bf16(x, static_cast<const uint16_t*>(buf), count);
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, x, int(count), MPI_FLOAT, MPI_SUM, c.comm, &req));
+    wait(m, req, c.info);
+    const float divisor = op == ReduceOp::avg ? float(c.n) : 1.0f;
+    if (dt == DType::bf16)
+        reduce::narrow_to_bf16(static_cast<uint16_t*>(buf), x, count, divisor);
+    else if (op == ReduceOp::avg)
+        reduce::divide(x, count, divisor);
+}
+
+void MpiBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                const Group& group, ReduceOp op, const Label& label) {
+    Impl& m = *impl_;
+    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt);
+    c.info.reduce = reduce_op_name(op);
+    if (count_per_rank == 0) return meet(m, c);
+    const size_t total = size_t(c.n) * count_per_rank;
+    const float* in = static_cast<const float*>(send);
+    if (dt == DType::bf16) {
+        float* wide = grow(m.scratch_a, total);
+        reduce::widen_bf16(wide, static_cast<const uint16_t*>(send), total);
+        in = wide;
+    }
+    // MPI forbids recv inside send (Comm allows recv = my block of send), and bf16
+    // needs an fp32 result: those two cases reduce into a scratch buffer.
+    const bool direct = dt == DType::f32 && (static_cast<const char*>(recv) + count_per_rank * 4 <=
+                                                 static_cast<const char*>(send) ||
+                                             static_cast<const char*>(send) + total * 4 <=
+                                                 static_cast<const char*>(recv));
+    float* out = direct ? static_cast<float*>(recv) : grow(m.scratch_b, count_per_rank);
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Ireduce_scatter_block(in, out, int(count_per_rank), MPI_FLOAT, MPI_SUM, c.comm, &req));
+    wait(m, req, c.info);
+    const float divisor = op == ReduceOp::avg ? float(c.n) : 1.0f;
+    if (dt == DType::bf16) {
+        reduce::narrow_to_bf16(static_cast<uint16_t*>(recv), out, count_per_rank, divisor);
+        return;
+    }
+    if (op == ReduceOp::avg) reduce::divide(out, count_per_rank, divisor);
+    if (!direct) std::memcpy(recv, out, count_per_rank * 4);
+}
+
+void MpiBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                            const Label& label) {
+    Impl& m = *impl_;
+    Call c = begin_call(m, "all_gather", group, label, count_per_rank, dt);
+    if (count_per_rank == 0) return meet(m, c);
+    const int me = group.index_of(m.rank);
+    const bool in_place = send == static_cast<const char*>(recv) + me * count_per_rank * dtype_size(dt);
+    const MPI_Datatype type = mpi::datatype(dt);
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, int(count_per_rank), type, recv,
+                                int(count_per_rank), type, c.comm, &req));
+    wait(m, req, c.info);
+}
+
+void MpiBackend::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                            const Label& label) {
+    Impl& m = *impl_;
+    Call c = begin_call(m, "all_to_all", group, label, count_per_rank, dt);
+    if (count_per_rank == 0) return meet(m, c);
+    const MPI_Datatype type = mpi::datatype(dt);
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Ialltoall(send, int(count_per_rank), type, recv, int(count_per_rank), type, c.comm, &req));
+    wait(m, req, c.info);
+}
+
+void MpiBackend::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
+                           const Label& label) {
+    Impl& m = *impl_;
+    Call c = begin_call(m, "broadcast", group, label, count, dt);
+    c.info.root = root_index;
+    if (count == 0) return meet(m, c);
+    MPI_Request req;
+    SS_MPI_CHECK(MPI_Ibcast(buf, int(count), mpi::datatype(dt), root_index, c.comm, &req));
+    wait(m, req, c.info);
+}
+
+void MpiBackend::barrier(const Group& group, const Label& label) {
+    Impl& m = *impl_;
+    Call c = begin_call(m, "barrier", group, label, 0, DType::f32);
+    meet(m, c);
+}
+
+// ---- point to point ------------------------------------------------------------------
+
+void MpiBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                      const Label& label) {
+    Impl& m = *impl_;
+    SS_CHECK(count <= size_t(INT_MAX), "send to rank " << peer << ": " << count
+                                                        << " elements is more than MPI's int count allows");
+    // Forget the sends that have completed (oldest first; later ones are rarely done before).
+    while (!m.sends.empty() && test(m.sends.front().req)) m.sends.pop_front();
+    // The contract: send returns once the data is copied out, whether or not the
+    // receiver is ready. A copy + MPI_Isend does that for any size (a plain
+    // MPI_Send of a large message would wait for the matching receive).
+    Impl::PendingSend& s = m.sends.emplace_back();
+    const char* bytes = static_cast<const char*>(buf);
+    s.data.assign(bytes, bytes + count * dtype_size(dt));
+    s.peer = peer;
+    s.axis = axis;
+    s.label = label;
+    s.count = count;
+    s.dt = dt;
+    SS_MPI_CHECK(MPI_Isend(s.data.data(), int(count), mpi::datatype(dt), peer, kSendTagBase + int(dt), m.p2p, &s.req));
+}
+
+void MpiBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis, const Label& label) {
+    Impl& m = *impl_;
+    WaitInfo info;
+    info.op = "recv";
+    info.peer = peer;
+    info.axis = &axis;
+    info.label = &label;
+    info.count = count;
+    info.dt = dt;
+    // Probe first: the message's size and type (in its tag) are checked before it is received.
+    MPI_Message msg;
+    MPI_Status st;
+    m.watch->wait([&] {
+        int found = 0;
+        SS_MPI_CHECK(MPI_Improbe(peer, MPI_ANY_TAG, m.p2p, &found, &msg, &st));
+        return found != 0;
+    }, info);
+    int bytes = 0;
+    SS_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
+    const DType sent_dt = DType(st.MPI_TAG - kSendTagBase);
+    const size_t sent_count = size_t(bytes) / dtype_size(sent_dt);
+    if (sent_dt != dt || sent_count != count) {
+        std::vector<char> sink(size_t(bytes) + 1);  // take it off the wire before reporting
+        SS_MPI_CHECK(MPI_Mrecv(sink.data(), bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
+        SS_FAIL("mismatched send/recv: rank " << peer << " sent " << sent_count << " x " << dtype_name(sent_dt)
+                                              << " on " << axis << " but rank " << m.rank << " expects " << count
+                                              << " x " << dtype_name(dt) << " in " << info.what());
+    }
+    SS_MPI_CHECK(MPI_Mrecv(buf, int(count), mpi::datatype(dt), &msg, MPI_STATUS_IGNORE));
+}
+
+// ---- the end of a run ------------------------------------------------------------------
+
+void MpiBackend::finish() {
+    Impl& m = *impl_;
+    // 1. Every send has been received (a send nobody receives is a bug: say so).
+    while (!m.sends.empty()) {
+        Impl::PendingSend& s = m.sends.front();
+        WaitInfo info;
+        info.op = "send";
+        info.peer = s.peer;
+        info.axis = &s.axis;
+        info.label = &s.label;
+        info.count = s.count;
+        info.dt = s.dt;
+        m.watch->wait([&] { return test(s.req); }, info);
+        m.sends.pop_front();
+    }
+    // 2. Tell the others how many calls I made on each group, and wait for theirs.
+    std::vector<uint64_t> calls;
+    for (const auto& g : m.groups) calls.push_back(g.calls);
+    m.watch->finish(calls);
+}
+
+}  // namespace ss

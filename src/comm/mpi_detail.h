@@ -1,0 +1,195 @@
+// mpi_detail.h — what the mpi backend's own files share. Includes <mpi.h>, so
+// only files named *_mpi.cpp (built only when CMake found MPI) include it.
+//
+//   SS_MPI_CHECK     every MPI call goes through it: a failure becomes an
+//                    ss::Error naming the call, the file, the line and the rank
+//   mpi::Watch       waiting with a deadline, and the side channel that finds
+//                    out who is missing when a wait times out (mpi_watch_mpi.cpp)
+//   MpiBackend::Impl one process's MPI state (used by mpi_backend_mpi.cpp)
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/label.h"
+#include "comm/mpi_backend.h"
+#include "core/dtype.h"
+#include "mesh/group.h"
+
+namespace ss::mpi {
+
+/// Throws ss::Error for an MPI call that returned @p rc != MPI_SUCCESS:
+/// "MPI_Iallreduce(...) failed on rank 2 (src/comm/mpi_backend_mpi.cpp:120): MPI_ERR_TRUNCATE: message truncated".
+[[noreturn]] void fail_call(const char* call, int rc, const char* file, int line);
+
+/// Initialises MPI once (MPI_Init_thread, MPI_THREAD_FUNNELED), makes MPI calls
+/// on MPI_COMM_WORLD return their errors instead of aborting, and registers
+/// MPI_Finalize to run once at exit. Does nothing if MPI is already initialised.
+void ensure_initialized();
+
+/// Prints "rank R: @p message" to stderr and ends the whole job with
+/// MPI_Abort(MPI_COMM_WORLD, 1): the one safe end once a collective is stuck.
+[[noreturn]] void abort_world(const std::string& message);
+
+/// The MPI type that carries elements of @p dt: MPI_FLOAT, MPI_UINT16_T (bf16), MPI_INT32_T.
+MPI_Datatype datatype(DType dt);
+
+/// Seconds on a monotonic clock (for deadlines).
+inline double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Lets other processes run while a rank polls: spins at first (a collective
+/// on a few KiB takes microseconds), then yields the core, then sleeps briefly.
+void pause(uint64_t polls);
+
+/// Polls @p req until it completes (true) or @p timeout_seconds pass (false).
+/// For the few waits outside a backend (communicator creation, the trace writer).
+bool wait_for(MPI_Request& req, double timeout_seconds);
+
+/// A call this rank is waiting in: how it names itself in errors and in its
+/// answers to other ranks. Built for every call, so it holds pointers and
+/// makes its strings only when they are needed.
+struct WaitInfo {
+    const char* op = "";                ///< "all_reduce", ..., "recv", "send", "prepare"
+    const Group* group = nullptr;       ///< collectives: the group
+    const Label* label = nullptr;       ///< the call's label
+    int peer = -1;                      ///< send / recv: the other rank
+    const std::string* axis = nullptr;  ///< send / recv: the mesh axis
+    size_t count = 0;                   ///< elements (per rank where the op says so)
+    DType dt = DType::f32;              ///< element type
+    const char* reduce = nullptr;       ///< reductions: "sum" / "avg"
+    int root = -1;                      ///< broadcast: the root's index in the group
+    int group_index = -1;               ///< collectives: index of the group in the prepared list
+    uint64_t seq = 0;                   ///< collectives: this rank's call number on the group, from 0
+
+    /// "all_reduce on tp group [0,1] (grad, layer 1)" or "recv from rank 0 on pp (act)".
+    std::string what() const;
+    /// The call instance, "g3#17" (group 3, its call 17): equal keys on two ranks
+    /// mean they are in the same call. "-" for send / recv.
+    std::string key() const;
+    /// "8 x fp32, sum": what two ranks in the same call must agree on.
+    std::string signature() const;
+    /// The ranks this wait depends on (the group without @p me, or the peer).
+    std::vector<int> others(int me) const;
+};
+
+/// Waiting with a deadline, and the side channel that explains a timeout.
+///
+/// A rank that waits polls its MPI request and, between polls, its side-channel
+/// communicator, where it answers two kinds of message:
+///
+///     query     "where are you?"            -> reply: the call I am waiting in
+///                                              (key, signature, description), or
+///                                              "finished" once my work returned
+///     finished  "I returned from my work; my call counts per group are c0 c1 ..."
+///
+/// On a timeout the rank sends a query to every member of the call it is waiting
+/// in and collects the replies for a short grace period. A member that answers
+/// with the same key has arrived; one that answers with another call is waiting
+/// there instead; one that does not answer is busy outside the collectives
+/// (computing, stuck). A "finished" notice whose count for this group shows the
+/// call was never made ends the wait at once. Nothing is sent on a healthy run
+/// except one notice per pair of ranks at the end.
+class Watch {
+public:
+    /// The side channel lives on @p ctl (a communicator of its own, a dup of the world).
+    Watch(MPI_Comm ctl, int rank, int world, double timeout_seconds);
+    /// Leaves any outstanding answer to complete in the background.
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+
+    /// The timeout every wait uses.
+    double timeout_seconds() const { return timeout_; }
+
+    /// Polls @p done until it returns true, answering the side channel meanwhile.
+    /// Throws ss::Error ("desync: <call>: rank 1 did not arrive within 60 s; rank 1 is
+    /// waiting in ...") after the timeout, or at once when a member has returned
+    /// from its work without making this call.
+    void wait(const std::function<bool()>& done, const WaitInfo& info);
+
+    /// The end of this rank's work: tells every other rank, with @p calls_per_group
+    /// (calls made on each prepared group, by index), then answers the side channel
+    /// (without a timeout) until every other rank has sent its notice too.
+    void finish(const std::vector<uint64_t>& calls_per_group);
+
+private:
+    void service(const WaitInfo* waiting);
+    std::string skipped(const WaitInfo& info) const;
+    [[noreturn]] void timed_out(const WaitInfo& info);
+    void post(int dest, int tag, std::string text);
+
+    MPI_Comm ctl_;
+    int rank_, world_;
+    double timeout_;
+    bool finishing_ = false;
+    struct Finished {
+        std::vector<uint64_t> calls;  // per prepared group
+        double at = 0;                // when the notice came (now_seconds)
+    };
+    std::map<int, Finished> finished_;     // rank -> its notice
+    std::map<int, std::string> replies_;   // rank -> its answer to my query
+    struct Outgoing {
+        MPI_Request req;
+        std::string text;
+    };
+    std::list<Outgoing> out_;  // answers and notices still being sent (std::list: stable buffers)
+};
+
+}  // namespace ss::mpi
+
+/// Calls an MPI function and throws ss::Error naming the call, the file, the
+/// line and the rank if it does not return MPI_SUCCESS.
+#define SS_MPI_CHECK(call)                                                 \
+    do {                                                                   \
+        int ss_mpi_rc_ = (call);                                           \
+        if (ss_mpi_rc_ != MPI_SUCCESS)                                     \
+            ::ss::mpi::fail_call(#call, ss_mpi_rc_, __FILE__, __LINE__);   \
+    } while (0)
+
+namespace ss {
+
+/// One process's MPI state: its communicators, its sends in flight, its Watch.
+struct MpiBackend::Impl {
+    int rank = 0;   ///< rank in MPI_COMM_WORLD
+    int world = 1;  ///< size of MPI_COMM_WORLD
+    MPI_Comm p2p = MPI_COMM_NULL;  ///< a dup of the world: send / recv, and prepare's check and splits
+    MPI_Comm ctl = MPI_COMM_NULL;  ///< a dup of the world: the Watch's side channel
+    std::unique_ptr<mpi::Watch> watch;  ///< waits with a deadline
+
+    /// One prepared group, as this rank sees it.
+    struct GroupComm {
+        MPI_Comm comm = MPI_COMM_NULL;  ///< its communicator (rank i = ranks[i]); null if I am not a member
+        int me = -1;                    ///< my index in the group, -1 if not a member
+        uint64_t calls = 0;             ///< collectives I have begun on it
+    };
+    std::vector<GroupComm> groups;                   ///< by prepared index, the same on every rank
+    std::map<std::vector<int>, int> prepared_index;  ///< rank list -> prepared index (every group, member or not)
+    uint64_t prepares = 0;                           ///< prepare() calls so far
+
+    /// A send in flight: MPI_Isend reads from `data`, which lives until it completes.
+    struct PendingSend {
+        MPI_Request req = MPI_REQUEST_NULL;  ///< the Isend
+        std::vector<char> data;              ///< the copy being sent
+        int peer = -1;                       ///< receiver
+        std::string axis;                    ///< for the error message
+        Label label;                         ///< for the error message
+        size_t count = 0;                    ///< elements
+        DType dt = DType::f32;               ///< element type
+    };
+    std::list<PendingSend> sends;  ///< oldest first
+
+    std::vector<float> scratch_a;  ///< fp32 work buffers for bf16 reductions
+    std::vector<float> scratch_b;  ///< and for reduce_scatter's result
+};
+
+}  // namespace ss

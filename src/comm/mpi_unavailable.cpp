@@ -1,0 +1,30 @@
+// mpi_unavailable.cpp — the mpi backend's functions in a build without MPI.
+//
+// CMake builds the *_mpi.cpp files only when it finds MPI. Without it, these
+// stand in, so that `shardscope train --backend mpi` can say what to do
+// instead of failing to link.
+#ifndef SHARDSCOPE_HAVE_MPI
+
+#include "comm/mpi_backend.h"
+#include "core/check.h"
+
+namespace ss {
+
+namespace {
+[[noreturn]] void no_mpi() {
+    SS_FAIL("this build has no MPI: apt-get install libopenmpi-dev openmpi-bin and rebuild, "
+            "or use --backend threads");
+}
+}  // namespace
+
+bool mpi_available() { return false; }
+int mpi_world_rank() { no_mpi(); }
+int mpi_world_size() { no_mpi(); }
+
+void run_mpi(const std::function<void(Comm&)>&, const CommOptions&, const std::vector<Group>&) { no_mpi(); }
+
+void write_chrome_trace_mpi(const std::string&, const Tracer&, const nlohmann::json&, double) { no_mpi(); }
+
+}  // namespace ss
+
+#endif  // SHARDSCOPE_HAVE_MPI
