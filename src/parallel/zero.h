@@ -125,6 +125,8 @@ public:
     AdamW& optimizer() { return *optim_; }
     /// Steps taken.
     int steps_done() const { return step_; }
+    /// The parameters this rank stores (all of them for stages 0-2, its shard for stage 3).
+    const Tensor& stored_params() const { return params_; }
 
     // UnitHooks (see model/gpt2.h):
     const float* params(int u, bool backward) override;
