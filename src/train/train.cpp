@@ -12,6 +12,7 @@
 #include "optim/adamw.h"
 #include "train/corpus.h"
 #include "train/data.h"
+#include "comm/mpi_backend.h"
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
@@ -207,7 +208,18 @@ void rank_main(Comm& comm, Shared& sh) {
     }
 
     if (!opts.save.empty()) model.save(opts.save);  // collective under ZeRO-3; rank 0 writes
-    for (int c = 0; c < kMemCategories; ++c) sh.rank_peak[comm.rank()][c] = ledger.peak(Mem(c));
+    // Every rank's peaks, for the report (a world all_gather, so it works across processes too).
+    std::vector<int32_t> mine(2 * kMemCategories), all(size_t(2 * kMemCategories * comm.world_size()));
+    for (int c = 0; c < kMemCategories; ++c) {
+        mine[2 * c] = int32_t(ledger.peak(Mem(c)) & 0x7fffffff);
+        mine[2 * c + 1] = int32_t(ledger.peak(Mem(c)) >> 31);
+    }
+    comm.all_gather(mine.data(), all.data(), mine.size(), DType::i32, comm.world_group(), Label{});
+    for (int rk = 0; rk < comm.world_size(); ++rk)
+        for (int c = 0; c < kMemCategories; ++c) {
+            const int32_t* v = &all[size_t(rk * 2 * kMemCategories + 2 * c)];
+            sh.rank_peak[size_t(rk)][c] = size_t(uint32_t(v[0])) | (size_t(uint32_t(v[1])) << 31);
+        }
     if (rank0) {
         for (int c = 0; c < kMemCategories; ++c) {
             r.live[c] = ledger.live(Mem(c));
@@ -226,10 +238,21 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     r.T = opts.T > 0 ? opts.T : opts.model.maxT;
     check_options(opts, r.T);
     SS_CHECK(opts.ranks >= 1, "--ranks must be at least 1 (got " << opts.ranks << ")");
-    SS_CHECK(opts.backend == "threads", "--backend " << opts.backend << " is not available; use --backend threads");
+    SS_CHECK(opts.backend == "threads" || opts.backend == "mpi",
+             "--backend " << opts.backend << " is not a backend; use threads (ranks are threads of this process) "
+                          << "or mpi (one process per rank under mpirun)");
+    const bool mpi = opts.backend == "mpi";
     r.world = opts.ranks;
-    MeshShape shape = fill_dp(opts.ranks, MeshShape{1, opts.dp_rep, opts.dp_shard, 1, 1});
-    ProcessMesh check_mesh(opts.ranks, shape);  // throws a clear error for a bad layout
+    if (mpi) {
+        // Under mpirun the world is the job: -np decides, --ranks may only repeat it.
+        const int np = mpi_world_size();
+        SS_CHECK(opts.ranks == 1 || opts.ranks == np, "--ranks " << opts.ranks << " but mpirun started " << np
+                                                                 << " processes; leave --ranks out with --backend mpi");
+        r.world = np;
+        if (mpi_world_rank() != 0) out = nullptr;  // one process prints
+    }
+    MeshShape shape = fill_dp(r.world, MeshShape{1, opts.dp_rep, opts.dp_shard, 1, 1});
+    ProcessMesh mesh(r.world, shape);  // throws a clear error for a bad layout
     SS_CHECK(opts.zero >= 0 && opts.zero <= 3, "--zero " << opts.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
     SS_CHECK(opts.replica_sync_every >= 1,
              "--replica-sync-every must be at least 1 (got " << opts.replica_sync_every << ")");
@@ -276,7 +299,11 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         tracers = make_tracers(r.world);
         for (auto& t : tracers) copts.tracers.push_back(t.get());
     }
-    run_threads(r.world, [&](Comm& comm) { rank_main(comm, sh); }, copts);
+    if (mpi)
+        run_mpi([&](Comm& comm) { rank_main(comm, sh); }, copts, mesh_groups(mesh));
+    else
+        run_threads(r.world, [&](Comm& comm) { rank_main(comm, sh); }, copts);
+    const bool writer = !mpi || mpi_world_rank() == 0;  // who writes the files
     r.rank_peak = sh.rank_peak;
 
     if (out) {
@@ -286,11 +313,14 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     if (!opts.trace.empty()) {
         nlohmann::json other = r.to_json();
         other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", 1}, {"tp", 1}};
-        write_chrome_trace(opts.trace, tracers, other);
+        if (mpi)
+            write_chrome_trace_mpi(opts.trace, *tracers[size_t(mpi_world_rank())], other, opts.comm_timeout);
+        else
+            write_chrome_trace(opts.trace, tracers, other);
         if (out) *out << "trace: " << opts.trace << " (open in Perfetto, or: shardscope trace summary " << opts.trace
                       << ")\n";
     }
-    if (!opts.json.empty()) write_json_file(opts.json, r.to_json());
+    if (!opts.json.empty() && writer) write_json_file(opts.json, r.to_json());
     return r;
 }
 
