@@ -30,6 +30,28 @@ inline void add_into(float* __restrict dst, const float* __restrict src, size_t 
     for (; i < n; ++i) dst[i] += src[i];
 }
 
+/// fp32 value of an element: fp32 as it is, bf16 bits widened (exact).
+inline float as_f32(float x) { return x; }
+/// fp32 value of an element: fp32 as it is, bf16 bits widened (exact).
+inline float as_f32(uint16_t h) { return bf16_to_f32(h); }
+
+/// dst[i] = a[i] + b[i] in fp32, where a and b hold fp32 or bf16 bits.
+template <class A, class B>
+inline void sum(float* __restrict dst, const A* __restrict a, const B* __restrict b, size_t n) {
+    size_t i = 0;
+    for (; i + kBlock <= n; i += kBlock)
+        for (size_t k = 0; k < kBlock; ++k) dst[i + k] = as_f32(a[i + k]) + as_f32(b[i + k]);
+    for (; i < n; ++i) dst[i] = as_f32(a[i]) + as_f32(b[i]);
+}
+
+/// dst[i] = a[i] + b[i] on fp32; dst may be a itself (an in-place all_reduce).
+inline void sum(float* dst, const float* a, const float* b, size_t n) {
+    if (dst == a)
+        add_into(dst, b, n);
+    else
+        sum<float, float>(dst, a, b, n);
+}
+
 /// x[i] /= d  (the "avg" of ReduceOp::avg: the sum divided by n, once)
 inline void divide(float* x, size_t n, float d) {
     size_t i = 0;

@@ -18,8 +18,9 @@
 // ("rank" here is the index in the group.) Every buffer is cut into n chunks
 // c0..c3; "r3.c2" is chunk 2 of rank 3's buffer.
 //
-// Phase 1, reduce-scatter, n-1 steps. At step s, rank r adds its left
-// neighbour's chunk (r-2-s) mod n into its own copy of that chunk:
+// Phase 1, reduce-scatter, n-1 steps. At step s, rank r takes chunk
+// (r-2-s) mod n as its left neighbour has it (at step 0 the neighbour's own
+// values, later the neighbour's running sum) and adds its own values to it:
 //
 //                rank 0          rank 1          rank 2          rank 3
 //     step 0     c2 += r3.c2     c3 += r0.c3     c0 += r1.c0     c1 += r2.c1
@@ -50,8 +51,10 @@
 // so every run gives the same bits. A serial sum x0 + x1 + ... rounds in a
 // different order and may differ in the last bits (tests allow for it).
 //
-// bf16: the ring runs on an fp32 copy; the owner rounds its chunk to bf16 once
-// at the end of phase 1, and phase 2 moves bf16 (reduce_kernels.h).
+// Running sums live in two small fp32 buffers per rank (one chunk each), so
+// the caller's input is only read until the owner writes its finished chunk.
+// bf16 is therefore summed in fp32; the owner rounds its chunk to bf16 once at
+// the end of phase 1, and phase 2 moves bf16 (reduce_kernels.h).
 //
 // ---- the others ----------------------------------------------------------------
 //
@@ -86,6 +89,7 @@ struct ThreadsBackend::Chunks {
     int n;
     size_t begin(int c) const { return size_t((unsigned __int128)total * c / n); }
     size_t size(int c) const { return begin(c + 1) - begin(c); }
+    size_t max_size() const { return (total + n - 1) / n; }
 };
 
 namespace {
@@ -244,15 +248,31 @@ float* ThreadsBackend::scratch(size_t count) {
 
 // ---- the ring ------------------------------------------------------------------------
 
-// Phase 1 on fp32 work buffers: see the table at the top of the file.
-void ThreadsBackend::ring_reduce_scatter(GroupCtx& g, const CallDesc& d, float* work, const Chunks& chunks,
-                                         const std::function<void(size_t, size_t)>& finish_my_chunk) {
+// Phase 1: see the table at the top of the file. `in` (my n chunks) is only
+// read. The running sums travel in fp32 through two chunk-sized buffers per
+// rank, `partials`, taken by step parity: at step s my right neighbour reads
+// the sum I made at step s-1 while I write the other buffer. At the last step
+// the sum of my own chunk is complete; it is written to `out` (fp32, may be my
+// chunk of `in` itself), or to a partials buffer when `out` is null, and
+// finish() turns it into the result (the average, the bf16 rounding).
+template <class T>
+void ThreadsBackend::ring_reduce_scatter(GroupCtx& g, const CallDesc& d, const T* in, float* partials,
+                                         const Chunks& chunks, float* out,
+                                         const std::function<void(float*, size_t)>& finish) {
     const int n = chunks.n, me = g.me, left = mod(me - 1, n);
-    const float* left_work = static_cast<const float*>(slot(g, left).work);
+    const size_t stride = chunks.max_size();
+    const T* left_in = static_cast<const T*>(slot(g, left).data);
+    const float* left_partials = static_cast<const float*>(slot(g, left).work);
     for (int s = 0; s < n - 1; ++s) {
         const int c = mod(me - 2 - s, n);
-        reduce::add_into(work + chunks.begin(c), left_work + chunks.begin(c), chunks.size(c));
-        if (s == n - 2) finish_my_chunk(chunks.begin(me), chunks.size(me));  // c == me now
+        const size_t b = chunks.begin(c), len = chunks.size(c);
+        const bool last = s == n - 2;  // then c == me
+        float* sum = last && out ? out : partials + (s % 2) * stride;
+        if (s == 0)
+            reduce::sum(sum, in + b, left_in + b, len);  // my chunk + my left neighbour's
+        else
+            reduce::sum(sum, in + b, left_partials + ((s - 1) % 2) * stride, len);  // + its running sum
+        if (last) finish(sum, len);
         sync(g, d);
     }
 }
@@ -280,20 +300,22 @@ void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& 
     GroupCtx& g = ctx(group);
     const CallDesc d{"all_reduce", group.axis, count, dt, op, -1, label};
 
-    // fp32 reduces in place; bf16 reduces in an fp32 copy and rounds once.
-    float* work = static_cast<float*>(buf);
-    if (dt == DType::bf16) {
-        work = scratch(count);
-        reduce::widen_bf16(work, static_cast<const uint16_t*>(buf), count);
-    }
-    begin(g, d, buf, work);
     const Chunks chunks{count, n};
-    ring_reduce_scatter(g, d, work, chunks, [&](size_t b, size_t len) {
-        if (dt == DType::bf16)
-            reduce::narrow_to_bf16(static_cast<uint16_t*>(buf) + b, work + b, len, divisor);
-        else if (divisor != 1.0f)
-            reduce::divide(work + b, len, divisor);
-    });
+    float* partials = scratch(2 * chunks.max_size());
+    begin(g, d, buf, partials);
+    if (dt == DType::f32) {
+        float* x = static_cast<float*>(buf);
+        ring_reduce_scatter(g, d, static_cast<const float*>(x), partials, chunks, x + chunks.begin(g.me),
+                            [&](float* sum, size_t len) {
+                                if (divisor != 1.0f) reduce::divide(sum, len, divisor);
+                            });
+    } else {  // bf16: sums in fp32, rounded once, by the chunk's owner
+        uint16_t* x = static_cast<uint16_t*>(buf);
+        ring_reduce_scatter(g, d, static_cast<const uint16_t*>(x), partials, chunks, nullptr,
+                            [&](float* sum, size_t len) {
+                                reduce::narrow_to_bf16(x + chunks.begin(g.me), sum, len, divisor);
+                            });
+    }
     ring_all_gather(g, d, static_cast<char*>(buf), chunks, dtype_size(dt));
 }
 
@@ -309,22 +331,20 @@ void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_p
     GroupCtx& g = ctx(group);
     const CallDesc d{"reduce_scatter", group.axis, count_per_rank, dt, op, -1, label};
 
-    // The ring adds into its buffer, and send is the caller's (const): work on
-    // an fp32 copy. (NCCL pipelines through its own small buffers instead.)
-    float* work = scratch(total);
-    if (dt == DType::bf16)
-        reduce::widen_bf16(work, static_cast<const uint16_t*>(send), total);
-    else if (total)
-        std::memcpy(work, send, total * sizeof(float));
-    begin(g, d, nullptr, work);
-    ring_reduce_scatter(g, d, work, Chunks{total, n}, [&](size_t b, size_t len) {
-        if (dt == DType::bf16) {
-            reduce::narrow_to_bf16(static_cast<uint16_t*>(recv), work + b, len, divisor);
-        } else {
-            if (divisor != 1.0f) reduce::divide(work + b, len, divisor);
-            if (len) std::memcpy(recv, work + b, len * sizeof(float));
-        }
-    });
+    const Chunks chunks{total, n};  // chunk j is block j: count_per_rank elements
+    float* partials = scratch(2 * chunks.max_size());
+    begin(g, d, send, partials);
+    if (dt == DType::f32) {
+        ring_reduce_scatter(g, d, static_cast<const float*>(send), partials, chunks, static_cast<float*>(recv),
+                            [&](float* sum, size_t len) {
+                                if (divisor != 1.0f) reduce::divide(sum, len, divisor);
+                            });
+    } else {
+        ring_reduce_scatter(g, d, static_cast<const uint16_t*>(send), partials, chunks, nullptr,
+                            [&](float* sum, size_t len) {
+                                reduce::narrow_to_bf16(static_cast<uint16_t*>(recv), sum, len, divisor);
+                            });
+    }
 }
 
 void ThreadsBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt,

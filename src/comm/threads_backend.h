@@ -76,8 +76,9 @@ private:
     void begin(GroupCtx& g, const threads::CallDesc& d, const void* data, const void* work);
     void sync(GroupCtx& g, const threads::CallDesc& d);
     void check_same_call(const GroupCtx& g);
-    void ring_reduce_scatter(GroupCtx& g, const threads::CallDesc& d, float* work, const Chunks& chunks,
-                             const std::function<void(size_t begin, size_t len)>& finish_my_chunk);
+    template <class T>
+    void ring_reduce_scatter(GroupCtx& g, const threads::CallDesc& d, const T* in, float* partials,
+                             const Chunks& chunks, float* out, const std::function<void(float*, size_t)>& finish);
     void ring_all_gather(GroupCtx& g, const threads::CallDesc& d, char* data, const Chunks& chunks,
                          size_t elem_size);
     float* scratch(size_t count);
@@ -87,7 +88,7 @@ private:
     threads::World& world_;
     int rank_;
     std::map<std::vector<int>, GroupCtx> groups_;
-    std::vector<float> scratch_;  // fp32 work buffer for bf16 reductions and reduce_scatter
+    std::vector<float> scratch_;  // the ring's running sums: two fp32 chunks
 };
 
 }  // namespace ss

@@ -1,0 +1,212 @@
+// bench_comm.cpp — `shardscope bench comm`: nccl-tests for ShardScope's backends.
+//
+//   shardscope bench comm                         2 ranks, every op, 1 KiB .. 64 MiB
+//   shardscope bench comm --ranks 8 --ops all_reduce --dtype bf16
+//
+// As nccl-tests does (github.com/NVIDIA/nccl-tests, doc/PERFORMANCE.md):
+// for each op and size it checks the result once (#wrong: elements that differ
+// from the exact answer; the inputs are small integers so every sum is exact),
+// then times `iters` calls after `warmup`, each started together after a
+// barrier; a call's time is the slowest rank's, and the median call is shown.
+//
+//     size   bytes per rank as nccl-tests counts them (docs/trace-format.md)
+//     algbw  size / time
+//     busbw  algbw * factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter,
+//            all_to_all (n-1)/n; broadcast 1
+//
+// The threads backend moves bytes through this machine's memory, so busbw is
+// also shown as a fraction of one thread's memcpy bandwidth.
+#include "app/bench_comm.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "comm/comm.h"
+#include "comm/threads_backend.h"
+#include "comm/trace.h"
+#include "comm/trace_summary.h"
+#include "core/check.h"
+#include "core/dtype.h"
+
+namespace ss::app {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One thread's memcpy bandwidth on 64 MiB, best of 5 (GB/s).
+double memcpy_gbs() {
+    const size_t bytes = 64u << 20;
+    std::vector<char> a(bytes, 1), b(bytes, 2);
+    double best = 1e30;
+    for (int k = 0; k < 5; ++k) {
+        auto t0 = Clock::now();
+        std::memcpy(b.data(), a.data(), bytes);
+        best = std::min(best, seconds(t0));
+    }
+    return bytes / best / 1e9;
+}
+
+// Small integers, exact in bf16 and in any sum of up to 8 ranks.
+float input(int rank, size_t i) { return float(rank + 1 + int(i % 7)); }
+
+void put(DType dt, void* buf, size_t i, float v) {
+    if (dt == DType::bf16) static_cast<uint16_t*>(buf)[i] = f32_to_bf16(v);
+    else static_cast<float*>(buf)[i] = v;
+}
+float get(DType dt, const void* buf, size_t i) {
+    return dt == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(buf)[i]) : static_cast<const float*>(buf)[i];
+}
+
+// Elements per rank for an op whose nccl-tests size is `bytes`.
+size_t count_for(const std::string& op, double bytes, int n, size_t es) {
+    const bool per_rank = op == "all_gather" || op == "reduce_scatter" || op == "all_to_all";
+    return size_t(bytes / double(es) / (per_rank ? n : 1));
+}
+
+// Fills the inputs, calls the op once, and counts the elements that are not exact.
+size_t check_once(Comm& comm, const std::string& op, size_t count, DType dt, void* send, void* recv) {
+    const Group world = comm.world_group();
+    const int n = comm.world_size(), r = comm.rank();
+    const Label label{Payload::scalar};
+    size_t wrong = 0;
+    if (op == "all_reduce") {
+        for (size_t i = 0; i < count; ++i) put(dt, send, i, input(r, i));
+        comm.all_reduce(send, count, dt, world, ReduceOp::sum, label);
+        for (size_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int j = 0; j < n; ++j) want += input(j, i);
+            wrong += get(dt, send, i) != want;
+        }
+    } else if (op == "reduce_scatter") {
+        for (size_t i = 0; i < n * count; ++i) put(dt, send, i, input(r, i));
+        comm.reduce_scatter(send, recv, count, dt, world, ReduceOp::sum, label);
+        for (size_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int j = 0; j < n; ++j) want += input(j, r * count + i);
+            wrong += get(dt, recv, i) != want;
+        }
+    } else if (op == "all_gather") {
+        for (size_t i = 0; i < count; ++i) put(dt, send, i, input(r, i));
+        comm.all_gather(send, recv, count, dt, world, label);
+        for (int j = 0; j < n; ++j)
+            for (size_t i = 0; i < count; ++i) wrong += get(dt, recv, j * count + i) != input(j, i);
+    } else if (op == "all_to_all") {
+        for (size_t i = 0; i < n * count; ++i) put(dt, send, i, input(r, i));
+        comm.all_to_all(send, recv, count, dt, world, label);
+        for (int j = 0; j < n; ++j)
+            for (size_t i = 0; i < count; ++i) wrong += get(dt, recv, j * count + i) != input(j, r * count + i);
+    } else if (op == "broadcast") {
+        for (size_t i = 0; i < count; ++i) put(dt, send, i, input(r, i));
+        comm.broadcast(send, count, dt, 0, world, label);
+        for (size_t i = 0; i < count; ++i) wrong += get(dt, send, i) != input(0, i);
+    } else {
+        SS_FAIL("bench comm: unknown op \"" << op
+                                            << "\"; choose from all_reduce, reduce_scatter, all_gather, all_to_all, broadcast");
+    }
+    return wrong;
+}
+
+void call(Comm& comm, const std::string& op, size_t count, DType dt, void* send, void* recv) {
+    const Group world = comm.world_group();
+    const Label label{Payload::scalar};
+    if (op == "all_reduce") comm.all_reduce(send, count, dt, world, ReduceOp::sum, label);
+    else if (op == "reduce_scatter") comm.reduce_scatter(send, recv, count, dt, world, ReduceOp::sum, label);
+    else if (op == "all_gather") comm.all_gather(send, recv, count, dt, world, label);
+    else if (op == "all_to_all") comm.all_to_all(send, recv, count, dt, world, label);
+    else comm.broadcast(send, count, dt, 0, world, label);
+}
+
+}  // namespace
+
+void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
+    SS_CHECK(o.ranks >= 1, "bench comm: --ranks " << o.ranks << " must be at least 1");
+    SS_CHECK(o.iters >= 1 && o.warmup >= 0, "bench comm: --iters must be >= 1 and --warmup >= 0");
+    SS_CHECK(o.min_bytes >= 1 && o.max_bytes >= o.min_bytes, "bench comm: need 1 <= --min-bytes <= --max-bytes");
+    const DType dt = parse_dtype(o.dtype);
+    const size_t es = dtype_size(dt);
+    const int n = o.ranks;
+    for (const auto& op : o.ops)  // refuse a bad name before allocating anything
+        SS_CHECK(op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "all_to_all" ||
+                     op == "broadcast",
+                 "bench comm: unknown op \"" << op << "\"; choose from all_reduce, reduce_scatter, all_gather, "
+                                                   "all_to_all, broadcast");
+
+    const double memcpy_bw = memcpy_gbs();
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "bench comm: threads backend, %d ranks, %s; median of %d calls after %d warm-up, slowest rank\n"
+                  "memcpy on this machine: %.2f GB/s (64 MiB, one thread)\n\n",
+                  n, dtype_name(dt), o.iters, o.warmup, memcpy_bw);
+    out << line;
+    std::snprintf(line, sizeof line, "%-15s %10s %11s %11s %13s %13s %9s %7s\n", "op", "size", "count", "time (us)",
+                  "algbw (GB/s)", "busbw (GB/s)", "/memcpy", "#wrong");
+    out << line;
+
+    size_t total_wrong = 0;
+    for (const auto& op : o.ops) {
+        std::vector<double> sizes;
+        for (double b = o.min_bytes; b <= o.max_bytes; b *= 2) sizes.push_back(b);
+        // times[size][iter][rank], wrong[size][rank]: each rank writes its own entries
+        std::vector<std::vector<std::vector<double>>> times(
+            sizes.size(), std::vector<std::vector<double>>(size_t(o.iters), std::vector<double>(size_t(n))));
+        std::vector<std::vector<size_t>> wrong(sizes.size(), std::vector<size_t>(size_t(n)));
+        run_threads(n, [&](Comm& comm) {
+            const size_t max_elems = size_t(o.max_bytes / double(es)) + size_t(n);
+            std::vector<char> send(max_elems * es + 64), recv(max_elems * es + 64);
+            for (size_t s = 0; s < sizes.size(); ++s) {
+                const size_t count = count_for(op, sizes[s], n, es);
+                wrong[s][comm.rank()] = check_once(comm, op, count, dt, send.data(), recv.data());
+                std::memset(send.data(), 0, send.size());  // zeros: repeated sums stay finite
+                for (int k = 0; k < o.warmup + o.iters; ++k) {
+                    comm.barrier(comm.world_group());
+                    auto t0 = Clock::now();
+                    call(comm, op, count, dt, send.data(), recv.data());
+                    if (k >= o.warmup) times[s][size_t(k - o.warmup)][comm.rank()] = seconds(t0);
+                }
+            }
+        }, CommOptions{o.timeout_seconds, {}});
+        for (size_t s = 0; s < sizes.size(); ++s) {
+            const size_t count = count_for(op, sizes[s], n, es);
+            const double bytes = double(collective_bytes(op, count, es, n));
+            std::vector<double> slowest;
+            for (const auto& per_rank : times[s]) slowest.push_back(*std::max_element(per_rank.begin(), per_rank.end()));
+            std::sort(slowest.begin(), slowest.end());
+            const double t = slowest[slowest.size() / 2];
+            const double algbw = t > 0 ? bytes / t / 1e9 : 0, busbw = algbw * busbw_factor(op, n);
+            size_t w = 0;
+            for (size_t x : wrong[s]) w += x;
+            total_wrong += w;
+            std::snprintf(line, sizeof line, "%-15s %10s %11zu %11.1f %13.3f %13.3f %9.2f %7zu\n", op.c_str(),
+                          bytes_str(bytes).c_str(), count, t * 1e6, algbw, busbw, busbw / memcpy_bw, w);
+            out << line;
+        }
+    }
+    out << "\nsize: bytes per rank as nccl-tests counts them; busbw = algbw x (all_reduce 2(n-1)/n;\n"
+           "all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast 1); #wrong: elements not exact.\n";
+    SS_CHECK(total_wrong == 0, "bench comm: " << total_wrong << " elements came out wrong (see #wrong)");
+}
+
+void add_bench_comm_command(CLI::App& bench) {
+    auto o = std::make_shared<BenchCommOptions>();
+    CLI::App* cmd = bench.add_subcommand("comm", "Collectives of the threads backend, timed and checked like nccl-tests");
+    cmd->add_option("--ranks", o->ranks, "World size")->capture_default_str();
+    cmd->add_option("--ops", o->ops, "Ops to time")->delimiter(',')->capture_default_str();
+    cmd->add_option("--dtype", o->dtype, "fp32 or bf16")->capture_default_str();
+    cmd->add_option("--min-bytes", o->min_bytes, "Smallest size, bytes")->capture_default_str();
+    cmd->add_option("--max-bytes", o->max_bytes, "Largest size, bytes (sizes double)")->capture_default_str();
+    cmd->add_option("--iters", o->iters, "Timed calls per size")->capture_default_str();
+    cmd->add_option("--warmup", o->warmup, "Untimed calls per size")->capture_default_str();
+    cmd->add_option("--comm-timeout", o->timeout_seconds, "Seconds a rank waits for another")->capture_default_str();
+    cmd->callback([o] { run_bench_comm(*o, std::cout); });
+}
+
+}  // namespace ss::app
