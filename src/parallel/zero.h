@@ -94,8 +94,11 @@ ShardPlan make_shard_plan(const std::vector<Unit>& units, int n, int index);
 /// @p rep_group (axis dp_rep); DDP (stage 0) uses their union, @p dp_group.
 class ZeroModel final : public UnitHooks {
 public:
+    /// Allocates what this rank holds for stage zc.stage (Ledger categories as in the table
+    /// above). @p dp_group = @p shard_group x @p rep_group, all containing comm.rank().
     ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
               Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp);
+    /// Frees everything (the Ledger sees it go).
     ~ZeroModel() override;
 
     /// Counter-based initialisation: each rank fills only what it holds.
@@ -128,10 +131,13 @@ public:
     /// The parameters this rank stores (all of them for stages 0-2, its shard for stage 3).
     const Tensor& stored_params() const { return params_; }
 
-    // UnitHooks (see model/gpt2.h):
+    /// UnitHooks: unit @p u's fp32 parameters (stage 3: all-gathered now, into Mem::comm).
     const float* params(int u, bool backward) override;
+    /// UnitHooks: stage 3 frees the gathered unit.
     void release(int u, bool backward) override;
+    /// UnitHooks: where unit @p u's gradients accumulate (stages 2, 3: a temporary full unit).
     float* grads(int u) override;
+    /// UnitHooks: DDP launches complete buckets; stages 2, 3 reduce-scatter the unit into the shard.
     void grads_ready(int u) override;
 
 private:
