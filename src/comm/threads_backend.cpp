@@ -60,17 +60,16 @@
 //
 //   all_to_all   each rank copies block `me` of every rank's send into its recv
 //   broadcast    each rank copies the root's buffer
-//   send / recv  through the receiver's inbox (threads_world.h)
+//   send / recv  through the receiver's inbox (threads_p2p.cpp)
 //   barrier      one sync point
 //
 // Every collective is: post (my description and buffer pointers in my slot),
-// sync, check that all members called the same thing, the steps (each ending
-// in a sync), done. The last sync also means no rank returns (and reuses its
+// sync, check that all members called the same thing (begin() and sync(), in
+// threads_sync.cpp), the steps (each ending in a sync), done. The last sync also means no rank returns (and reuses its
 // buffer) while another may still read it.
 #include "comm/threads_backend.h"
 
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 #include "comm/reduce_kernels.h"
@@ -80,8 +79,6 @@
 namespace ss {
 
 using threads::CallDesc;
-using threads::GroupState;
-using threads::Slot;
 
 // Chunk c of a buffer of `total` elements cut into n nearly equal chunks.
 struct ThreadsBackend::Chunks {
@@ -96,155 +93,7 @@ namespace {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-bool same_call(const CallDesc& a, const CallDesc& b) {
-    return std::strcmp(a.op, b.op) == 0 && a.axis == b.axis && a.count == b.count && a.dt == b.dt &&
-           a.reduce == b.reduce && a.root == b.root;
-}
-
-std::string join_ranks(const std::vector<int>& r) {
-    std::ostringstream os;
-    for (size_t i = 0; i < r.size(); ++i) os << (i ? ", " : "") << r[i];
-    return os.str();
-}
-
-// How long a waiting rank spins (yielding its core) before it sleeps. A ring
-// step on a few KiB takes microseconds, so sleeping at once would be slow.
-constexpr int kSpinRounds = 2000;
-
 }  // namespace
-
-ThreadsBackend::ThreadsBackend(threads::World& world, int rank) : world_(world), rank_(rank) {}
-ThreadsBackend::~ThreadsBackend() = default;
-
-// ---- synchronisation ---------------------------------------------------------------
-
-ThreadsBackend::GroupCtx& ThreadsBackend::ctx(const Group& group) {
-    auto it = groups_.find(group.ranks);
-    if (it != groups_.end()) return it->second;
-    GroupCtx g;
-    g.state = &world_.group(group.ranks);
-    g.me = group.index_of(rank_);
-    return groups_.emplace(group.ranks, g).first->second;
-}
-
-const Slot& ThreadsBackend::slot(const GroupCtx& g, int member) const {
-    return g.state->slots[member][g.parity];
-}
-
-[[noreturn]] void ThreadsBackend::raise(const std::string& msg) {
-    world_.fail(rank_, msg);
-    throw Error(msg);
-}
-
-[[noreturn]] void ThreadsBackend::stop(const std::string& what) {
-    throw Error(what + ": stopped because " + world_.failure());
-}
-
-// Posts my call into my slot, meets the group, and checks that everyone called
-// the same thing. Slots alternate by call parity: a fast rank may post call
-// k+1 while a slow one still reads call k's slots, but it cannot post k+2
-// before everyone has arrived at k+1.
-void ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, const void* work) {
-    if (world_.failed()) stop(describe_call(d.op, Group{d.axis, g.state->ranks}, d.label));
-    g.parity = int(g.calls++ & 1);
-    Slot& mine = g.state->slots[g.me][g.parity];
-    mine.desc = d;
-    mine.data = data;
-    mine.work = work;
-    sync(g, d);
-    check_same_call(g);
-}
-
-void ThreadsBackend::check_same_call(const GroupCtx& g) {
-    const GroupState& gs = *g.state;
-    const CallDesc& first = slot(g, 0).desc;
-    for (int j = 1; j < int(gs.ranks.size()); ++j) {
-        const CallDesc& other = slot(g, j).desc;
-        if (!same_call(first, other))
-            raise("mismatched collectives on group " + ranks_str(gs.ranks) + ": rank " +
-                  std::to_string(gs.ranks[0]) + " called " + threads::call_str(first) + " but rank " +
-                  std::to_string(gs.ranks[j]) + " called " + threads::call_str(other) +
-                  ". Every member of a group must make the same collective calls, in the same order, "
-                  "with the same counts.");
-    }
-}
-
-// One sync point: a counting barrier. I raise my counter to k (my k-th sync on
-// this group) and wait until every member's counter is at least k.
-void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
-    GroupState& gs = *g.state;
-    const int n = int(gs.ranks.size());
-    const uint64_t k = ++g.barriers;
-    gs.arrived[g.me].count.store(k);  // seq_cst: pairs with the sleepers count below
-    if (gs.sleepers.load() > 0) {
-        std::lock_guard<std::mutex> lock(gs.mu);
-        gs.cv.notify_all();
-    }
-    auto all_here = [&] {
-        for (int j = 0; j < n; ++j)
-            if (gs.arrived[j].count.load() < k) return false;
-        return true;
-    };
-    auto missing = [&] {
-        std::vector<int> out;
-        for (int j = 0; j < n; ++j)
-            if (gs.arrived[j].count.load() < k) out.push_back(gs.ranks[j]);
-        return out;
-    };
-    const Group group{d.axis, gs.ranks};
-
-    for (int spin = 0; spin < kSpinRounds; ++spin) {
-        if (all_here()) return;
-        if (world_.failed()) stop(describe_call(d.op, group, d.label));
-        std::this_thread::yield();
-    }
-
-    // Sleep until everyone is here, someone fails or returns, or the deadline.
-    world_.set_waiting(rank_, describe_call(d.op, group, d.label));
-    std::unique_lock<std::mutex> lock(gs.mu);
-    gs.sleepers.fetch_add(1);
-    const auto deadline = world_.deadline();
-    std::string error;
-    bool stopped = false;
-    while (!all_here()) {
-        if (world_.failed()) {
-            stopped = true;
-            break;
-        }
-        std::vector<int> gone;
-        for (int r : missing())
-            if (world_.finished(r)) gone.push_back(r);
-        if (!gone.empty()) {
-            error = "desync: " + describe_call(d.op, group, d.label) + ": rank " + join_ranks(gone) +
-                    " did not arrive: it returned from its work without making this call";
-            break;
-        }
-        if (gs.cv.wait_until(lock, deadline) == std::cv_status::timeout && !all_here()) {
-            std::ostringstream os;
-            std::vector<int> late = missing();
-            os << "desync: " << describe_call(d.op, group, d.label) << ": " << (late.size() == 1 ? "rank " : "ranks ")
-               << join_ranks(late) << " did not arrive within " << world_.timeout_seconds() << " s";
-            for (int r : late) {
-                std::string where = world_.waiting(r);
-                os << "; rank " << r
-                   << (where.empty() ? " is not waiting in any collective (still computing, stuck, or it skipped this call)"
-                                     : " is waiting in " + where);
-            }
-            error = os.str();
-            break;
-        }
-    }
-    gs.sleepers.fetch_sub(1);
-    lock.unlock();  // before fail(), which takes every group's lock to wake its sleepers
-    world_.set_waiting(rank_, "");
-    if (stopped) stop(describe_call(d.op, group, d.label));
-    if (!error.empty()) raise(error);
-}
-
-float* ThreadsBackend::scratch(size_t count) {
-    if (scratch_.size() < count) scratch_.resize(count);
-    return scratch_.data();
-}
 
 // ---- the ring ------------------------------------------------------------------------
 
@@ -400,84 +249,6 @@ void ThreadsBackend::barrier(const Group& group, const Label& label) {
     GroupCtx& g = ctx(group);
     begin(g, CallDesc{"barrier", group.axis, 0, DType::f32, ReduceOp::sum, -1, label}, nullptr, nullptr);
 }
-
-// ---- point to point ------------------------------------------------------------------
-
-void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
-                          const Label& label) {
-    const std::string what = "send on " + axis + " to rank " + std::to_string(peer) + " (" + label_str(label) + ")";
-    if (world_.failed()) stop(what);
-    threads::Message m;
-    m.src = rank_;
-    m.axis = axis;
-    m.count = count;
-    m.dt = dt;
-    m.label = label;
-    const size_t bytes = count * dtype_size(dt);
-    m.data.reset(new char[bytes ? bytes : 1]);
-    if (bytes) std::memcpy(m.data.get(), buf, bytes);
-    threads::Inbox& box = world_.inbox(peer);
-    std::lock_guard<std::mutex> lock(box.mu);
-    box.messages.push_back(std::move(m));
-    box.cv.notify_all();
-}
-
-void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
-                          const Label& label) {
-    const std::string what = "recv on " + axis + " from rank " + std::to_string(peer) + " (" + label_str(label) + ")";
-    if (world_.failed()) stop(what);
-    threads::Inbox& box = world_.inbox(rank_);
-    std::unique_lock<std::mutex> lock(box.mu);
-    auto find = [&] {
-        for (auto it = box.messages.begin(); it != box.messages.end(); ++it)
-            if (it->src == peer) return it;  // the oldest from that sender
-        return box.messages.end();
-    };
-    auto it = find();
-    std::string error;
-    bool stopped = false;
-    if (it == box.messages.end()) {
-        world_.set_waiting(rank_, what);
-        const auto deadline = world_.deadline();
-        while ((it = find()) == box.messages.end()) {
-            if (world_.failed()) {
-                stopped = true;
-                break;
-            }
-            if (world_.finished(peer)) {
-                error = "desync: " + what + ": rank " + std::to_string(peer) +
-                        " returned from its work without sending";
-                break;
-            }
-            if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-                (it = find()) == box.messages.end()) {
-                std::string where = world_.waiting(peer);
-                std::ostringstream os;
-                os << "desync: " << what << ": rank " << peer << " did not send within " << world_.timeout_seconds()
-                   << " s; rank " << peer
-                   << (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
-                error = os.str();
-                break;
-            }
-        }
-        if (stopped || !error.empty()) {
-            lock.unlock();
-            world_.set_waiting(rank_, "");
-            if (stopped) stop(what);
-            raise(error);
-        }
-        world_.set_waiting(rank_, "");
-    }
-    threads::Message m = std::move(*it);
-    box.messages.erase(it);
-    lock.unlock();
-    if (m.count != count || m.dt != dt)
-        raise("mismatched send/recv: rank " + std::to_string(peer) + " sent " + std::to_string(m.count) + " x " +
-              dtype_name(m.dt) + " on " + m.axis + " (" + label_str(m.label) + ") but rank " +
-              std::to_string(rank_) + " expects " + std::to_string(count) + " x " + dtype_name(dt) + " in " + what);
-    if (count) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
-}
-
 // ---- the launcher ----------------------------------------------------------------------
 
 void run_threads(int world, const std::function<void(Comm&)>& body, const CommOptions& opts) {

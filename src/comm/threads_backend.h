@@ -4,7 +4,9 @@
 // collectives are short enough to read. all_reduce is NCCL's ring algorithm
 // (a reduce-scatter then an all-gather, n-1 steps each) over shared memory;
 // the ring is drawn in threads_backend.cpp. The shared state (per-group
-// barriers, mailboxes, the failure flag) is in threads_world.h.
+// barriers, mailboxes, the failure flag) is in threads_world.h; how ranks meet
+// for a call (and report a desync) in threads_sync.cpp; send/recv in
+// threads_p2p.cpp.
 //
 // Start a world with run_threads:
 //

@@ -1,0 +1,91 @@
+// threads_p2p.cpp — send and recv in the threads backend.
+//
+// Each rank has an inbox (threads_world.h). send copies the data into a
+// message and appends it to the receiver's inbox, so it never waits; recv
+// takes the oldest message from that sender, waiting for it with the same
+// timeout and failure reports as the collectives.
+#include <cstring>
+#include <sstream>
+
+#include "comm/threads_backend.h"
+#include "comm/threads_world.h"
+#include "core/check.h"
+
+namespace ss {
+
+void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                          const Label& label) {
+    const std::string what = "send on " + axis + " to rank " + std::to_string(peer) + " (" + label_str(label) + ")";
+    if (world_.failed()) stop(what);
+    threads::Message m;
+    m.src = rank_;
+    m.axis = axis;
+    m.count = count;
+    m.dt = dt;
+    m.label = label;
+    const size_t bytes = count * dtype_size(dt);
+    m.data.reset(new char[bytes ? bytes : 1]);
+    if (bytes) std::memcpy(m.data.get(), buf, bytes);
+    threads::Inbox& box = world_.inbox(peer);
+    std::lock_guard<std::mutex> lock(box.mu);
+    box.messages.push_back(std::move(m));
+    box.cv.notify_all();
+}
+
+void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
+                          const Label& label) {
+    const std::string what = "recv on " + axis + " from rank " + std::to_string(peer) + " (" + label_str(label) + ")";
+    if (world_.failed()) stop(what);
+    threads::Inbox& box = world_.inbox(rank_);
+    std::unique_lock<std::mutex> lock(box.mu);
+    auto find = [&] {
+        for (auto it = box.messages.begin(); it != box.messages.end(); ++it)
+            if (it->src == peer) return it;  // the oldest from that sender
+        return box.messages.end();
+    };
+    auto it = find();
+    std::string error;
+    bool stopped = false;
+    if (it == box.messages.end()) {
+        world_.set_waiting(rank_, what);
+        const auto deadline = world_.deadline();
+        while ((it = find()) == box.messages.end()) {
+            if (world_.failed()) {
+                stopped = true;
+                break;
+            }
+            if (world_.finished(peer)) {
+                error = "desync: " + what + ": rank " + std::to_string(peer) +
+                        " returned from its work without sending";
+                break;
+            }
+            if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+                (it = find()) == box.messages.end()) {
+                std::string where = world_.waiting(peer);
+                std::ostringstream os;
+                os << "desync: " << what << ": rank " << peer << " did not send within " << world_.timeout_seconds()
+                   << " s; rank " << peer
+                   << (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
+                error = os.str();
+                break;
+            }
+        }
+        if (stopped || !error.empty()) {
+            lock.unlock();
+            world_.set_waiting(rank_, "");
+            if (stopped) stop(what);
+            raise(error);
+        }
+        world_.set_waiting(rank_, "");
+    }
+    threads::Message m = std::move(*it);
+    box.messages.erase(it);
+    lock.unlock();
+    if (m.count != count || m.dt != dt)
+        raise("mismatched send/recv: rank " + std::to_string(peer) + " sent " + std::to_string(m.count) + " x " +
+              dtype_name(m.dt) + " on " + m.axis + " (" + label_str(m.label) + ") but rank " +
+              std::to_string(rank_) + " expects " + std::to_string(count) + " x " + dtype_name(dt) + " in " + what);
+    if (count) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
+}
+
+}  // namespace ss

@@ -1,0 +1,174 @@
+// threads_sync.cpp — how the ranks of the threads backend meet for a collective.
+//
+// Every collective starts with begin(): post my call (its description and the
+// buffers the others may read) in my slot, wait at a sync point, and check that
+// every member called the same thing. sync() is the counting barrier described
+// in threads_world.h, with the timeout and the desync report. The algorithms
+// themselves are in threads_backend.cpp, point-to-point in threads_p2p.cpp.
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "comm/threads_backend.h"
+#include "comm/threads_world.h"
+#include "core/check.h"
+
+namespace ss {
+
+using threads::CallDesc;
+using threads::GroupState;
+using threads::Slot;
+
+namespace {
+
+bool same_call(const CallDesc& a, const CallDesc& b) {
+    return std::strcmp(a.op, b.op) == 0 && a.axis == b.axis && a.count == b.count && a.dt == b.dt &&
+           a.reduce == b.reduce && a.root == b.root;
+}
+
+std::string join_ranks(const std::vector<int>& r) {
+    std::ostringstream os;
+    for (size_t i = 0; i < r.size(); ++i) os << (i ? ", " : "") << r[i];
+    return os.str();
+}
+
+// How long a waiting rank spins (yielding its core) before it sleeps. A ring
+// step on a few KiB takes microseconds, so sleeping at once would be slow.
+constexpr int kSpinRounds = 2000;
+
+}  // namespace
+
+ThreadsBackend::ThreadsBackend(threads::World& world, int rank) : world_(world), rank_(rank) {}
+ThreadsBackend::~ThreadsBackend() = default;
+
+// ---- synchronisation ---------------------------------------------------------------
+
+ThreadsBackend::GroupCtx& ThreadsBackend::ctx(const Group& group) {
+    auto it = groups_.find(group.ranks);
+    if (it != groups_.end()) return it->second;
+    GroupCtx g;
+    g.state = &world_.group(group.ranks);
+    g.me = group.index_of(rank_);
+    return groups_.emplace(group.ranks, g).first->second;
+}
+
+const Slot& ThreadsBackend::slot(const GroupCtx& g, int member) const {
+    return g.state->slots[member][g.parity];
+}
+
+[[noreturn]] void ThreadsBackend::raise(const std::string& msg) {
+    world_.fail(rank_, msg);
+    throw Error(msg);
+}
+
+[[noreturn]] void ThreadsBackend::stop(const std::string& what) {
+    throw Error(what + ": stopped because " + world_.failure());
+}
+
+// Posts my call into my slot, meets the group, and checks that everyone called
+// the same thing. Slots alternate by call parity: a fast rank may post call
+// k+1 while a slow one still reads call k's slots, but it cannot post k+2
+// before everyone has arrived at k+1.
+void ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, const void* work) {
+    if (world_.failed()) stop(describe_call(d.op, Group{d.axis, g.state->ranks}, d.label));
+    g.parity = int(g.calls++ & 1);
+    Slot& mine = g.state->slots[g.me][g.parity];
+    mine.desc = d;
+    mine.data = data;
+    mine.work = work;
+    sync(g, d);
+    check_same_call(g);
+}
+
+void ThreadsBackend::check_same_call(const GroupCtx& g) {
+    const GroupState& gs = *g.state;
+    const CallDesc& first = slot(g, 0).desc;
+    for (int j = 1; j < int(gs.ranks.size()); ++j) {
+        const CallDesc& other = slot(g, j).desc;
+        if (!same_call(first, other))
+            raise("mismatched collectives on group " + ranks_str(gs.ranks) + ": rank " +
+                  std::to_string(gs.ranks[0]) + " called " + threads::call_str(first) + " but rank " +
+                  std::to_string(gs.ranks[j]) + " called " + threads::call_str(other) +
+                  ". Every member of a group must make the same collective calls, in the same order, "
+                  "with the same counts.");
+    }
+}
+
+// One sync point: a counting barrier. I raise my counter to k (my k-th sync on
+// this group) and wait until every member's counter is at least k.
+void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
+    GroupState& gs = *g.state;
+    const int n = int(gs.ranks.size());
+    const uint64_t k = ++g.barriers;
+    gs.arrived[g.me].count.store(k);  // seq_cst: pairs with the sleepers count below
+    if (gs.sleepers.load() > 0) {
+        std::lock_guard<std::mutex> lock(gs.mu);
+        gs.cv.notify_all();
+    }
+    auto all_here = [&] {
+        for (int j = 0; j < n; ++j)
+            if (gs.arrived[j].count.load() < k) return false;
+        return true;
+    };
+    auto missing = [&] {
+        std::vector<int> out;
+        for (int j = 0; j < n; ++j)
+            if (gs.arrived[j].count.load() < k) out.push_back(gs.ranks[j]);
+        return out;
+    };
+    const Group group{d.axis, gs.ranks};
+
+    for (int spin = 0; spin < kSpinRounds; ++spin) {
+        if (all_here()) return;
+        if (world_.failed()) stop(describe_call(d.op, group, d.label));
+        std::this_thread::yield();
+    }
+
+    // Sleep until everyone is here, someone fails or returns, or the deadline.
+    world_.set_waiting(rank_, describe_call(d.op, group, d.label));
+    std::unique_lock<std::mutex> lock(gs.mu);
+    gs.sleepers.fetch_add(1);
+    const auto deadline = world_.deadline();
+    std::string error;
+    bool stopped = false;
+    while (!all_here()) {
+        if (world_.failed()) {
+            stopped = true;
+            break;
+        }
+        std::vector<int> gone;
+        for (int r : missing())
+            if (world_.finished(r)) gone.push_back(r);
+        if (!gone.empty()) {
+            error = "desync: " + describe_call(d.op, group, d.label) + ": rank " + join_ranks(gone) +
+                    " did not arrive: it returned from its work without making this call";
+            break;
+        }
+        if (gs.cv.wait_until(lock, deadline) == std::cv_status::timeout && !all_here()) {
+            std::ostringstream os;
+            std::vector<int> late = missing();
+            os << "desync: " << describe_call(d.op, group, d.label) << ": " << (late.size() == 1 ? "rank " : "ranks ")
+               << join_ranks(late) << " did not arrive within " << world_.timeout_seconds() << " s";
+            for (int r : late) {
+                std::string where = world_.waiting(r);
+                os << "; rank " << r
+                   << (where.empty() ? " is not waiting in any collective (still computing, stuck, or it skipped this call)"
+                                     : " is waiting in " + where);
+            }
+            error = os.str();
+            break;
+        }
+    }
+    gs.sleepers.fetch_sub(1);
+    lock.unlock();  // before fail(), which takes every group's lock to wake its sleepers
+    world_.set_waiting(rank_, "");
+    if (stopped) stop(describe_call(d.op, group, d.label));
+    if (!error.empty()) raise(error);
+}
+
+float* ThreadsBackend::scratch(size_t count) {
+    if (scratch_.size() < count) scratch_.resize(count);
+    return scratch_.data();
+}
+
+}  // namespace ss
