@@ -307,3 +307,20 @@ TEST_CASE("bad data-parallel layouts get clear errors", "[zero][errors]") {
     k0.replica_sync_every = 0;
     REQUIRE_THAT(message(k0), Catch::Matchers::Contains("--replica-sync-every must be at least 1"));
 }
+
+TEST_CASE("trace summary picks one rank and step, and 'moved' is the paper's volume", "[zero][trace]") {
+    TrainOptions o = make_opts("tiny", 2);
+    o.mbs = 1;
+    o.ranks = 4;
+    o.zero = 3;
+    o.trace = out_path("trace_summary.json");
+    train(o, nullptr);
+    TraceSummary s = summarize_trace(read_chrome_trace(o.trace), TraceFilter{0, 2});
+    const double P = double(num_params(o.model)), N = 4, es = 4;  // fp32; tiny's units divide by 4
+    double moved = 0;
+    for (const CollectiveTotals& r : s.by_payload)
+        if (r.payload != Payload::scalar) moved += r.bus_bytes;
+    // ZeRO paper, section 7.2.2: 3 Psi (N-1)/N per rank and step (here in bytes).
+    REQUIRE(moved == Approx(3 * P * (N - 1) / N * es).epsilon(1e-12));
+    REQUIRE(format_trace_summary(s, "x", true).find(std::to_string(uint64_t(2 * P * es))) != std::string::npos);
+}

@@ -1,6 +1,7 @@
 // trace_cmd.cpp — `shardscope trace`: look inside a trace written by `train --trace`.
 //
 //   shardscope trace summary out/trace.json
+//   shardscope trace summary out/trace.json --rank 0 --step 2 --exact
 //
 // prints, per axis, op and payload, the calls, bytes, time and nccl-tests'
 // algbw/busbw, then totals per payload. The adding up is in
@@ -23,10 +24,15 @@ void add_trace_command(CLI::App& root) {
     auto file = std::make_shared<std::string>();
     CLI::App* summary = cmd->add_subcommand(
         "summary", "Per axis, op and payload: calls, bytes, time, algbw and busbw; then totals per payload");
+    auto filter = std::make_shared<TraceFilter>();
+    auto exact = std::make_shared<bool>(false);
     summary->add_option("FILE", *file, "A Chrome trace (JSON) written by shardscope")->required();
-    summary->callback([file] {
+    summary->add_option("--rank", filter->rank, "Only this rank's events");
+    summary->add_option("--step", filter->step, "Only events of this training step");
+    summary->add_flag("--exact", *exact, "Bytes as exact integers");
+    summary->callback([file, filter, exact] {
         const Trace trace = read_chrome_trace(*file);
-        std::fputs(format_trace_summary(summarize_trace(trace), *file).c_str(), stdout);
+        std::fputs(format_trace_summary(summarize_trace(trace, *filter), *file, *exact).c_str(), stdout);
     });
 }
 

@@ -38,12 +38,14 @@ std::string bytes_str(double bytes) {
     return buf;
 }
 
-TraceSummary summarize_trace(const Trace& trace) {
+TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
     TraceSummary s;
     s.world = trace.world();
     std::map<std::tuple<std::string, int, std::string, int>, CollectiveTotals> rows;
     std::map<int, CollectiveTotals> by_payload;
     for (const TraceEvent& ev : trace.events) {
+        if (filter.rank >= 0 && ev.rank != filter.rank) continue;
+        if (filter.step >= 0 && ev.label.step != filter.step && ev.args.value("step", -1) != filter.step) continue;
         if (ev.kind == TraceEvent::Kind::span) ++s.spans;
         if (ev.kind != TraceEvent::Kind::collective) continue;
         ++s.collectives;
@@ -62,7 +64,8 @@ TraceSummary summarize_trace(const Trace& trace) {
     return s;
 }
 
-std::string format_trace_summary(const TraceSummary& s, const std::string& source) {
+std::string format_trace_summary(const TraceSummary& s, const std::string& source, bool exact) {
+    auto b = [&](double v) { return exact ? std::to_string((unsigned long long)(v + 0.5)) : bytes_str(v); };
     std::string out;
     char line[256];
     auto put = [&](const char* fmt, auto... args) {
@@ -75,24 +78,26 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         out += "no collectives in this trace\n";
         return out;
     }
-    put("%-10s %-15s %-9s %8s %12s %12s %13s %13s\n", "axis", "op", "payload", "calls", "bytes", "time (ms)",
-        "algbw (GB/s)", "busbw (GB/s)");
+    put("%-10s %-15s %-9s %8s %12s %12s %12s %13s %13s\n", "axis", "op", "payload", "calls", "bytes", "moved",
+        "time (ms)", "algbw (GB/s)", "busbw (GB/s)");
     for (const auto& r : s.rows)
-        put("%-10s %-15s %-9s %8llu %12s %12.3f %13.3f %13.3f\n", r.axis.c_str(), r.op.c_str(),
-            payload_name(r.payload), (unsigned long long)r.calls, bytes_str(double(r.bytes)).c_str(),
+        put("%-10s %-15s %-9s %8llu %12s %12s %12.3f %13.3f %13.3f\n", r.axis.c_str(), r.op.c_str(),
+            payload_name(r.payload), (unsigned long long)r.calls, b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(),
             r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
     out += "\n";
-    put("%-10s %8s %12s %12s %13s %13s\n", "payload", "calls", "bytes", "time (ms)", "algbw (GB/s)", "busbw (GB/s)");
+    put("%-10s %8s %12s %12s %12s %13s %13s\n", "payload", "calls", "bytes", "moved", "time (ms)", "algbw (GB/s)",
+        "busbw (GB/s)");
     auto total_line = [&](const char* name, const CollectiveTotals& r) {
-        put("%-10s %8llu %12s %12.3f %13.3f %13.3f\n", name, (unsigned long long)r.calls,
-            bytes_str(double(r.bytes)).c_str(), r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
+        put("%-10s %8llu %12s %12s %12.3f %13.3f %13.3f\n", name, (unsigned long long)r.calls,
+            b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(), r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
     };
     for (const auto& r : s.by_payload) total_line(payload_name(r.payload), r);
     total_line("total", s.total);
     out +=
-        "\ncalls, bytes and time are summed over every rank's own events. bytes are per rank as\n"
-        "nccl-tests counts them; algbw = bytes / time; busbw = algbw x (all_reduce 2(n-1)/n;\n"
-        "all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, send, recv 1). See docs/trace-format.md.\n";
+        "\ncalls, bytes and time are summed over every rank's own events (use --rank and --step to\n"
+        "pick some). bytes are per rank as nccl-tests counts them; moved = bytes x factor, what a\n"
+        "rank sends on a ring (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;\n"
+        "broadcast, send, recv 1); algbw = bytes / time; busbw = algbw x factor. See docs/trace-format.md.\n";
     return out;
 }
 

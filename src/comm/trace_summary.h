@@ -48,11 +48,20 @@ struct TraceSummary {
     CollectiveTotals total;                    ///< everything
 };
 
-/// Adds up the collectives of @p trace.
-TraceSummary summarize_trace(const Trace& trace);
+/// Which events to add up (-1: all).
+struct TraceFilter {
+    int rank = -1;  ///< only this rank's events
+    int step = -1;  ///< only events labelled with this training step
+};
 
-/// The summary as the table `shardscope trace summary` prints.
-std::string format_trace_summary(const TraceSummary& summary, const std::string& source);
+/// Adds up the collectives of @p trace that pass @p filter.
+TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {});
+
+/// The summary as the table `shardscope trace summary` prints; @p exact prints
+/// bytes as exact integers instead of KiB/MiB. The "moved" column is
+/// bytes x busbw factor: what each rank really sends on a ring (the ZeRO
+/// paper's communication volume).
+std::string format_trace_summary(const TraceSummary& summary, const std::string& source, bool exact = false);
 
 /// "12.3 MiB" (B, KiB, MiB, GiB).
 std::string bytes_str(double bytes);
