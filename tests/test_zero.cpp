@@ -9,6 +9,7 @@
 #include "comm/threads_backend.h"
 #include "core/check.h"
 #include "comm/trace.h"
+#include "comm/trace_summary.h"
 #include "mesh/process_mesh.h"
 #include "model/safetensors.h"
 #include "parallel/zero.h"
