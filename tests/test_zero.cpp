@@ -325,3 +325,36 @@ TEST_CASE("trace summary picks one rank and step, and 'moved' is the paper's vol
     REQUIRE(moved == Approx(3 * P * (N - 1) / N * es).epsilon(1e-12));
     REQUIRE(format_trace_summary(s, "x", true).find(std::to_string(uint64_t(2 * P * es))) != std::string::npos);
 }
+
+TEST_CASE("files stay whole: --init, --save and --dump-grads in every stage match one rank", "[zero][files]") {
+    // A checkpoint made by one rank ...
+    TrainOptions mk = make_opts("tiny", 3);
+    mk.mbs = 4;
+    mk.save = out_path("start.safetensors");
+    train(mk, nullptr);
+    // ... starts one rank and a sharded run at the same place; the first step's
+    // gradients (gathered from the shards) and the final files agree.
+    TrainOptions one = make_opts("tiny", 2);
+    one.mbs = 8;
+    one.init = mk.save;
+    one.dump_grads = out_path("grads_one.safetensors");
+    one.save = out_path("end_one.safetensors");
+    train(one, nullptr);
+    for (int zero : {0, 1, 2, 3}) {
+        TrainOptions par = one;
+        par.ranks = 4;
+        par.mbs = 2;
+        par.zero = zero;
+        par.dp_shard = zero == 3 ? 2 : 0;  // also a replica layout for ZeRO-3
+        par.dp_rep = zero == 3 ? 2 : 0;
+        par.dump_grads = out_path("grads_par.safetensors");
+        par.save = out_path("end_par.safetensors");
+        train(par, nullptr);
+        INFO("ZeRO-" << zero);
+        StFile g = read_safetensors(par.dump_grads), g1 = read_safetensors(one.dump_grads);
+        REQUIRE(g.tensors.size() == g1.tensors.size());  // every tensor, whole, HF names
+        // One forward/backward: summation order only (as in test_data_parallel.cpp).
+        REQUIRE(rel_max(g, g1) < 1e-5);
+        REQUIRE(rel_max(read_safetensors(par.save), read_safetensors(one.save)) < 1e-4);
+    }
+}
