@@ -2,27 +2,63 @@
 //
 //   shardscope bench                     small, MBS 8, one rank, one thread, vs PyTorch
 //   shardscope bench --model tiny --steps 5 --no-torch
+//   shardscope bench dp | trace | comm   the subcommands (bench.h lists their files)
 //
 // Machines here are noisy, so the figure that matters is the RATIO of this
 // engine's tokens/s to PyTorch's on the same model, batch and machine,
 // measured in the same run (Debian's python3-torch, eager, OpenBLAS). Each side
 // runs warm-up steps that are not counted and reports the median step.
+#include "app/bench.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "app/bench_comm.h"
 #include "app/commands.h"
 #include "app/model_flags.h"
-#include "core/check.h"
 #include "core/atomic_file.h"
+#include "core/check.h"
 #include "train/train.h"
 
 namespace ss::app {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+std::vector<double> measured_steps_ms(const TrainReport& r, int warmup) {
+    std::vector<double> ms;
+    for (size_t i = size_t(std::max(warmup, 0)); i < r.steps.size(); ++i) ms.push_back(r.steps[i].ms);
+    return ms;
+}
+
+std::string torch_model_args(const GPT2Config& m, int T, int mbs, int steps, int warmup, int threads) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "--layers %d --dim %d --heads %d --vocab %d --seq %d --mbs %d --steps %d "
+                  "--warmup %d --threads %d", m.L, m.C, m.H, m.V, T, mbs, steps, warmup, threads);
+    return buf;
+}
+
+nlohmann::json run_torch_script(const std::string& script, const std::string& args, int threads) {
+    const std::string cmd = "OPENBLAS_NUM_THREADS=" + std::to_string(threads) + " " + kBenchPython + " " + script +
+                            " " + args + " 2>/dev/null";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+    if (!pipe) return nullptr;
+    std::string text;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) text.append(buf, n);
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_object() ? j : nlohmann::json(nullptr);
+}
+
+int machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 namespace {
 
@@ -31,32 +67,8 @@ struct BenchFlags {
     int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1;
     bool no_torch = false;
     std::string torch_script = SS_SOURCE_DIR "/bench/torch_gpt2.py";
-    std::string python = "/usr/bin/python3";
     std::string json;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
-// Runs the PyTorch twin; returns its JSON, or null when torch is not there.
-nlohmann::json run_torch(const BenchFlags& f, const GPT2Config& m, int T) {
-    char cmd[1024];
-    std::snprintf(cmd, sizeof cmd,
-                  "OPENBLAS_NUM_THREADS=%d %s %s --layers %d --dim %d --heads %d --vocab %d --seq %d --mbs %d "
-                  "--steps %d --warmup %d --threads %d 2>/dev/null",
-                  f.threads, f.python.c_str(), f.torch_script.c_str(), m.L, m.C, m.H, m.V, T, f.mbs, f.steps,
-                  f.warmup, f.threads);
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd, "r"), pclose);
-    if (!pipe) return nullptr;
-    std::string text;
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) text.append(buf, n);
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_discarded() ? nlohmann::json(nullptr) : j;
-}
 
 void run_bench(const BenchFlags& f) {
     TrainOptions o;
@@ -70,12 +82,14 @@ void run_bench(const BenchFlags& f) {
               << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, " << f.threads
               << " BLAS thread(s); " << f.warmup << " warm-up + " << f.steps << " measured steps, median\n";
     TrainReport r = train(o, nullptr);
-    std::vector<double> ms;
-    for (size_t i = size_t(f.warmup); i < r.steps.size(); ++i) ms.push_back(r.steps[i].ms);
+    std::vector<double> ms = measured_steps_ms(r, f.warmup);
     double med = median(ms);
     double ours = double(f.mbs) * r.T / (med / 1000.0);
 
-    nlohmann::json torch = f.no_torch ? nlohmann::json(nullptr) : run_torch(f, o.model, r.T);
+    nlohmann::json torch =
+        f.no_torch ? nlohmann::json(nullptr)
+                   : run_torch_script(f.torch_script, torch_model_args(o.model, r.T, f.mbs, f.steps, f.warmup, f.threads),
+                                      f.threads);
     char line[256];
     std::printf("%-22s %12s %14s\n", "engine", "median ms", "tokens/s");
     std::printf("%-22s %12.2f %14.0f\n", "shardscope", med, ours);
@@ -92,6 +106,7 @@ void run_bench(const BenchFlags& f) {
     } else if (!f.no_torch) {
         std::cout << "pytorch: not measured (needs Debian's python3-torch: apt-get install python3-torch)\n";
     }
+    std::cout << std::flush;
     if (!f.json.empty()) write_json_file(f.json, out);
 }
 
@@ -99,6 +114,7 @@ void run_bench(const BenchFlags& f) {
 
 void add_bench_command(CLI::App& root) {
     auto* cmd = root.add_subcommand("bench", "Speed benchmarks: training tokens/s beside PyTorch");
+    cmd->require_subcommand(0, 1);
     auto f = std::make_shared<BenchFlags>();
     add_model_flags(*cmd, f->model);
     cmd->add_option("--mbs", f->mbs, "Micro-batch size")->capture_default_str();
@@ -109,7 +125,22 @@ void add_bench_command(CLI::App& root) {
     cmd->add_flag("--no-torch", f->no_torch, "Do not run the PyTorch comparison");
     cmd->add_option("--torch-script", f->torch_script, "The PyTorch twin")->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
-    cmd->callback([f]() { run_bench(*f); });
+    add_bench_dp_command(*cmd);
+    add_bench_trace_command(*cmd);
+    add_bench_comm_command(*cmd);
+    // After the subcommands: they would inherit a footer set before them.
+    cmd->footer(
+        "Without a subcommand: one rank of the model beside bench/torch_gpt2.py, and the ratio.\n"
+        "Subcommands (their flags come after the name, e.g. `shardscope bench dp --model tiny`):\n"
+        "  dp     DDP (naive, bucketed) and ZeRO-1/2/3 on 2 and 4 ranks against one rank, beside PyTorch DDP (gloo)\n"
+        "  trace  the cost of --trace: step time with tracing off and on, alternated\n"
+        "  comm   collectives of the threads backend, nccl-tests style, beside memcpy\n"
+        "Results are medians after warm-up; compare the ratios, the machine is shared and noisy.\n"
+        "docs/performance.md has the tables measured on the project's machine.");
+    // A subcommand's own callback does its work; plain `bench` is the one-rank comparison.
+    cmd->callback([f, cmd]() {
+        if (cmd->get_subcommands().empty()) run_bench(*f);
+    });
 }
 
 }  // namespace ss::app

@@ -1,0 +1,119 @@
+// bench_trace.cpp — `shardscope bench trace`: what --trace costs a training step.
+//
+//   shardscope bench trace                   small, 4 ranks, naive DDP, 5 rounds of (off, on)
+//   shardscope bench trace --model tiny --steps 2 --warmup 1 --rounds 1
+//
+// The same run twice, once without a tracer and once recording every span,
+// collective and memory change (docs/trace-format.md), alternated round by
+// round so that a slow spell of the machine falls on both sides:
+//
+//   round 1: off, on    round 2: off, on    ...
+//
+//   overhead = (median step with tracing - median step without) / median step without
+//
+// where each median is over the measured steps of all rounds. The trace is
+// written after the last step, so writing the file is not in the steps; its
+// size is shown. Naive DDP is the default because it makes the most
+// collectives per step (one all_reduce per tensor), so the most events.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "app/bench.h"
+#include "app/model_flags.h"
+#include "core/atomic_file.h"
+#include "core/check.h"
+#include "train/train.h"
+
+namespace ss::app {
+
+namespace {
+
+struct BenchTraceFlags {
+    ModelFlags model{"small"};
+    int mbs = 8, seq = 0, steps = 10, warmup = 3, ranks = 4, rounds = 5, zero = 0;
+    double bucket_mb = 0;
+    std::string trace = "out/bench_trace.json";
+    std::string json;
+};
+
+void run_bench_trace(const BenchTraceFlags& f) {
+    SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
+    SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
+    TrainOptions o;
+    o.model = f.model.resolve();
+    o.T = f.seq;
+    o.mbs = f.mbs;
+    o.steps = f.warmup + f.steps;
+    o.blas_threads = 1;
+    o.quiet = true;
+    o.ranks = f.ranks;
+    o.zero = f.zero;
+    o.bucket_mb = f.bucket_mb;
+    const int cores = machine_cores();
+    const GPT2Config& m = o.model;
+    const std::string strategy = f.zero > 0 ? "ZeRO-" + std::to_string(f.zero)
+                                            : (f.bucket_mb > 0 ? "DDP bucketed" : "DDP naive (per tensor)");
+    std::printf("bench trace: cost of --trace, %s (L=%d C=%d H=%d V=%d) on %d ranks (threads backend, %s), "
+                "MBS %d per rank, 1 BLAS thread per rank\n",
+                m.name.c_str(), m.L, m.C, m.H, m.V, f.ranks, strategy.c_str(), f.mbs);
+    std::printf("  %d rounds of (off, on) alternated; %d warm-up + %d measured steps per run; trace written to %s\n",
+                f.rounds, f.warmup, f.steps, f.trace.c_str());
+    if (f.ranks > cores)
+        std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns)\n", cores, f.ranks);
+    std::fflush(stdout);
+
+    std::vector<double> off_all, on_all, off_runs, on_runs;
+    for (int round = 0; round < f.rounds; ++round) {
+        for (bool traced : {false, true}) {
+            o.trace = traced ? f.trace : "";
+            std::vector<double> ms = measured_steps_ms(train(o, nullptr), f.warmup);
+            (traced ? on_all : off_all).insert((traced ? on_all : off_all).end(), ms.begin(), ms.end());
+            (traced ? on_runs : off_runs).push_back(median(ms));
+        }
+    }
+    const double off = median(off_all), on = median(on_all), overhead = 100.0 * (on - off) / off;
+
+    auto row = [](const char* name, double med, const std::vector<double>& runs) {
+        std::printf("%-8s %11.2f   ", name, med);
+        for (double r : runs) std::printf(" %.1f", r);
+        std::printf("\n");
+    };
+    std::printf("%-8s %11s   %s\n", "tracing", "median ms", "each run's median ms, in order");
+    row("off", off, off_runs);
+    row("on", on, on_runs);
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(f.trace, ec);
+    std::printf("overhead = (on - off) / off = %+.1f%%  (target: <= 3%%); trace file %.1f MiB\n", overhead,
+                ec ? 0.0 : double(bytes) / 1048576.0);
+    std::fflush(stdout);
+    if (!f.json.empty())
+        write_json_file(f.json, {{"model", m.name}, {"ranks", f.ranks}, {"strategy", strategy}, {"rounds", f.rounds},
+                                 {"off_median_ms", off}, {"on_median_ms", on}, {"overhead_percent", overhead},
+                                 {"off_run_medians_ms", off_runs}, {"on_run_medians_ms", on_runs}});
+}
+
+}  // namespace
+
+void add_bench_trace_command(CLI::App& bench) {
+    auto* cmd = bench.add_subcommand(
+        "trace", "Cost of --trace: step time with tracing off and on, alternated, and the overhead in percent");
+    auto f = std::make_shared<BenchTraceFlags>();
+    add_model_flags(*cmd, f->model);
+    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank")->capture_default_str();
+    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
+    cmd->add_option("--steps", f->steps, "Measured steps per run")->capture_default_str();
+    cmd->add_option("--warmup", f->warmup, "Warm-up steps per run (not measured)")->capture_default_str();
+    cmd->add_option("--ranks", f->ranks, "World size (threads backend)")->capture_default_str();
+    cmd->add_option("--rounds", f->rounds, "Rounds of (off, on)")->capture_default_str();
+    cmd->add_option("--zero", f->zero, "ZeRO stage of the run (0: DDP)")->capture_default_str();
+    cmd->add_option("--bucket-mb", f->bucket_mb, "DDP bucket size, MiB (0: naive)")->capture_default_str();
+    cmd->add_option("--trace", f->trace, "Where the traced runs write their trace")->capture_default_str();
+    cmd->add_option("--json", f->json, "Write the results here");
+    cmd->callback([f]() { run_bench_trace(*f); });
+}
+
+}  // namespace ss::app
