@@ -27,4 +27,11 @@ void add_inplace(float* y, const float* x, long n) {
     for (long i = 0; i < n; i++) y[i] += x[i];
 }
 
+void add_bias(float* out, const float* bias, int N, int C) {
+    for (int n = 0; n < N; ++n) {
+        float* o = out + long(n) * C;
+        for (int c = 0; c < C; ++c) o[c] += bias[c];
+    }
+}
+
 }  // namespace ss::cpu

@@ -11,5 +11,8 @@ void residual_forward(float* out, const float* a, const float* b, long n);
 void residual_backward(float* da, float* db, const float* dout, long n);
 /// y[i] += x[i] (the accumulate step that many backward passes need).
 void add_inplace(float* y, const float* x, long n);
+/// out[n, c] += bias[c] for N rows of C: the bias of a row-parallel layer, added
+/// once after its partial outputs are summed. Its gradient is matmul_backward's dbias.
+void add_bias(float* out, const float* bias, int N, int C);
 
 }  // namespace ss::cpu

@@ -41,6 +41,8 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--trace", opts->trace, "Write a Chrome trace of every collective, span and memory change");
     cmd->add_option("--zero", opts->zero, "ZeRO stage: 0 (DDP), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters)")
         ->capture_default_str();
+    cmd->add_option("--tp", opts->tp, "Tensor-parallel degree (Megatron): ranks that split every layer")
+        ->capture_default_str();
     cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
     cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group (HSDP / ZeRO++ hpZ; default: 1)");
     cmd->add_option("--bucket-mb", opts->bucket_mb, "DDP: all-reduce gradients in buckets of this many MiB (0: naive)")

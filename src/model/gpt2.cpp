@@ -11,6 +11,7 @@
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/residual.h"
+#include "kernels/cpu/vocab_parallel.h"
 
 namespace ss {
 
@@ -41,58 +42,88 @@ static Tensor act(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::acts
 static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
 
 // ---- forward ------------------------------------------------------------------
+//
+// Under tensor parallelism (t = tp.size() > 1) each rank holds H/t heads and
+// 4C/t MLP columns (model/params.h, Split), so the shapes below use
+//   Cl = C/t (attention width of my heads), Hl = H/t, Fl = 4C/t, Vl = V/t.
+// With t = 1 they are the whole model and every tp.* call does nothing.
 
-void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C,
-                           Ledger& ledger) {
+void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int V,
+                           TensorParallel& tp, Ledger& ledger) {
+    const int N = a.B * a.T, Vl = V / tp.size();
     a.encoded = act(ledger, {a.B, a.T, C});
-    encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
+    if (tp.size() == 1) {
+        encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
+        return;
+    }
+    // Vocabulary-parallel embedding: my rows only, summed over the TP group (g), then positions.
+    vocab_embedding_forward(a.encoded.f32(), tokens, wte, tp.rank() * Vl, Vl, N, C);
+    tp.g_forward(a.encoded.f32(), long(N) * C, -1);
+    add_positions(a.encoded.f32(), wpe, a.B, a.T, C);
 }
 
-void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H,
-                   Ledger& ledger) {
-    const int N = B * T;
+void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
+                   TensorParallel& tp, Ledger& ledger) {
+    const int N = B * T, t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
     ba.ln1 = act(ledger, {B, T, C});
     ba.ln1_mean = act(ledger, {B, T});
     ba.ln1_rstd = act(ledger, {B, T});
-    ba.qkv = act(ledger, {B, T, 3 * C});
-    ba.att = act(ledger, {B, H, T, T});
-    ba.atty = act(ledger, {B, T, C});
+    ba.qkv = act(ledger, {B, T, 3 * Cl});
+    ba.att = act(ledger, {B, Hl, T, T});
+    ba.atty = act(ledger, {B, T, Cl});
     ba.x_mid = act(ledger, {B, T, C});
     ba.ln2 = act(ledger, {B, T, C});
     ba.ln2_mean = act(ledger, {B, T});
     ba.ln2_rstd = act(ledger, {B, T});
-    ba.fch = act(ledger, {B, T, 4 * C});
-    ba.fch_gelu = act(ledger, {B, T, 4 * C});
+    ba.fch = act(ledger, {B, T, Fl});
+    ba.fch_gelu = act(ledger, {B, T, Fl});
     ba.x_out = act(ledger, {B, T, C});
 
-    // Attention sub-block: x_mid = x_in + c_proj(attention(c_attn(ln_1(x_in))))
+    // Attention: x_mid = x_in + g(c_proj_row(attention(c_attn_col(f(ln_1(x_in))))))
     layernorm_forward(ba.ln1.f32(), ba.ln1_mean.f32(), ba.ln1_rstd.f32(), x_in, w.ln1_w, w.ln1_b, N, C);
-    matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * C);
-    attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, T, C, H);
-    matmul_forward(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, w.attnproj_b, N, C, C);
+    matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
+    attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, T, Cl, Hl);
+    matmul_forward(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, nullptr, N, Cl, C);  // row-parallel: a partial sum
+    tp.g_forward(ba.x_mid.f32(), long(N) * C, l);
+    add_bias(ba.x_mid.f32(), w.attnproj_b, N, C);  // once, after the sum
     add_inplace(ba.x_mid.f32(), x_in, long(N) * C);
 
-    // MLP sub-block: x_out = x_mid + mlp.c_proj(gelu(mlp.c_fc(ln_2(x_mid))))
+    // MLP: x_out = x_mid + g(c_proj_row(gelu(c_fc_col(f(ln_2(x_mid))))))
     layernorm_forward(ba.ln2.f32(), ba.ln2_mean.f32(), ba.ln2_rstd.f32(), ba.x_mid.f32(), w.ln2_w, w.ln2_b, N, C);
-    matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, 4 * C);
-    gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * 4 * C);
-    matmul_forward(ba.x_out.f32(), ba.fch_gelu.f32(), w.fcproj_w, w.fcproj_b, N, 4 * C, C);
+    matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, Fl);
+    gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * Fl);
+    matmul_forward(ba.x_out.f32(), ba.fch_gelu.f32(), w.fcproj_w, nullptr, N, Fl, C);
+    tp.g_forward(ba.x_out.f32(), long(N) * C, l);
+    add_bias(ba.x_out.f32(), w.fcproj_b, N, C);
     add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(N) * C);
 }
 
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
-                   const int* targets, int C, int V, Ledger& ledger) {
-    const int N = a.B * a.T;
+                   const int* targets, int C, int V, TensorParallel& tp, Ledger& ledger) {
+    const int N = a.B * a.T, Vl = V / tp.size();
     a.lnf = act(ledger, {a.B, a.T, C});
     a.lnf_mean = act(ledger, {a.B, a.T});
     a.lnf_rstd = act(ledger, {a.B, a.T});
-    a.probs = act(ledger, {a.B, a.T, V});
+    a.probs = act(ledger, {a.B, a.T, Vl});
     a.losses = act(ledger, {a.B, a.T});
     layernorm_forward(a.lnf.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, N, C);
-    // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h).
-    Tensor logits(ledger, Mem::workspace, {a.B, a.T, V}, DType::f32, false);
-    lm_head_forward(logits.f32(), a.lnf.f32(), wte, N, C, V);
-    a.loss = crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V);
+    // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h); under TP my V/t words only.
+    Tensor logits(ledger, Mem::workspace, {a.B, a.T, Vl}, DType::f32, false);
+    lm_head_forward(logits.f32(), a.lnf.f32(), wte, N, C, Vl);
+    if (tp.size() == 1) {
+        a.loss = crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V);
+        return a.loss;
+    }
+    // Vocabulary-parallel cross-entropy (kernels/cpu/vocab_parallel.h): the logits
+    // are never gathered, only three numbers per token cross the TP group.
+    Tensor m = scratch(ledger, {N}), sums = scratch(ledger, {N}), z = scratch(ledger, {N});
+    row_max(m.f32(), logits.f32(), N, Vl);
+    tp.max_over_ranks(m.f32(), N);
+    exp_shifted(a.probs.f32(), sums.f32(), logits.f32(), m.f32(), N, Vl);
+    tp.sum_over_ranks(sums.f32(), N);
+    target_logit(z.f32(), logits.f32(), targets, tp.rank() * Vl, N, Vl);
+    tp.sum_over_ranks(z.f32(), N);
+    a.loss = vocab_ce_finish(a.losses.f32(), a.probs.f32(), sums.f32(), z.f32(), m.f32(), N, Vl);
     return a.loss;
 }
 
@@ -100,46 +131,60 @@ float head_forward(Activations& a, const float* x_last, const float* lnf_w, cons
 
 void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
                    const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
-                   Ledger& ledger) {
-    const int N = a.B * a.T;
-    Tensor dlogits = scratch(ledger, {a.B, a.T, V});
-    crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V);
+                   TensorParallel& tp, Ledger& ledger) {
+    const int N = a.B * a.T, Vl = V / tp.size();
+    Tensor dlogits = scratch(ledger, {a.B, a.T, Vl});
+    if (tp.size() == 1)
+        crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V);
+    else
+        vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl);
     Tensor dlnf = scratch(ledger, {a.B, a.T, C});
-    lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, V);
+    lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, Vl);
+    tp.f_backward(dlnf.f32(), long(N) * C, -1);  // each rank scored V/t words: sum their input gradients
     std::memset(dx, 0, sizeof(float) * size_t(N) * C);
     layernorm_backward(dx, dlnf_w, dlnf_b, dlnf.f32(), x_last, lnf_w, a.lnf_mean.f32(), a.lnf_rstd.f32(), N, C);
 }
 
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
-                    int T, int C, int H, Ledger& ledger) {
-    const int N = B * T;
+                    int T, int C, int H, int l, TensorParallel& tp, Ledger& ledger) {
+    const int N = B * T, t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
     // dx = d/d(x_out). The residual passes it to x_mid unchanged (dx_mid starts as dx)
-    // and the MLP branch adds its part.
-    Tensor dfch_gelu = scratch(ledger, {B, T, 4 * C});
-    Tensor dfch = scratch(ledger, {B, T, 4 * C});
+    // and the MLP branch adds its part. g's backward is the identity: every TP
+    // rank starts from the same dx.
+    Tensor dfch_gelu = scratch(ledger, {B, T, Fl});
+    Tensor dfch = scratch(ledger, {B, T, Fl});
     Tensor dln2 = scratch(ledger, {B, T, C});
-    matmul_backward(dfch_gelu.f32(), g.fcproj_w, g.fcproj_b, dx, ba.fch_gelu.f32(), w.fcproj_w, N, 4 * C, C);
-    gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * 4 * C);
-    matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, 4 * C);
+    matmul_backward(dfch_gelu.f32(), g.fcproj_w, g.fcproj_b, dx, ba.fch_gelu.f32(), w.fcproj_w, N, Fl, C);
+    gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * Fl);
+    matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, Fl);
+    tp.f_backward(dln2.f32(), long(N) * C, l);  // f: sum the column slices' input gradients
     layernorm_backward(dx, g.ln2_w, g.ln2_b, dln2.f32(), ba.x_mid.f32(), w.ln2_w, ba.ln2_mean.f32(),
                        ba.ln2_rstd.f32(), N, C);
     dfch_gelu.reset();
     dfch.reset();
 
     // dx = d/d(x_mid) now. The same again for the attention branch.
-    Tensor datty = scratch(ledger, {B, T, C});
-    Tensor dqkv = scratch(ledger, {B, T, 3 * C});
-    Tensor datt_scratch = Tensor(ledger, Mem::workspace, {B, H, T, T}, DType::f32, false);
+    Tensor datty = scratch(ledger, {B, T, Cl});
+    Tensor dqkv = scratch(ledger, {B, T, 3 * Cl});
+    Tensor datt_scratch = Tensor(ledger, Mem::workspace, {B, Hl, T, T}, DType::f32, false);
     Tensor& dln1 = dln2;  // same shape, free again
     dln1.zero();
-    matmul_backward(datty.f32(), g.attnproj_w, g.attnproj_b, dx, ba.atty.f32(), w.attnproj_w, N, C, C);
-    attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, T, C, H);
-    matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * C);
+    matmul_backward(datty.f32(), g.attnproj_w, g.attnproj_b, dx, ba.atty.f32(), w.attnproj_w, N, Cl, C);
+    attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, T, Cl, Hl);
+    matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * Cl);
+    tp.f_backward(dln1.f32(), long(N) * C, l);
     layernorm_backward(dx, g.ln1_w, g.ln1_b, dln1.f32(), x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), N, C);
 }
 
-void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C) {
-    encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
+                            TensorParallel& tp) {
+    if (tp.size() == 1) {
+        encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
+        return;
+    }
+    const int Vl = V / tp.size();
+    vocab_embedding_backward(dwte, dx, tokens, tp.rank() * Vl, Vl, B * T, C);
+    add_positions_backward(dwpe, dx, B, T, C);
 }
 
 // ---- the whole model --------------------------------------------------------------
@@ -197,8 +242,8 @@ BlockPtrs<F> unit_block(const ParamLayout& lay, F* base, const Unit& u, int l) {
 }
 }  // namespace
 
-float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
-                   const int* targets, int B, int T, Activations& a, Ledger& ledger) {
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+                   const int* tokens, const int* targets, int B, int T, Activations& a, Ledger& ledger) {
     SS_CHECK(T <= cfg.maxT, "sequence length T=" << T << " is longer than the positional table (maxT=" << cfg.maxT
                                                  << "); use --seq " << cfg.maxT
                                                  << " or less, or a model with a larger --max-seq");
@@ -208,25 +253,25 @@ float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hoo
     a.B = B;
     a.T = T;
     const float* emb = hooks.params(0, false);  // kept until the tied head has used wte
-    encoder_stage_forward(a, at(emb, units[0], lay.wte()), at(emb, units[0], lay.wpe()), tokens, C, ledger);
+    encoder_stage_forward(a, at(emb, units[0], lay.wte()), at(emb, units[0], lay.wpe()), tokens, C, cfg.V, tp, ledger);
     a.blocks.resize(L);
     const float* x = a.encoded.f32();
     for (int l = 0; l < L; ++l) {
         const float* p = hooks.params(1 + l, false);
-        block_forward(a.blocks[l], unit_block(lay, p, units[1 + l], l), x, B, T, C, cfg.H, ledger);
+        block_forward(a.blocks[l], unit_block(lay, p, units[1 + l], l), x, B, T, C, cfg.H, l, tp, ledger);
         hooks.release(1 + l, false);
         x = a.blocks[l].x_out.f32();
     }
     const float* head = hooks.params(L + 1, false);
     float loss = head_forward(a, x, at(head, units[L + 1], lay.lnf_w()), at(head, units[L + 1], lay.lnf_b()),
-                              at(emb, units[0], lay.wte()), targets, C, cfg.V, ledger);
+                              at(emb, units[0], lay.wte()), targets, C, cfg.V, tp, ledger);
     hooks.release(L + 1, false);
     hooks.release(0, false);
     return loss;
 }
 
-void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
-                   const int* targets, const Activations& a, float dloss, Ledger& ledger) {
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+                   const int* tokens, const int* targets, const Activations& a, float dloss, Ledger& ledger) {
     const std::vector<Unit> units = make_units(lay);
     const int L = cfg.L, C = cfg.C, B = a.B, T = a.T;
     auto x_in = [&](int l) { return l == 0 ? a.encoded.f32() : a.blocks[l - 1].x_out.f32(); };
@@ -238,18 +283,19 @@ void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hoo
     float* ghead = hooks.grads(L + 1);
     head_backward(dx.f32(), at(ghead, units[L + 1], lay.lnf_w()), at(ghead, units[L + 1], lay.lnf_b()),
                   at(gemb, units[0], lay.wte()), a, x_in(L), at(head, units[L + 1], lay.lnf_w()),
-                  at(emb, units[0], lay.wte()), targets, dloss, C, cfg.V, ledger);
+                  at(emb, units[0], lay.wte()), targets, dloss, C, cfg.V, tp, ledger);
     hooks.release(L + 1, true);
     hooks.grads_ready(L + 1);
     for (int l = L - 1; l >= 0; --l) {
         const float* p = hooks.params(1 + l, true);
         BlockGrads g = unit_block(lay, hooks.grads(1 + l), units[1 + l], l);
-        block_backward(dx.f32(), g, a.blocks[l], unit_block(lay, p, units[1 + l], l), x_in(l), B, T, C, cfg.H,
+        block_backward(dx.f32(), g, a.blocks[l], unit_block(lay, p, units[1 + l], l), x_in(l), B, T, C, cfg.H, l, tp,
                        ledger);
         hooks.release(1 + l, true);
         hooks.grads_ready(1 + l);
     }
-    encoder_stage_backward(at(gemb, units[0], lay.wte()), at(gemb, units[0], lay.wpe()), dx.f32(), tokens, B, T, C);
+    encoder_stage_backward(at(gemb, units[0], lay.wte()), at(gemb, units[0], lay.wpe()), dx.f32(), tokens, B, T, C,
+                           cfg.V, tp);
     hooks.release(0, true);
     hooks.grads_ready(0);
 }
@@ -272,7 +318,8 @@ float GPT2::forward(const int* tokens, const int* targets, int B, int T, Activat
     h.units = make_units(layout_);
     h.w = w();
     h.g = g();
-    return gpt2_forward(cfg_, layout_, h, tokens, targets, B, T, a, *ledger_);
+    TensorParallel one_rank;
+    return gpt2_forward(cfg_, layout_, h, one_rank, tokens, targets, B, T, a, *ledger_);
 }
 
 void GPT2::backward(const int* tokens, const int* targets, const Activations& a, float dloss) {
@@ -280,7 +327,8 @@ void GPT2::backward(const int* tokens, const int* targets, const Activations& a,
     h.units = make_units(layout_);
     h.w = w();
     h.g = g();
-    gpt2_backward(cfg_, layout_, h, tokens, targets, a, dloss, *ledger_);
+    TensorParallel one_rank;
+    gpt2_backward(cfg_, layout_, h, one_rank, tokens, targets, a, dloss, *ledger_);
 }
 
 }  // namespace ss

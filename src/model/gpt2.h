@@ -80,26 +80,56 @@ struct Activations {
     void clear();
 };
 
-/// The embedding stage: x = wte[tokens] + wpe.
-void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C,
-                           Ledger& ledger);
+/// Where the ranks of a tensor-parallel group combine their partial results:
+/// Megatron-LM's conjugate operators (Shoeybi et al. 2019, section 3, figure 3)
+///
+///     f: in front of a column-parallel layer:  forward identity,    backward all-reduce
+///     g: behind a row-parallel layer:          forward all-reduce,  backward identity
+///
+/// plus the two reductions of the vocabulary-parallel loss. This base class is
+/// one rank, where every operator is the identity; parallel/tensor_parallel.h
+/// implements them with collectives over the tp axis. The model calls them at
+/// fixed places (gpt2.cpp), so a reader sees exactly where TP communicates.
+class TensorParallel {
+public:
+    virtual ~TensorParallel() = default;
+    /// TP degree t.
+    virtual int size() const { return 1; }
+    /// This rank's index in its TP group.
+    virtual int rank() const { return 0; }
+    /// g, forward: @p x (n partial sums) becomes their sum over the TP ranks.
+    virtual void g_forward(float* x, long n, int layer) { (void)x, (void)n, (void)layer; }
+    /// f, backward: @p dx (n partial input gradients) becomes their sum over the TP ranks.
+    virtual void f_backward(float* dx, long n, int layer) { (void)dx, (void)n, (void)layer; }
+    /// Vocabulary-parallel loss: @p x (n values) becomes the elementwise max over the TP ranks.
+    virtual void max_over_ranks(float* x, long n) { (void)x, (void)n; }
+    /// Vocabulary-parallel loss: @p x (n values) becomes the elementwise sum over the TP ranks.
+    virtual void sum_over_ranks(float* x, long n) { (void)x, (void)n; }
+};
+
+/// The embedding stage: x = wte[tokens] + wpe. Under TP wte holds this rank's
+/// V/t rows and the partial embeddings are summed (g).
+void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int V,
+                           TensorParallel& tp, Ledger& ledger);
 /// Forward of block @p l (a.blocks[l] is allocated here). @p x_in is the block's input.
-void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H,
-                   Ledger& ledger);
-/// The head: ln_f, tied logits, cross-entropy. Returns the mean loss.
+/// C and H are the model's; under TP this rank computes H/t heads and 4C/t MLP columns.
+void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
+                   TensorParallel& tp, Ledger& ledger);
+/// The head: ln_f, tied logits, cross-entropy (vocabulary-parallel under TP). Returns the mean loss.
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
-                   const int* targets, int C, int V, Ledger& ledger);
+                   const int* targets, int C, int V, TensorParallel& tp, Ledger& ledger);
 
 /// Backward of the head. Writes dx[B,T,C] (overwrites) and accumulates dwte, dlnf_w, dlnf_b.
 /// @p dloss is d(objective)/d(loss of each token): 1/(B*T) for the mean loss.
 void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
                    const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
-                   Ledger& ledger);
+                   TensorParallel& tp, Ledger& ledger);
 /// Backward of block @p l: dx holds d/d(x_out) on entry and d/d(x_in) on exit.
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
-                    int T, int C, int H, Ledger& ledger);
-/// Backward of the embedding: accumulates into dwte, dwpe.
-void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C);
+                    int T, int C, int H, int l, TensorParallel& tp, Ledger& ledger);
+/// Backward of the embedding: accumulates into dwte (this rank's rows under TP) and dwpe.
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
+                            TensorParallel& tp);
 
 /// The units a pass walks through, in flat-buffer order: unit 0 = embeddings
 /// (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f. Each unit is one
@@ -145,12 +175,13 @@ public:
 };
 
 /// One forward pass through units provided by @p hooks; saves into @p acts; returns the mean loss.
-float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
-                   const int* targets, int B, int T, Activations& acts, Ledger& ledger);
+/// @p lay is this rank's layout (its TP slice when tp.size() > 1).
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+                   const int* tokens, const int* targets, int B, int T, Activations& acts, Ledger& ledger);
 /// The matching backward pass: adds d(objective)/d(params) into hooks.grads(u),
 /// with d(objective)/d(token loss) = @p dloss.
-void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const int* tokens,
-                   const int* targets, const Activations& acts, float dloss, Ledger& ledger);
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+                   const int* tokens, const int* targets, const Activations& acts, float dloss, Ledger& ledger);
 
 /// A whole GPT-2 on one rank: flat parameters and gradients plus forward/backward.
 ///

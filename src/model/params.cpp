@@ -19,12 +19,44 @@ const ParamSpec& ParamLayout::get(const std::string& name) const {
     return *s;
 }
 
-ParamLayout make_param_layout(const GPT2Config& cfg) {
+int64_t ParamSpec::global_index(int64_t local) const {
+    if (tp == 1 || split == Split::none) return local;
+    if (split == Split::rows) return int64_t(tp_rank) * numel + local;  // rows are contiguous
+    // Columns: local [in, out/t] (a weight) or [out/t] (a bias).
+    const int64_t out_l = shape.back(), out = global_shape.back();
+    const int64_t row = local / out_l, col = local % out_l;
+    int64_t gcol;
+    if (split == Split::cols) {
+        gcol = int64_t(tp_rank) * out_l + col;
+    } else {  // qkv_cols: three parts (q, k, v) of C columns, each cut in t
+        const int64_t part_l = out_l / 3, part = out / 3;
+        gcol = (col / part_l) * part + int64_t(tp_rank) * part_l + col % part_l;
+    }
+    return row * out + gcol;
+}
+
+ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank) {
+    SS_CHECK(tp >= 1 && 0 <= tp_rank && tp_rank < tp, "bad tensor-parallel rank " << tp_rank << " of " << tp);
+    if (tp > 1) {
+        SS_CHECK(cfg.H % tp == 0, "TP=" << tp << " does not divide n_head H=" << cfg.H
+                                        << ": tensor parallelism gives each rank whole heads; choose TP from the "
+                                           "divisors of "
+                                        << cfg.H);
+        SS_CHECK(cfg.V % tp == 0, "TP=" << tp << " does not divide the vocabulary V=" << cfg.V
+                                        << ": the vocabulary-parallel embedding gives each rank V/TP rows; choose a "
+                                           "TP that divides V (or a --vocab padded to a multiple of TP)");
+    }
     ParamLayout lay;
     const int64_t C = cfg.C;
-    auto add = [&](std::string name, Shape shape, int layer, Init init, bool decay) {
+    auto add = [&](std::string name, Shape shape, int layer, Init init, bool decay, Split split = Split::none) {
         ParamSpec s;
         s.name = std::move(name);
+        s.global_shape = shape;
+        s.split = tp > 1 ? split : Split::none;
+        s.tp = tp;
+        s.tp_rank = tp_rank;
+        if (s.split == Split::rows) shape[0] /= tp;
+        if (s.split == Split::cols || s.split == Split::qkv_cols) shape.back() /= tp;
         s.shape = std::move(shape);
         s.numel = numel(s.shape);
         s.offset = lay.total;
@@ -35,27 +67,41 @@ ParamLayout make_param_layout(const GPT2Config& cfg) {
         lay.index[s.name] = lay.specs.size();
         lay.specs.push_back(std::move(s));
     };
-    add("wte.weight", {cfg.V, C}, -1, Init::normal, true);
+    add("wte.weight", {cfg.V, C}, -1, Init::normal, true, Split::rows);
     add("wpe.weight", {cfg.maxT, C}, -1, Init::normal, true);
     for (int l = 0; l < cfg.L; ++l) {
         std::string p = "h." + std::to_string(l) + ".";
         // Order matches enum BlockParam.
         add(p + "ln_1.weight", {C}, l, Init::ones, false);
         add(p + "ln_1.bias", {C}, l, Init::zeros, false);
-        add(p + "attn.c_attn.weight", {C, 3 * C}, l, Init::normal, true);
-        add(p + "attn.c_attn.bias", {3 * C}, l, Init::zeros, false);
-        add(p + "attn.c_proj.weight", {C, C}, l, Init::normal_resproj, true);
+        add(p + "attn.c_attn.weight", {C, 3 * C}, l, Init::normal, true, Split::qkv_cols);
+        add(p + "attn.c_attn.bias", {3 * C}, l, Init::zeros, false, Split::qkv_cols);
+        add(p + "attn.c_proj.weight", {C, C}, l, Init::normal_resproj, true, Split::rows);
         add(p + "attn.c_proj.bias", {C}, l, Init::zeros, false);
         add(p + "ln_2.weight", {C}, l, Init::ones, false);
         add(p + "ln_2.bias", {C}, l, Init::zeros, false);
-        add(p + "mlp.c_fc.weight", {C, 4 * C}, l, Init::normal, true);
-        add(p + "mlp.c_fc.bias", {4 * C}, l, Init::zeros, false);
-        add(p + "mlp.c_proj.weight", {4 * C, C}, l, Init::normal_resproj, true);
+        add(p + "mlp.c_fc.weight", {C, 4 * C}, l, Init::normal, true, Split::cols);
+        add(p + "mlp.c_fc.bias", {4 * C}, l, Init::zeros, false, Split::cols);
+        add(p + "mlp.c_proj.weight", {4 * C, C}, l, Init::normal_resproj, true, Split::rows);
         add(p + "mlp.c_proj.bias", {C}, l, Init::zeros, false);
     }
     add("ln_f.weight", {C}, -1, Init::ones, false);
     add("ln_f.bias", {C}, -1, Init::zeros, false);
     return lay;
+}
+
+void slice_for_rank(const ParamLayout& local, const ParamLayout& global, const float* global_flat, float* local_flat) {
+    for (const ParamSpec& s : local.specs) {
+        const float* g = global_flat + global.get(s.name).offset;
+        for (int64_t i = 0; i < s.numel; ++i) local_flat[s.offset + i] = g[s.global_index(i)];
+    }
+}
+
+void place_from_rank(const ParamLayout& local, const ParamLayout& global, const float* local_flat, float* global_flat) {
+    for (const ParamSpec& s : local.specs) {
+        float* g = global_flat + global.get(s.name).offset;
+        for (int64_t i = 0; i < s.numel; ++i) g[s.global_index(i)] = local_flat[s.offset + i];
+    }
 }
 
 void init_params(const ParamLayout& layout, const GPT2Config& cfg, uint64_t seed, int64_t begin, int64_t end,
@@ -69,7 +115,7 @@ void init_params(const ParamLayout& layout, const GPT2Config& cfg, uint64_t seed
         if (lo >= hi) continue;
         uint64_t stream = hash_name(s.name);
         for (int64_t g = lo; g < hi; ++g) {
-            int64_t i = g - s.offset;  // index within the parameter
+            int64_t i = s.global_index(g - s.offset);  // index within the whole HF tensor
             float v = 0.0f;
             switch (s.init) {
                 case Init::normal: v = std_normal * counter_normal(seed, stream, i); break;

@@ -35,15 +35,35 @@ enum class Init {
     ones             ///< LayerNorm gains
 };
 
+/// How tensor parallelism cuts a parameter over the t ranks of a TP group
+/// (Megatron-LM, Shoeybi et al. 2019, section 3, figure 3):
+///
+///     ColumnParallelLinear  W = [W_1, ..., W_t]      each rank: out/t columns (and bias entries)
+///     RowParallelLinear     W = [W_1; ...; W_t]      each rank: in/t rows (the bias stays whole)
+///     vocabulary-parallel   wte = [E_1; ...; E_t]    each rank: V/t rows
+enum class Split {
+    none,      ///< replicated on every TP rank: LayerNorms, wpe, row-parallel biases
+    cols,      ///< ColumnParallelLinear: mlp.c_fc weight and bias
+    qkv_cols,  ///< c_attn: q, k and v are each cut by columns, so a rank holds whole heads
+    rows,      ///< RowParallelLinear weights (attn.c_proj, mlp.c_proj) and wte
+};
+
 /// One parameter tensor and where it lives in the flat buffer.
 struct ParamSpec {
     std::string name;    ///< HF name, e.g. "h.0.attn.c_attn.weight"
-    Shape shape;         ///< HF shape
+    Shape shape;         ///< shape on this rank (the HF shape without tensor parallelism)
+    Shape global_shape;  ///< the HF shape
+    Split split = Split::none;  ///< how tensor parallelism cuts it
+    int tp = 1;          ///< TP degree the layout was made for
+    int tp_rank = 0;     ///< which slice this rank holds
     int64_t offset = 0;  ///< first element in the flat buffer
     int64_t numel = 0;   ///< elements
     int layer = -1;      ///< block index, or -1 for embeddings and ln_f
     Init init = Init::normal;  ///< how init_params fills it
     bool decay = false;  ///< AdamW weight decay applies (matrices and embeddings, not biases or LayerNorm)
+
+    /// Index in the whole (global) HF tensor of this rank's element @p local.
+    int64_t global_index(int64_t local) const;
 };
 
 /// Indices into ParamLayout::specs of one block's tensors.
@@ -75,8 +95,16 @@ struct ParamLayout {
     std::map<std::string, size_t> index;  ///< name -> position in specs
 };
 
-/// The layout of @p cfg's parameters.
-ParamLayout make_param_layout(const GPT2Config& cfg);
+/// The layout of @p cfg's parameters; with @p tp > 1, the slice that tensor-parallel
+/// rank @p tp_rank holds (see Split). Throws ss::Error if TP does not divide H and V.
+ParamLayout make_param_layout(const GPT2Config& cfg, int tp = 1, int tp_rank = 0);
+
+/// This rank's slice of whole flat parameters: @p local (local.total elements)
+/// from @p global (laid out as make_param_layout(cfg) with tp = 1).
+void slice_for_rank(const ParamLayout& local, const ParamLayout& global, const float* global_flat, float* local_flat);
+
+/// The inverse: writes this rank's slice @p local_flat into its places in @p global_flat.
+void place_from_rank(const ParamLayout& local, const ParamLayout& global, const float* local_flat, float* global_flat);
 
 /// Writes the initial values of elements [begin, end) of the flat buffer into
 /// @p out (out[0] is element @p begin). Any slice gives the same values as the

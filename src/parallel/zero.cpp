@@ -55,9 +55,11 @@ int unit_layer(int u) { return u - 1; }
 }  // namespace
 
 ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
-                     Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp)
+                     Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
+                     TensorParallelComm* tp)
     : cfg_(cfg),
-      layout_(make_param_layout(cfg)),
+      tp_(tp),
+      layout_(make_param_layout(cfg, tp ? tp->size() : 1, tp ? tp->rank() : 0)),
       units_(make_units(layout_)),
       storage_(storage),
       zc_(zc),
@@ -141,7 +143,11 @@ void ZeroModel::init(uint64_t seed) {
 }
 
 void ZeroModel::load(const std::string& path) {
-    std::vector<float> full = read_params(layout_, path);
+    // The file holds whole HF tensors; take my TP slice of them, then (stage 3) my shard.
+    const ParamLayout global = make_param_layout(cfg_);
+    std::vector<float> whole = read_params(global, path);
+    std::vector<float> full(size_t(layout_.total));
+    slice_for_rank(layout_, global, whole.data(), full.data());
     set_local_values(zc_.stage >= 3 ? pick_mine(full) : std::move(full));
 }
 
@@ -165,8 +171,8 @@ std::vector<float> ZeroModel::gather_full(const Tensor& t, bool is_shard, Payloa
 }
 
 void ZeroModel::save(const std::string& path) {
-    std::vector<float> full = gather_full(params_, zc_.stage >= 3, Payload::param);
-    if (comm_.rank() == 0) save_params(cfg_, layout_, full.data(), st(), path);
+    std::vector<float> whole = assemble_tp(gather_full(params_, zc_.stage >= 3, Payload::param), Payload::param);
+    if (comm_.rank() == 0) save_params(cfg_, make_param_layout(cfg_), whole.data(), st(), path);
 }
 
 std::vector<float> ZeroModel::full_grads() {
@@ -174,16 +180,31 @@ std::vector<float> ZeroModel::full_grads() {
     // (Stages 0: done in backward. Others: average a copy here, outside the
     // step's own traffic, labelled phase "none".)
     const float* acc = st() == DType::bf16 ? grad_acc_.f32() : grads_.f32();
-    if (zc_.stage == 0) return gather_full(grads_, false, Payload::grad);
+    if (zc_.stage == 0) return assemble_tp(gather_full(grads_, false, Payload::grad), Payload::grad);
     Tensor copy(ledger_, Mem::comm, {grads_.numel()});
     std::memcpy(copy.f32(), acc, size_t(copy.numel()) * sizeof(float));
     Label label{Payload::grad, -1, Phase::none, -1, step_ + 1};
     if (zc_.stage == 1) {
         comm_.all_reduce(copy.f32(), size_t(copy.numel()), dp_, ReduceOp::avg, label);
-        return gather_full(copy, false, Payload::grad);
+        return assemble_tp(gather_full(copy, false, Payload::grad), Payload::grad);
     }
     if (rep_.size() > 1) comm_.all_reduce(copy.f32(), size_t(copy.numel()), rep_, ReduceOp::avg, label);
-    return gather_full(copy, true, Payload::grad);
+    return assemble_tp(gather_full(copy, true, Payload::grad), Payload::grad);
+}
+
+// Under tensor parallelism each TP rank holds a different slice: gather all
+// slices over the tp group and put each element in its place in the whole
+// HF tensors. Every rank must call it; every rank gets the whole.
+std::vector<float> ZeroModel::assemble_tp(const std::vector<float>& mine, Payload payload) {
+    if (!tp_ || tp_->size() == 1) return mine;
+    const int t = tp_->size();
+    std::vector<float> all(mine.size() * size_t(t));
+    comm_.all_gather(mine.data(), all.data(), mine.size(), tp_->group(), Label{payload, -1, Phase::none, -1, step_});
+    const ParamLayout global = make_param_layout(cfg_);
+    std::vector<float> whole(size_t(global.total));
+    for (int r = 0; r < t; ++r)
+        place_from_rank(make_param_layout(cfg_, t, r), global, all.data() + size_t(r) * mine.size(), whole.data());
+    return whole;
 }
 
 // ---- 3. the passes --------------------------------------------------------------------
@@ -195,7 +216,9 @@ void ZeroModel::zero_grad() {
 
 float ZeroModel::forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro) {
     micro_ = micro;
-    return gpt2_forward(cfg_, layout_, *this, tokens, targets, B, T, acts, ledger_);
+    if (tp_) tp_->set_position(micro, step_ + 1);
+    TensorParallel& tp = tp_ ? static_cast<TensorParallel&>(*tp_) : one_rank_;
+    return gpt2_forward(cfg_, layout_, *this, tp, tokens, targets, B, T, acts, ledger_);
 }
 
 void ZeroModel::backward(const int* tokens, const int* targets, const Activations& acts, float dloss, int micro,
@@ -203,7 +226,9 @@ void ZeroModel::backward(const int* tokens, const int* targets, const Activation
     micro_ = micro;
     last_micro_ = last;
     next_bucket_ = 0;
-    gpt2_backward(cfg_, layout_, *this, tokens, targets, acts, dloss, ledger_);
+    if (tp_) tp_->set_position(micro, step_ + 1);
+    TensorParallel& tp = tp_ ? static_cast<TensorParallel&>(*tp_) : one_rank_;
+    gpt2_backward(cfg_, layout_, *this, tp, tokens, targets, acts, dloss, ledger_);
     if (zc_.stage == 0 && last && !zc_.bucketed) {
         if (st() == DType::bf16) f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
         dp_allreduce_naive(comm_, replicas_sync_grads() || rep_.size() == 1 ? dp_ : shard_, grads_, layout_,

@@ -52,6 +52,7 @@
 #include "model/gpt2.h"
 #include "optim/adamw.h"
 #include "parallel/data_parallel.h"
+#include "parallel/tensor_parallel.h"
 
 namespace ss {
 
@@ -96,8 +97,11 @@ class ZeroModel final : public UnitHooks {
 public:
     /// Allocates what this rank holds for stage zc.stage (Ledger categories as in the table
     /// above). @p dp_group = @p shard_group x @p rep_group, all containing comm.rank().
+    /// With @p tp (tensor parallelism, parallel/tensor_parallel.h) this rank holds its TP
+    /// slice of the model, and ZeRO partitions that slice over the shard group.
     ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
-              Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp);
+              Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
+              TensorParallelComm* tp = nullptr);
     /// Frees everything (the Ledger sees it go).
     ~ZeroModel() override;
 
@@ -128,6 +132,8 @@ public:
     AdamW& optimizer() { return *optim_; }
     /// Steps taken.
     int steps_done() const { return step_; }
+    /// This rank's parameter layout (its TP slice under tensor parallelism).
+    const ParamLayout& layout() const { return layout_; }
     /// The parameters this rank stores (all of them for stages 0-2, its shard for stage 3).
     const Tensor& stored_params() const { return params_; }
 
@@ -154,8 +160,11 @@ private:
     std::vector<float> pick_mine(const std::vector<float>& full) const;
     void set_local_values(std::vector<float> local);
     std::vector<float> gather_full(const Tensor& shard_or_full, bool is_shard, Payload payload);
+    std::vector<float> assemble_tp(const std::vector<float>& mine, Payload payload);
 
     GPT2Config cfg_;
+    TensorParallelComm* tp_;     // null: no tensor parallelism
+    TensorParallel one_rank_;    // the identity f and g, used when tp_ is null
     ParamLayout layout_;
     std::vector<Unit> units_;
     DType storage_;

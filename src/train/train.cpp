@@ -16,6 +16,7 @@
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
+#include "parallel/tensor_parallel.h"
 #include "parallel/zero.h"
 #include "core/atomic_file.h"
 
@@ -49,6 +50,7 @@ nlohmann::json TrainReport::to_json() const {
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
     j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
+                  {"tp", tp},
                   {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
     j["gbs"] = {{"mbs", opts.mbs}, {"ga", opts.ga}, {"dp", dp}, {"gbs", gbs}, {"tokens_per_step", gbs * T},
                 {"formula", "GBS = MBS x GA x DP"}, {"line", gbs_line()}};
@@ -136,7 +138,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
 
-    ProcessMesh mesh(comm.world_size(), MeshShape{1, r.dp_rep, r.dp_shard, 1, 1});
+    ProcessMesh mesh(comm.world_size(), MeshShape{1, r.dp_rep, r.dp_shard, 1, r.tp});
     Mpu mpu = mesh.mpu(comm.rank());
     DataLoader loader(*sh.tokens, B, T, mpu.get_data_parallel_rank(), mpu.get_data_parallel_world_size());
 
@@ -148,8 +150,9 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.bucketed = opts.bucket_mb > 0;
     zc.bucket_mb = opts.bucket_mb;
     zc.replica_sync_every = opts.replica_sync_every;
+    TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group());
     ZeroModel model(opts.model, opts.dtype, zc, comm, mpu.get_data_parallel_group(), mpu.dp_shard_group(),
-                    mpu.dp_rep_group(), ledger, adamw_params(opts));
+                    mpu.dp_rep_group(), ledger, adamw_params(opts), r.tp > 1 ? &tp : nullptr);
     if (opts.init.empty())
         model.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
@@ -251,12 +254,18 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         r.world = np;
         if (mpi_world_rank() != 0) out = nullptr;  // one process prints
     }
-    MeshShape shape = fill_dp(r.world, MeshShape{1, opts.dp_rep, opts.dp_shard, 1, 1});
+    SS_CHECK(opts.tp >= 1, "--tp must be at least 1 (got " << opts.tp << ")");
+    if (opts.tp > 1) {
+        check_divides("TP", opts.tp, "n_head", opts.model.H);
+        check_divides("TP", opts.tp, "the vocabulary V", opts.model.V);
+    }
+    MeshShape shape = fill_dp(r.world, MeshShape{1, opts.dp_rep, opts.dp_shard, 1, opts.tp});
     ProcessMesh mesh(r.world, shape);  // throws a clear error for a bad layout
     SS_CHECK(opts.zero >= 0 && opts.zero <= 3, "--zero " << opts.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
     SS_CHECK(opts.replica_sync_every >= 1,
              "--replica-sync-every must be at least 1 (got " << opts.replica_sync_every << ")");
     SS_CHECK(opts.bucket_mb >= 0, "--bucket-mb must not be negative (got " << opts.bucket_mb << ")");
+    r.tp = shape.tp;
     r.dp_shard = shape.dp_shard;
     r.dp_rep = shape.dp_rep;
     r.dp = shape.dp();
@@ -279,8 +288,9 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                       opts.model.maxT, (long long)r.num_params, dtype_name(opts.dtype));
         *out << buf;
         if (r.world > 1) {
-            *out << "ranks: " << r.world << " (" << opts.backend << "), DP = dp_shard " << r.dp_shard << " x dp_rep "
-                 << r.dp_rep << ", ";
+            *out << "ranks: " << r.world << " (" << opts.backend << "), ";
+            if (r.tp > 1) *out << "TP " << r.tp << " (tensor parallel: shares each micro-batch) x ";
+            *out << "DP = dp_shard " << r.dp_shard << " x dp_rep " << r.dp_rep << ", ";
             *out << (opts.zero == 0 ? std::string(opts.bucket_mb > 0 ? "DDP, bucketed" : "DDP, one all-reduce per tensor")
                                     : "ZeRO-" + std::to_string(opts.zero) + " over each shard group of " +
                                           std::to_string(r.dp_shard))
@@ -312,7 +322,8 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     if (!opts.trace.empty()) {
         nlohmann::json other = r.to_json();
-        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", 1}, {"tp", 1}};
+        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", 1},
+                         {"tp", r.tp}};
         if (mpi)
             write_chrome_trace_mpi(opts.trace, *tracers[size_t(mpi_world_rank())], other, opts.comm_timeout);
         else
