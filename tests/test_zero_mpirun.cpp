@@ -15,7 +15,7 @@ namespace {
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_zero_mpirun_" + name; }
 }  // namespace
 
-TEST_CASE("DDP and ZeRO 1-3 under mpirun -np 4 equal one rank", "[zero][mpi]") {
+TEST_CASE("DDP, ZeRO 1-3 and TP under mpirun -np 4 equal one rank", "[zero][tp][mpi]") {
     TrainOptions one;
     one.model = model_preset("tiny");
     one.steps = 10;
@@ -25,12 +25,13 @@ TEST_CASE("DDP and ZeRO 1-3 under mpirun -np 4 equal one rank", "[zero][mpi]") {
     TrainReport ref = train(one, nullptr);
     StFile ref_params = read_safetensors(one.save);
 
-    for (const std::string flags : {"--zero 0", "--zero 0 --bucket-mb 0.05", "--zero 1", "--zero 2", "--zero 3",
-                                    "--zero 3 --dp-shard 2 --dp-rep 2"}) {
+    for (const std::string flags :
+         {"--mbs 2 --zero 0", "--mbs 2 --zero 0 --bucket-mb 0.05", "--mbs 2 --zero 1", "--mbs 2 --zero 2",
+          "--mbs 2 --zero 3", "--mbs 2 --zero 3 --dp-shard 2 --dp-rep 2", "--mbs 4 --tp 2 --zero 3", "--mbs 8 --tp 4"}) {
         std::string json = out_path("run.json"), save = out_path("run.safetensors");
         std::remove(json.c_str());
         CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
-                                SS_SHARDSCOPE_EXE + " train --backend mpi --model tiny --mbs 2 --steps 10 --quiet " +
+                                SS_SHARDSCOPE_EXE + " train --backend mpi --model tiny --steps 10 --quiet " +
                                 flags + " --json " + json + " --save " + save);
         INFO(flags << "\n" << r.output);
         REQUIRE(r.code == 0);

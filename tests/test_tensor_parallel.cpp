@@ -1,0 +1,158 @@
+// test_tensor_parallel.cpp — tensor parallelism (alone and with DP, ZeRO and
+// replicas) is the single-rank step; it moves activations, never parameters,
+// in exactly Megatron's volumes.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+
+#include "comm/trace.h"
+#include "core/check.h"
+#include "model/params.h"
+#include "model/safetensors.h"
+#include "train/train.h"
+
+using namespace ss;
+
+namespace {
+
+std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_tp_" + name; }
+
+double rel_max(const StFile& a, const StFile& b) {
+    double err = 0, scale = 1e-30;
+    for (const auto& [name, t] : b.tensors) {
+        std::vector<float> x = st_to_f32(a.get(name)), y = st_to_f32(t);
+        for (size_t i = 0; i < y.size(); ++i) {
+            err = std::max(err, std::fabs(double(x[i]) - y[i]));
+            scale = std::max(scale, std::fabs(double(y[i])));
+        }
+    }
+    return err / scale;
+}
+
+struct Layout {
+    int ranks, tp, dp_shard, dp_rep, zero;
+};
+
+void check_equals_one_rank(const Layout& l) {
+    const int steps = 10, gbs = 8;
+    TrainOptions one;
+    one.model = model_preset("tiny");
+    one.steps = steps;
+    one.quiet = true;
+    one.mbs = gbs;
+    one.dump_grads = out_path("grads_one.safetensors");
+    one.save = out_path("end_one.safetensors");
+    TrainOptions par = one;
+    par.ranks = l.ranks;
+    par.tp = l.tp;
+    par.dp_shard = l.dp_shard;
+    par.dp_rep = l.dp_rep;
+    par.zero = l.zero;
+    const int dp = l.ranks / l.tp;
+    par.mbs = gbs / dp;  // the same global batch
+    par.dump_grads = out_path("grads_par.safetensors");
+    par.save = out_path("end_par.safetensors");
+    TrainReport a = train(par, nullptr), b = train(one, nullptr);
+    INFO("ranks " << l.ranks << " tp " << l.tp << " dp_shard " << l.dp_shard << " dp_rep " << l.dp_rep << " ZeRO-"
+                  << l.zero);
+    REQUIRE(a.gbs == b.gbs);
+    // Tolerances as in test_zero.cpp: the TP ranks add partial sums of the
+    // same products (fp32 summation order only), for the loss 1e-4 after 10
+    // AdamW steps, for the first gradients 1e-5 and final parameters 1e-4 of
+    // the largest value.
+    for (int i = 0; i < steps; ++i) REQUIRE(a.steps[i].loss == Approx(b.steps[i].loss).margin(1e-4));
+    REQUIRE(rel_max(read_safetensors(par.dump_grads), read_safetensors(one.dump_grads)) < 1e-5);
+    REQUIRE(rel_max(read_safetensors(par.save), read_safetensors(one.save)) < 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("TP slices are the HF tensors cut as Megatron cuts them", "[tp]") {
+    GPT2Config c = model_preset("tiny");
+    ParamLayout global = make_param_layout(c);
+    std::vector<float> whole(size_t(global.total));
+    for (size_t i = 0; i < whole.size(); ++i) whole[i] = float(i);
+    std::vector<float> back(whole.size(), -1.0f);
+    for (int r = 0; r < 4; ++r) {
+        ParamLayout local = make_param_layout(c, 4, r);
+        REQUIRE(local.get("h.0.attn.c_attn.weight").shape == Shape{64, 48});  // 3C/4 columns: 1 head of q, k, v
+        REQUIRE(local.get("h.0.mlp.c_proj.weight").shape == Shape{64, 64});   // 4C/4 rows
+        REQUIRE(local.get("wte.weight").shape == Shape{64, 64});              // V/4 rows
+        REQUIRE(local.get("h.0.ln_1.weight").shape == Shape{64});             // replicated
+        std::vector<float> mine(size_t(local.total));
+        slice_for_rank(local, global, whole.data(), mine.data());
+        // Rank r's q columns of c_attn are columns [16r, 16r+16) of the whole; its k
+        // columns start at C + 16r.
+        const ParamSpec& qkv = local.get("h.0.attn.c_attn.weight");
+        const int64_t g0 = global.get("h.0.attn.c_attn.weight").offset;
+        REQUIRE(mine[size_t(qkv.offset)] == whole[size_t(g0 + 16 * r)]);
+        REQUIRE(mine[size_t(qkv.offset + 16)] == whole[size_t(g0 + 64 + 16 * r)]);
+        REQUIRE(mine[size_t(qkv.offset + 48)] == whole[size_t(g0 + 192 + 16 * r)]);  // next row
+        place_from_rank(local, global, mine.data(), back.data());
+    }
+    REQUIRE(back == whole);  // the four slices cover every element exactly once
+}
+
+TEST_CASE("TP 2 and 4 equal one rank", "[tp]") {
+    check_equals_one_rank({2, 2, 0, 0, 0});
+    check_equals_one_rank({4, 4, 0, 0, 0});
+}
+
+TEST_CASE("TP composes with DP, ZeRO 1-3 and replica groups", "[tp][zero]") {
+    check_equals_one_rank({4, 2, 2, 1, 0});  // dp 2 x tp 2
+    check_equals_one_rank({4, 2, 2, 1, 1});
+    check_equals_one_rank({4, 2, 2, 1, 3});  // dp 2 x tp 2 x ZeRO-3
+    check_equals_one_rank({8, 2, 2, 2, 2});  // dp_rep 2 x dp_shard 2 x tp 2
+}
+
+TEST_CASE("TP moves activations only, in Megatron's volumes", "[tp][trace]") {
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.steps = 2;
+    o.quiet = true;
+    o.ranks = 2;
+    o.tp = 2;
+    o.mbs = 2;
+    o.T = 32;
+    o.trace = out_path("trace.json");
+    train(o, nullptr);
+    Trace t = read_chrome_trace(o.trace);
+    const uint64_t B = 2, T = 32, C = 64, L = 2, N = B * T, f32 = 4;
+    std::map<std::string, uint64_t> got;
+    for (const TraceEvent& e : t.events) {
+        if (e.kind != TraceEvent::Kind::collective || e.rank != 0 || e.label.step != 2) continue;
+        if (e.axis != "tp") continue;
+        got[std::string(payload_name(e.label.payload)) + "/" + phase_name(e.label.phase) + "/" + e.name] += e.bytes;
+    }
+    // Per block: 2 all-reduces of B*T*C in forward (g after attention and MLP)
+    // and 2 in backward (f before them): Shoeybi et al. 2019, section 3.
+    // Plus the vocabulary-parallel embedding (1 forward all-reduce), the head's
+    // input gradient (1 backward all-reduce) and the loss: a max (all_gather of
+    // N values from each of the 2 ranks) and 2 sums of N values.
+    std::map<std::string, uint64_t> want = {
+        {"act/fwd/all_reduce", (2 * L + 1) * N * C * f32 + 2 * N * f32},
+        {"act/fwd/all_gather", 2 * N * f32},
+        {"act_grad/bwd/all_reduce", (2 * L + 1) * N * C * f32},
+    };
+    REQUIRE(got == want);
+    for (const TraceEvent& e : t.events)
+        if (e.kind == TraceEvent::Kind::collective && e.axis == "tp" && e.label.phase != Phase::none)
+            REQUIRE((e.label.payload == Payload::act || e.label.payload == Payload::act_grad));
+}
+
+TEST_CASE("bad tensor-parallel layouts get clear errors", "[tp][errors]") {
+    TrainOptions o;
+    o.model = model_preset("tiny");  // H = 4
+    o.steps = 1;
+    o.ranks = 3;
+    o.tp = 3;
+    REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("TP=3 does not divide n_head=4; choose TP in {1, 2, 4}"));
+    o.ranks = 4;
+    o.tp = 8;
+    REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("TP=8"));
+    o.tp = 2;
+    o.ranks = 6;
+    o.dp_shard = 2;
+    o.dp_rep = 2;
+    REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("world size 6"));
+}
