@@ -1,0 +1,538 @@
+// test_viz.cpp — the visualizer's view-model, without a window: a trace becomes
+// lanes, colours, instances, memory series, grid cells and GBS arithmetic with
+// known numbers, and every bad file becomes a message (never a throw or a hang).
+// Links ss_viz_model only (tests/CMakeLists.txt).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "comm/comm.h"
+#include "comm/threads_backend.h"
+#include "comm/trace.h"
+#include "viz/model/gbs.h"
+#include "viz/model/grid.h"
+#include "viz/model/load.h"
+#include "viz/model/memory.h"
+#include "viz/model/palette.h"
+#include "viz/model/timeline.h"
+#include "viz/model/view_model.h"
+
+using namespace ss;
+using namespace ss::viz;
+using nlohmann::json;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+    auto dir = std::filesystem::path(SS_BINARY_DIR) / "test_viz_out";
+    std::filesystem::create_directories(dir);
+    return (dir / name).string();
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A collective event as the Tracer writes it.
+json coll(int rank, const char* op, double ts, double dur, const char* axis, std::vector<int> group,
+          uint64_t bytes, const char* payload, int layer, const char* phase, int step) {
+    return {{"name", op}, {"cat", "comm"}, {"ph", "X"}, {"pid", rank}, {"tid", 1}, {"ts", ts}, {"dur", dur},
+            {"args", {{"axis", axis}, {"group", group}, {"bytes", bytes}, {"payload", payload}, {"layer", layer},
+                      {"phase", phase}, {"microbatch", 0}, {"step", step}}}};
+}
+json span(int rank, const char* name, const char* cat, double ts, double dur, int step) {
+    return {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", rank}, {"tid", 0}, {"ts", ts}, {"dur", dur},
+            {"args", {{"step", step}}}};
+}
+json mem(int rank, double ts, uint64_t params, uint64_t comm_bytes) {
+    return {{"name", "memory"}, {"cat", "memory"}, {"ph", "C"}, {"pid", rank}, {"tid", 0}, {"ts", ts},
+            {"args", {{"params", params}, {"grads", 0}, {"optim", 0}, {"acts", 0}, {"comm", comm_bytes},
+                      {"workspace", 0}}}};
+}
+
+// Two ranks, two steps: a forward span with a param all_gather inside it, then
+// a grad reduce_scatter; memory rises while the gather's buffer lives.
+std::string two_rank_trace() {
+    json ev = json::array();
+    for (int r = 0; r < 2; ++r) {
+        for (int step = 1; step <= 2; ++step) {
+            const double base = (step - 1) * 1000.0;
+            ev.push_back(span(r, "forward", "fwd", base + 0, 400, step));
+            ev.push_back(span(r, "h.0 forward", "fwd", base + 10, 100, step));  // nested
+            ev.push_back(coll(r, "all_gather", base + 20 + r * 5, 50 - r * 5, "dp_shard", {0, 1}, 4096, "param", 0,
+                              "fwd", step));
+            ev.push_back(coll(r, "reduce_scatter", base + 500, 80, "dp_shard", {0, 1}, 4096, "grad", 0, "bwd", step));
+            ev.push_back(mem(r, base + 0, 2048, 0));
+            ev.push_back(mem(r, base + 20, 2048, 4096));
+            ev.push_back(mem(r, base + 70, 2048, 0));
+        }
+    }
+    json other = {{"mesh", {{"world", 2}, {"pp", 1}, {"dp_rep", 1}, {"dp_shard", 2}, {"sp", 1}, {"tp", 1}}},
+                  {"config", {{"model", "tiny"}, {"L", 2}, {"C", 64}, {"H", 4}, {"V", 256}, {"T", 64},
+                              {"dtype", "fp32"}}},
+                  {"ranks", {{"zero", 3}, {"world", 2}}},
+                  {"gbs", {{"mbs", 4}, {"ga", 1}, {"dp", 2}, {"gbs", 8}, {"line", "GBS = MBS x GA x DP = 4 x 1 x 2 = 8"}}}};
+    return json{{"displayTimeUnit", "ms"}, {"traceEvents", ev}, {"otherData", other}}.dump();
+}
+
+std::unique_ptr<ViewModel> two_rank_model() {
+    LoadResult r = load_trace_text(two_rank_trace(), "two.json");
+    REQUIRE(r.ok);
+    return build_view_model(std::move(r.trace), "two.json");
+}
+
+}  // namespace
+
+// ---- loading: every bad file is a message ----------------------------------------------
+
+TEST_CASE("bad trace files become messages that name the file and say what is wrong", "[viz][load]") {
+    SECTION("missing") {
+        LoadResult r = load_trace(temp_path("no-such-file.json"));
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("cannot open the trace") && Catch::Contains("no-such-file.json") &&
+                                  Catch::Contains("shardscope train"));
+    }
+    SECTION("not JSON") {
+        const std::string p = temp_path("notjson.json");
+        write_text(p, "hello, I am not a trace");
+        LoadResult r = load_trace(p);
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("notjson.json") && Catch::Contains("not a JSON file"));
+    }
+    SECTION("truncated: a trace cut in the middle") {
+        const std::string full = two_rank_trace();
+        const std::string p = temp_path("truncated.json");
+        write_text(p, full.substr(0, full.size() / 2));
+        LoadResult r = load_trace(p);
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("truncated.json") && Catch::Contains("not a JSON file"));
+    }
+    SECTION("JSON but not a trace") {
+        LoadResult r = load_trace_text(R"({"hello": [1, 2]})", "other.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("other.json") && Catch::Contains("no \"traceEvents\""));
+    }
+    SECTION("a trace with a wrong field") {
+        json t = json::parse(two_rank_trace());
+        t["traceEvents"][2]["args"]["bytes"] = "4 kB";
+        LoadResult r = load_trace_text(t.dump(), "wrong.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("wrong.json: traceEvents[2].args.bytes: expected an unsigned integer"));
+    }
+    SECTION("a rank the viewer cannot have (negative or absurd pid)") {
+        json t = json::parse(two_rank_trace());
+        t["traceEvents"][0]["pid"] = -3;
+        LoadResult r = load_trace_text(t.dump(), "pid.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("pid -3 is not a rank"));
+        t["traceEvents"][0]["pid"] = 2000000000;
+        r = load_trace_text(t.dump(), "pid.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("pid 2000000000 is not a rank"));
+    }
+    SECTION("negative duration") {
+        json t = json::parse(two_rank_trace());
+        t["traceEvents"][0]["dur"] = -1.0;
+        LoadResult r = load_trace_text(t.dump(), "dur.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("negative"));
+    }
+    SECTION("no events at all") {
+        LoadResult r = load_trace_text(R"({"traceEvents": []})", "empty.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("no events"));
+    }
+    SECTION("a directory") {
+        LoadResult r = load_trace(std::filesystem::path(temp_path("x")).parent_path().string());
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("not a regular file"));
+    }
+}
+
+TEST_CASE("a million events are refused quickly, before parsing, with the way out", "[viz][load]") {
+    std::string text = "{\"traceEvents\":[";
+    const std::string one = R"({"name":"x","ph":"X","pid":0,"tid":0,"ts":1,"dur":1},)";
+    text.reserve(one.size() * 1000000 + 32);
+    for (int i = 0; i < 1000000; ++i) text += one;
+    text.back() = ']';
+    text += "}";
+    const std::string p = temp_path("million.json");
+    write_text(p, text);
+    const auto t0 = std::chrono::steady_clock::now();
+    LoadResult r = load_trace(p);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(!r.ok);
+    REQUIRE_THAT(r.error, Catch::Contains("1000000 events") && Catch::Contains("--max-events"));
+    REQUIRE(s < 2.0);  // a 50 MB read and one memchr scan; parsing it would take ~10x longer
+    // With the limit raised, the same file loads (the limit is the only reason it was refused).
+    LoadLimits big;
+    big.max_events = 2000000;
+    LoadResult ok = load_trace(p, big);
+    REQUIRE(ok.ok);
+    REQUIRE(ok.trace.events.size() == 1000000);
+    std::filesystem::remove(p);
+    // A file over max_bytes is refused unread.
+    LoadLimits tiny;
+    tiny.max_bytes = 10;
+    const std::string small = temp_path("small.json");
+    write_text(small, two_rank_trace());
+    REQUIRE_THAT(load_trace(small, tiny).error, Catch::Contains("MiB is more than this viewer reads"));
+}
+
+TEST_CASE("count_events_fast counts \"ph\" keys only", "[viz][load]") {
+    REQUIRE(count_events_fast(R"({"traceEvents":[{"ph":"X"},{"ph":"C","name":"ph"}]})") == 2);
+    REQUIRE(count_events_fast("") == 0);
+    REQUIRE(count_events_fast("\"ph") == 0);
+}
+
+// ---- timeline ------------------------------------------------------------------------
+
+TEST_CASE("a trace becomes two lanes per rank, coloured by payload, with steps", "[viz][timeline]") {
+    auto vm = two_rank_model();
+    const TimelineModel& m = vm->timeline;
+    REQUIRE(m.world == 2);
+    REQUIRE(m.lanes.size() == 4);
+    const Lane& comm0 = m.lane(0, true);
+    const Lane& comp0 = m.lane(0, false);
+    REQUIRE(comm0.comm);
+    REQUIRE(!comp0.comm);
+    REQUIRE(comm0.bars.size() == 4);  // 2 steps x (all_gather, reduce_scatter)
+    REQUIRE(comp0.bars.size() == 4);  // 2 steps x (forward, h.0 forward)
+    // colours: param blue, grad orange, as the palette says
+    REQUIRE(comm0.bars[0].rgba == pack(payload_color(Payload::param)));
+    REQUIRE(comm0.bars[1].rgba == pack(payload_color(Payload::grad)));
+    REQUIRE(payload_color(Payload::param) == Rgb{0, 114, 178});
+    REQUIRE(comp0.bars[0].rgba == pack(span_color("fwd")));
+    // nesting: "h.0 forward" is inside "forward"
+    REQUIRE(comp0.bars[0].depth == 0);
+    REQUIRE(comp0.bars[1].depth == 1);
+    REQUIRE(comp0.depths == 2);
+    REQUIRE(comm0.depths == 1);
+    // times and steps
+    REQUIRE(m.t_min == 0);
+    REQUIRE(m.t_max == 1580);  // step 2's reduce_scatter ends at 1000 + 500 + 80
+    REQUIRE(m.steps.size() == 2);
+    REQUIRE(m.steps[1].step == 2);
+    REQUIRE(m.steps[1].t0 == 1000);
+    REQUIRE(m.steps[1].t1 == 1580);
+    REQUIRE(default_window(m) == std::array<double, 2>{1000, 1580});
+    REQUIRE(m.axes == std::vector<std::string>{"dp_shard"});
+    REQUIRE(m.payload_calls[size_t(Payload::param)] == 4);
+    REQUIRE(m.payload_calls[size_t(Payload::grad)] == 4);
+    REQUIRE(m.payload_calls[size_t(Payload::act)] == 0);
+}
+
+TEST_CASE("the same collective on every rank of its group is one instance", "[viz][timeline]") {
+    auto vm = two_rank_model();
+    const TimelineModel& m = vm->timeline;
+    REQUIRE(m.instances.size() == 4);  // 4 calls per rank on one group
+    for (const auto& inst : m.instances) {
+        REQUIRE(inst.size() == 2);
+        const TraceEvent& a = vm->trace.events[inst[0]];
+        const TraceEvent& b = vm->trace.events[inst[1]];
+        REQUIRE(a.rank != b.rank);
+        REQUIRE(a.name == b.name);
+        REQUIRE(a.label.step == b.label.step);
+    }
+}
+
+TEST_CASE("instances pair real collectives of a 4-rank run, groups and send/recv included", "[viz][timeline]") {
+    auto tracers = make_tracers(4, 0);
+    CommOptions opts{10, {}};
+    for (auto& t : tracers) opts.tracers.push_back(t.get());
+    run_threads(4, [](Comm& comm) {
+        const int r = comm.rank();
+        const Group tp{"tp", {r / 2 * 2, r / 2 * 2 + 1}};
+        const Group dp{"dp", {r % 2, r % 2 + 2}};
+        std::vector<float> a(64, 1.0f), g(128);
+        for (int i = 0; i < 3; ++i) comm.all_reduce(a.data(), 64, tp, ReduceOp::sum, {Payload::act, i, Phase::fwd, 0, 1});
+        comm.all_gather(a.data(), g.data(), 64, dp, {Payload::param, 0, Phase::fwd, 0, 1});
+        if (r == 0) comm.send(a.data(), 8, 1, {Payload::act, 0, Phase::fwd, 0, 1}, "pp");
+        if (r == 1) comm.recv(a.data(), 8, 0, {Payload::act, 0, Phase::fwd, 0, 1}, "pp");
+    }, opts);
+    std::vector<const Tracer*> ts;
+    for (auto& t : tracers) ts.push_back(t.get());
+    const std::string path = temp_path("four.json");
+    write_chrome_trace(path, ts);
+    LoadResult r = load_trace(path);
+    REQUIRE(r.ok);
+    auto vm = build_view_model(std::move(r.trace), path);
+    // 2 tp groups x 3 all_reduces + 2 dp groups x 1 all_gather + 1 send/recv pair
+    REQUIRE(vm->timeline.instances.size() == 9);
+    int pairs = 0;
+    for (const auto& inst : vm->timeline.instances) {
+        const TraceEvent& first = vm->trace.events[inst[0]];
+        if (first.name == "send" || first.name == "recv") {
+            ++pairs;
+            REQUIRE(inst.size() == 2);
+            continue;
+        }
+        REQUIRE(inst.size() == first.group.size());
+        for (uint32_t e : inst) {
+            REQUIRE(vm->trace.events[e].group == first.group);
+            REQUIRE(vm->trace.events[e].label.layer == first.label.layer);  // the k-th call matches the k-th call
+        }
+    }
+    REQUIRE(pairs == 1);
+    REQUIRE(vm->run.missing.size() >= 1);  // no otherData: defaults, and it says so
+    REQUIRE(vm->run.shape.dp_shard == 4);
+}
+
+TEST_CASE("layout_lane: known bars give known rects; sub-pixel bars merge", "[viz][timeline]") {
+    Lane lane;
+    lane.comm = true;
+    auto add = [&](double t0, double t1, uint32_t rgba) {
+        Bar b;
+        b.t0 = t0;
+        b.t1 = t1;
+        b.rgba = rgba;
+        lane.bars.push_back(b);
+        lane.max_dur = std::max(lane.max_dur, t1 - t0);
+    };
+    add(0, 10, 1);
+    add(20, 30, 2);
+    TimeView v{0, 100, 50, 200};  // 100 µs over 200 px starting at x = 50: 2 px per µs
+    std::vector<DrawRect> out;
+    layout_lane(lane, v, {}, out);
+    REQUIRE(out.size() == 2);
+    REQUIRE(out[0].x0 == 50);
+    REQUIRE(out[0].x1 == 70);
+    REQUIRE(out[1].x0 == 90);
+    REQUIRE(out[1].x1 == 110);
+    REQUIRE(out[1].rgba == 2);
+
+    // 1000 bars of 0.1 µs back to back over 100 µs, seen at 1 px per 10 µs: ~10 rects, not 1000.
+    Lane dense;
+    for (int i = 0; i < 1000; ++i) {
+        Bar b;
+        b.t0 = i * 0.1;
+        b.t1 = i * 0.1 + 0.1;
+        b.rgba = i == 500 ? 7 : 3;
+        if (i == 500) b.t1 += 0.05;  // the longest member gives the colour
+        dense.bars.push_back(b);
+        dense.max_dur = 0.15;
+    }
+    out.clear();
+    layout_lane(dense, TimeView{0, 1000, 0, 100}, {}, out);
+    REQUIRE(out.size() == 1);  // all touching: one run
+    REQUIRE(out[0].merged == 1000);
+    REQUIRE(out[0].rgba == 7);
+    REQUIRE(out[0].x1 - out[0].x0 >= 1.0f);
+
+    // Clipping: a bar half out of view is cut at the edge; bars outside are skipped.
+    out.clear();
+    layout_lane(lane, TimeView{5, 25, 0, 20}, {}, out);
+    REQUIRE(out.size() == 2);
+    REQUIRE(out[0].x0 == 0);
+    REQUIRE(out[0].x1 == 5);
+    REQUIRE(out[1].x0 == 15);
+    REQUIRE(out[1].x1 == 20);
+
+    // Picking: x = 60 is on bar 0 (t = 5); x = 80 (t = 15) is 10 px from either: nothing.
+    REQUIRE(pick_bar(lane, v, {}, 60, 0) == 0);
+    REQUIRE(pick_bar(lane, v, {}, 80, 0) == -1);
+    REQUIRE(pick_bar(lane, v, {}, 71.5, 0) == 0);  // 1.5 px after its end: within the slack
+}
+
+TEST_CASE("filters hide bars by payload, axis and step", "[viz][timeline]") {
+    auto vm = two_rank_model();
+    const Lane& comm0 = vm->timeline.lane(0, true);
+    TimeView all{0, 2000, 0, 2000};
+    auto count = [&](const TimelineFilter& f) {
+        std::vector<DrawRect> out;
+        layout_lane(comm0, all, f, out);
+        return out.size();
+    };
+    REQUIRE(count({}) == 4);
+    TimelineFilter only_grads;
+    only_grads.payload_mask = 1u << int(Payload::grad);
+    REQUIRE(count(only_grads) == 2);
+    TimelineFilter step2;
+    step2.step = 2;
+    REQUIRE(count(step2) == 2);
+    TimelineFilter no_axes;
+    no_axes.axis_mask = 0;
+    REQUIRE(count(no_axes) == 0);
+}
+
+TEST_CASE("TimeView zooms about the cursor and pans by pixels", "[viz][timeline]") {
+    TimeView v{0, 100, 0, 100};
+    v.zoom(2, 50);  // about t = 50
+    REQUIRE(v.t0 == Approx(25));
+    REQUIRE(v.t1 == Approx(75));
+    v.pan_pixels(10);  // drag right 10 px = 5 µs earlier
+    REQUIRE(v.t0 == Approx(20));
+    REQUIRE(v.x_of(20) == Approx(0));
+    REQUIRE(v.t_of(100) == Approx(70));
+    v.fit(0, 1000, 0.1);
+    REQUIRE(v.t0 == Approx(-100));
+    REQUIRE(v.t1 == Approx(1100));
+}
+
+// ---- memory --------------------------------------------------------------------------
+
+TEST_CASE("memory series: the sample in force, the peak, and pixel columns that keep the saw-tooth",
+          "[viz][memory]") {
+    auto vm = two_rank_model();
+    const RankMemory& r0 = vm->memory.ranks[0];
+    REQUIRE(r0.points.size() == 6);
+    REQUIRE(r0.peak == 1);  // 2048 params + 4096 gathered at t = 20
+    REQUIRE(r0.points[1].total == 6144);
+    REQUIRE(vm->memory.max_total == 6144);
+    REQUIRE(sample_at(r0, -1) == nullptr);
+    REQUIRE(sample_at(r0, 19.9)->total == 2048);
+    REQUIRE(sample_at(r0, 20)->total == 6144);
+    REQUIRE(sample_at(r0, 500)->total == 2048);
+    REQUIRE(sample_at(r0, 500)->mem[int(Mem::params)] == 2048);
+
+    // Two columns of 1000 µs: each holds one tooth (2048 -> 6144 -> 2048).
+    std::vector<MemColumn> cols;
+    columns(r0, 0, 2000, 2, cols);
+    REQUIRE(cols.size() == 2);
+    REQUIRE(cols[0].lo == 2048);
+    REQUIRE(cols[0].hi == 6144);
+    REQUIRE(cols[0].top == 1);
+    REQUIRE(cols[1].hi == 6144);
+    REQUIRE(cols[1].top == 4);
+    // A column inside the flat part after a tooth: carried-in value only.
+    columns(r0, 100, 200, 1, cols);
+    REQUIRE(cols[0].lo == 2048);
+    REQUIRE(cols[0].hi == 2048);
+    // Before the first sample: nothing.
+    columns(r0, -100, -50, 1, cols);
+    REQUIRE(cols[0].top == -1);
+}
+
+// ---- grid ----------------------------------------------------------------------------
+
+TEST_CASE("grid layout: blocks per (pp, replica), rows per shard, tp fastest", "[viz][grid]") {
+    MeshShape s;
+    s.pp = 2;
+    s.dp_rep = 2;
+    s.dp_shard = 2;
+    s.tp = 2;
+    GridLayout g = layout_grid(ProcessMesh(16, s));
+    REQUIRE(!g.shard_along_x);
+    REQUIRE(g.blocks.size() == 4);
+    REQUIRE(g.width == Approx(2 + kBlockGap + 2));
+    REQUIRE(g.height == Approx(2 + kBlockGap + 2));
+    // rank 3: pp 0, rep 0, shard 1, tp 1 -> (1, 1)
+    REQUIRE(g.cells[3].x == 1);
+    REQUIRE(g.cells[3].y == 1);
+    // rank 4: pp 0, rep 1, shard 0, tp 0 -> second block down
+    REQUIRE(g.cells[4].x == 0);
+    REQUIRE(g.cells[4].y == Approx(2 + kBlockGap));
+    // rank 8: pp 1 -> second block across
+    REQUIRE(g.cells[8].x == Approx(2 + kBlockGap));
+    REQUIRE(g.cells[8].coord.pp_rank == 1);
+
+    // 8-way ZeRO: one row of 8; 20-way wraps after kWrap.
+    MeshShape z;
+    z.dp_shard = 8;
+    GridLayout row = layout_grid(ProcessMesh(8, z));
+    REQUIRE(row.shard_along_x);
+    REQUIRE(row.width == 8);
+    REQUIRE(row.height == 1);
+    REQUIRE(row.cells[7].x == 7);
+    z.dp_shard = 20;
+    GridLayout wrap = layout_grid(ProcessMesh(20, z));
+    REQUIRE(wrap.height == 3);
+    REQUIRE(wrap.cells[9].x == 1);
+    REQUIRE(wrap.cells[9].y == 1);
+
+    // sp groups are set apart when tp > 1.
+    MeshShape sp;
+    sp.sp = 2;
+    sp.tp = 2;
+    GridLayout spl = layout_grid(ProcessMesh(4, sp));
+    REQUIRE(spl.cells[2].x == Approx(2 + kSpGap));
+}
+
+// ---- run info and the view model -------------------------------------------------------
+
+TEST_CASE("otherData gives the mesh, the model and the GBS line", "[viz][run]") {
+    auto vm = two_rank_model();
+    const RunInfo& run = vm->run;
+    REQUIRE(run.has_mesh);
+    REQUIRE(run.shape.dp_shard == 2);
+    REQUIRE(run.model == "tiny");
+    REQUIRE(run.zero == 3);
+    REQUIRE(run.gbs == 8);
+    REQUIRE(run.gbs_line == "GBS = MBS x GA x DP = 4 x 1 x 2 = 8");
+    REQUIRE(run.title() == "ZeRO-3 \xC2\xB7 2 ranks (dp_shard 2) \xC2\xB7 model tiny \xC2\xB7 fp32");
+    REQUIRE(vm->steps == 2);
+    // summary totals: 8 collectives of 4096 bytes; moved = bytes x (n-1)/n
+    REQUIRE(vm->summary.total.calls == 8);
+    REQUIRE(vm->summary.total.bytes == 8 * 4096);
+    REQUIRE(vm->summary.total.bus_bytes == Approx(8 * 4096 * 0.5));
+
+    // A mesh that does not match the trace's ranks is ignored, and said so.
+    json t = json::parse(two_rank_trace());
+    t["otherData"]["mesh"]["dp_shard"] = 4;
+    LoadResult r = load_trace_text(t.dump(), "x.json");
+    REQUIRE(r.ok);
+    RunInfo bad = read_run_info(r.trace);
+    REQUIRE(!bad.has_mesh);
+    REQUIRE(bad.shape.dp_shard == 2);
+    REQUIRE(bad.missing.front() == "mesh (does not match the trace's ranks)");
+    // otherData of the wrong type: defaults, no throw.
+    t["otherData"] = 5;
+    r = load_trace_text(t.dump(), "x.json");
+    REQUIRE(r.ok);
+    REQUIRE(read_run_info(r.trace).model == "?");
+}
+
+// ---- GBS calculator ----------------------------------------------------------------------
+
+TEST_CASE("GBS calculator: the 512-GPU question", "[viz][gbs]") {
+    GbsInput in;  // 512 GPUs, 8 per node, MBS 16, GA 1, target 1024, GPT-2 (12 heads, 12 layers)
+    GbsResult r = compute_gbs(in);
+    REQUIRE(r.ok);
+    REQUIRE(r.dp == 512);
+    REQUIRE(r.gbs == 8192);
+    REQUIRE(r.nodes == 64);
+    REQUIRE(r.warnings.size() == 1);
+    REQUIRE_THAT(r.warnings[0], Catch::Contains("GBS 8192 is above the target 1024") && Catch::Contains("MBS <= 2"));
+    // Giving 8 ranks to ... TP 4 x PP 2 leaves DP 64: GBS 1024, on target.
+    in.tp = 4;
+    in.pp = 2;
+    r = compute_gbs(in);
+    REQUIRE(r.ok);
+    REQUIRE(r.dp == 64);
+    REQUIRE(r.gbs == 1024);
+    REQUIRE(r.warnings.empty());
+    REQUIRE(r.lines[0] == "DP = world / (TP x PP x SP) = 512 / (4 x 2 x 1) = 64");
+    REQUIRE(r.lines[2] == "GBS = MBS x GA x DP = 16 x 1 x 64 = 1024 sequences per step");
+    // Replicas: dp_rep 4 -> dp_shard 16; GBS unchanged.
+    in.dp_rep = 4;
+    r = compute_gbs(in);
+    REQUIRE(r.shape.dp_shard == 16);
+    REQUIRE(r.gbs == 1024);
+}
+
+TEST_CASE("GBS calculator: impossible layouts say what would work", "[viz][gbs]") {
+    GbsInput in;
+    in.tp = 5;
+    GbsResult r = compute_gbs(in);
+    REQUIRE(!r.ok);
+    REQUIRE_THAT(r.error, Catch::Contains("TP=5 does not divide n_head=12"));
+    in.tp = 4;
+    in.pp = 3;
+    in.sp = 1;
+    r = compute_gbs(in);  // 12 does not divide 512
+    REQUIRE(!r.ok);
+    REQUIRE_THAT(r.error, Catch::Contains("does not divide 512 GPUs"));
+    in.pp = 1;
+    in.tp = 16;
+    in.n_head = 16;
+    r = compute_gbs(in);
+    REQUIRE(r.ok);
+    REQUIRE_THAT(r.warnings.back(), Catch::Contains("spans more than one node"));
+    in.tp = 1;
+    in.dp_shard = 7;
+    in.dp_rep = 0;
+    r = compute_gbs(in);
+    REQUIRE(!r.ok);  // 7 does not divide DP 512
+}

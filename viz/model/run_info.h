@@ -1,0 +1,57 @@
+// run_info.h — the run behind a trace, from its otherData (what `train` wrote).
+//
+// `shardscope train --trace` stores its report (src/train/train.cpp,
+// TrainReport::to_json) as the trace's otherData, plus the mesh:
+//
+//     config  {model, L, C, H, V, T, mbs, ga, dtype, steps, ...}
+//     gbs     {mbs, ga, dp, gbs, line}
+//     ranks   {world, dp_shard, dp_rep, zero, backend, ...}
+//     memory  {peak_bytes_per_rank: [{params, grads, ...}, ...], ...}
+//     mesh    {world, pp, dp_rep, dp_shard, sp, tp}
+//     plan    (the planner's prediction for the same run, when the run had one)
+//
+// otherData is free-form to a reader (docs/trace-format.md): a trace from
+// Perfetto's tools, or an older one, may lack any of these, so every field
+// here has a default and `missing` lists what was not found.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/trace.h"
+#include "mesh/process_mesh.h"
+
+namespace ss::viz {
+
+/// What the viewer knows about the run.
+struct RunInfo {
+    int world = 1;                 ///< ranks (the trace's, if otherData has no mesh)
+    MeshShape shape;               ///< the rank grid; dp_shard = world when otherData has no mesh
+    bool has_mesh = false;         ///< otherData.mesh was present and consistent
+    std::string model = "?";       ///< preset name
+    int L = 0, C = 0, H = 0, V = 0, T = 0;  ///< model dimensions (config.h's letters)
+    int64_t num_params = 0;        ///< parameters in the model
+    std::string dtype;             ///< "fp32" or "bf16"
+    int zero = -1;                 ///< ZeRO stage, -1 unknown
+    int mbs = 0, ga = 0, dp = 0;   ///< micro-batch, accumulation, data-parallel degree
+    int64_t gbs = 0;               ///< MBS x GA x DP
+    std::string gbs_line;          ///< "GBS = MBS x GA x DP = ..." as train printed it
+    std::string backend;           ///< "threads" or "mpi"
+    /// Peak bytes per category per rank as the Ledger counted them (exact; the
+    /// trace's samples are merged within 20 µs but keep the peak sample).
+    std::vector<std::array<uint64_t, kMemCategories>> ledger_peak;
+    nlohmann::json plan;           ///< the planner's prediction (otherData.plan), null if none
+    std::vector<std::string> missing;  ///< otherData fields not found
+
+    /// "ZeRO-3 · 8 ranks (dp_shard 8) · model small · bf16" for titles.
+    std::string title() const;
+};
+
+/// Reads @p trace's otherData. Never throws: what is missing keeps its default.
+RunInfo read_run_info(const Trace& trace);
+
+}  // namespace ss::viz
