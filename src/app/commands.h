@@ -19,5 +19,7 @@ void add_bench_command(CLI::App& root);
 void add_mesh_command(CLI::App& root);
 /// `shardscope trace summary FILE`: a trace's collectives added up (trace_cmd.cpp).
 void add_trace_command(CLI::App& root);
+/// `shardscope plan`: predict GBS, memory, traffic and step time of a layout; --search ranks layouts (plan_cmd.cpp).
+void add_plan_command(CLI::App& root);
 
 }  // namespace ss::app

@@ -1,0 +1,160 @@
+// plan_cmd.cpp — `shardscope plan`: the planner's questions from flags (src/plan/).
+//
+//   shardscope plan --gpus 512 --hw h100 --model gpt2-xl --mbs 16 --tp 4 --sp 4 --zero 1
+//   shardscope plan --gpus 512 --hw h100 --model gpt2-xl --mbs 16 --search --max-gbs 1024
+//
+// Flags mean what they mean in `shardscope train`; a layout flag left out lets
+// dp take the rest of the world. With --search the layout flags that are given
+// hold that axis fixed and the others are searched.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "app/commands.h"
+#include "app/model_flags.h"
+#include "core/atomic_file.h"
+#include "core/check.h"
+#include "plan/report.h"
+#include "plan/search.h"
+
+namespace ss::app {
+
+namespace {
+
+struct PlanFlags {
+    ModelFlags model;
+    PlanInput in;
+    std::string hw = "h100", calibration = "out/calibration.json", dtype = "bf16";
+    std::string sp_mode = "ulysses", schedule = "1f1b", recompute = "none", acts = "paper";
+    int mbs = 0;
+    int64_t max_gbs = 0;
+    double gpu_mem_gb = 0, flops_tflops = 0, efficiency = 0, hbm_gbs = 0;
+    double intra_gbs = 0, inter_gbs = 0, intra_us = -1, inter_us = -1;
+    bool search = false, no_overlap = false, tp_across_nodes = false;
+    int top = 10;
+    std::string json;
+};
+
+Hardware make_hardware(const PlanFlags& f) {
+    Hardware h = hardware_preset(f.hw, f.calibration);
+    bool custom = false;
+    auto over = [&](double v, double& field, double scale) {
+        if (v > 0) {
+            field = v * scale;
+            custom = true;
+        }
+    };
+    over(f.gpu_mem_gb, h.memory, 1e9);
+    over(f.flops_tflops, h.flops, 1e12);
+    over(f.efficiency, h.efficiency, 1);
+    over(f.hbm_gbs, h.hbm_bw, 1e9);
+    over(f.intra_gbs, h.intra.busbw, 1e9);
+    over(f.inter_gbs, h.inter.busbw, 1e9);
+    if (f.intra_us >= 0) h.intra.alpha = f.intra_us * 1e-6, custom = true;
+    if (f.inter_us >= 0) h.inter.alpha = f.inter_us * 1e-6, custom = true;
+    SS_CHECK(h.efficiency > 0 && h.efficiency <= 1, "--efficiency must be in (0, 1] (got " << h.efficiency << ")");
+    if (custom) h.label += " (adjusted)";
+    return h;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& root) {
+    auto f = std::make_shared<PlanFlags>();
+    CLI::App* cmd = root.add_subcommand(
+        "plan", "Predict GBS, memory per GPU, communication and step time of a layout on any cluster; --search ranks them all");
+    PlanLayout& l = f->in.layout;
+    add_model_flags(*cmd, f->model);
+    cmd->add_option("--seq", f->in.T, "Sequence length T (default: the model's maxT)");
+    cmd->add_option("--gpus", f->in.gpus, "World size: GPUs (or ranks)")->capture_default_str();
+    cmd->add_option("--gpus-per-node", f->in.gpus_per_node, "GPUs per node (default: the hardware's, 8 for GPUs)");
+    cmd->add_option("--hw", f->hw, "Hardware preset: h100, h200, a100, cpu-local")->capture_default_str();
+    cmd->add_option("--calibration", f->calibration, "cpu-local: calibration JSON (from `shardscope bench --calibrate`)")
+        ->capture_default_str();
+    cmd->add_option("--gpu-mem-gb", f->gpu_mem_gb, "Memory per GPU in GB (default: the preset's)");
+    cmd->add_option("--flops", f->flops_tflops, "Peak dense TFLOP/s per GPU (default: the preset's)");
+    cmd->add_option("--efficiency", f->efficiency, "Fraction of the peak a layer reaches (default: the preset's)");
+    cmd->add_option("--hbm-gbs", f->hbm_gbs, "Memory bandwidth per GPU, GB/s");
+    cmd->add_option("--intra-gbs", f->intra_gbs, "Bus bandwidth inside a node, GB/s (nccl-tests busbw)");
+    cmd->add_option("--inter-gbs", f->inter_gbs, "Bus bandwidth between nodes per GPU, GB/s");
+    cmd->add_option("--intra-us", f->intra_us, "Latency per hop inside a node, microseconds");
+    cmd->add_option("--inter-us", f->inter_us, "Latency per hop between nodes, microseconds");
+    cmd->add_option("--mbs", f->mbs, "Micro-batch size (default 1; --search tries 1, 2, 4, 8, 16)");
+    cmd->add_option("--ga", f->in.ga, "Gradient accumulation steps (pipeline micro-batches)");
+    cmd->add_option("--gbs", f->in.gbs, "Target global batch size: GA = GBS / (MBS x DP)");
+    cmd->add_option("--max-gbs", f->max_gbs, "--search: keep GBS at or under this");
+    auto* tp = cmd->add_option("--tp", l.tp, "Tensor-parallel degree (must divide the heads)");
+    auto* pp = cmd->add_option("--pp", l.pp, "Pipeline stages (must divide the layers)");
+    auto* sp = cmd->add_option("--sp", l.sp, "Sequence-parallel degree (must divide T; Ulysses: the heads of a TP rank)");
+    cmd->add_option("--sp-mode", f->sp_mode, "ulysses (all-to-all) or ring (ring attention)")->capture_default_str();
+    cmd->add_flag("--sequence-parallel", l.sequence_parallel, "Megatron sequence parallelism on the tp axis");
+    cmd->add_option("--dp-shard", l.dp_shard, "Ranks ZeRO shards over (default: the rest of the world)");
+    auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group (default: 1)");
+    auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
+    cmd->add_option("--schedule", f->schedule, "Pipeline schedule: gpipe, 1f1b, interleaved")->capture_default_str();
+    cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();
+    cmd->add_option("--recompute", f->recompute, "Activation recompute: none, selective, full")->capture_default_str();
+    cmd->add_option("--dtype", f->dtype, "bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)")->capture_default_str();
+    cmd->add_option("--acts", f->acts, "Activation layout: paper (Korthikanti, 16-bit GPUs) or engine (this fp32 engine)")
+        ->capture_default_str();
+    cmd->add_option("--bucket-mb", f->in.bucket_mb, "Gradient bucket in MiB")->capture_default_str();
+    cmd->add_flag("--no-overlap", f->no_overlap, "Nothing hides under compute (every collective on the critical path)");
+    cmd->add_flag("--search", f->search, "Rank every valid layout by predicted tokens/s");
+    cmd->add_option("--top", f->top, "--search: how many layouts to print")->capture_default_str();
+    cmd->add_flag("--tp-across-nodes", f->tp_across_nodes, "--search: allow TP groups larger than a node");
+    cmd->add_option("--json", f->json, "Write the answer as JSON here");
+    cmd->callback([f, tp, pp, sp, rep, zero] {
+        PlanInput& in = f->in;
+        in.model = f->model.resolve();
+        in.hw = make_hardware(*f);
+        in.dtype = parse_dtype(f->dtype);
+        in.act_model = parse_act_model(f->acts);
+        in.overlap = !f->no_overlap;
+        in.layout.sp_mode = parse_sp_mode(f->sp_mode);
+        in.layout.schedule = parse_schedule(f->schedule);
+        in.layout.recompute = parse_recompute(f->recompute);
+        in.mbs = f->mbs > 0 ? f->mbs : 1;
+        if (!f->search) {
+            SS_CHECK(f->max_gbs == 0, "--max-gbs is a --search constraint; for one layout give --gbs or --ga");
+            PlanResult r = plan(in);
+            std::cout << format_plan(r);
+            if (!r.memory.fits()) {
+                // Say what would work: the fastest layouts of the same world and batch that fit.
+                SearchInput s;
+                s.base = in;
+                s.base.layout = PlanLayout{};
+                s.max_gbs = r.gbs.gbs;
+                s.base.gbs = 0;
+                s.top = 3;
+                try {
+                    std::vector<PlanResult> alt = search(s);
+                    std::cout << "\nlayouts of " << in.gpus << " GPUs with GBS <= " << r.gbs.gbs << " that fit:\n";
+                    for (const PlanResult& a : alt)
+                        std::cout << "  " << a.layout_str() << ", MBS " << a.input.mbs << " GA " << a.gbs.ga << ": "
+                                  << a.memory.total / 1e9 << " GB, " << commas(int64_t(a.time.tokens_per_s)) << " tokens/s\n";
+                } catch (const Error& e) {
+                    std::cout << "\n" << e.what() << "\n";
+                }
+            }
+            if (!f->json.empty()) write_json_file(f->json, plan_json(r));
+            return;
+        }
+        SearchInput s;
+        s.base = in;
+        s.max_gbs = f->max_gbs;
+        if (f->mbs == 0) s.mbs = {1, 2, 4, 8, 16};
+        s.tp = tp->count() ? in.layout.tp : 0;
+        s.pp = pp->count() ? in.layout.pp : 0;
+        s.sp = sp->count() ? in.layout.sp : 0;
+        s.dp_rep = rep->count() ? in.layout.dp_rep : 0;
+        s.zero = zero->count() ? in.layout.zero : -1;
+        s.top = f->top;
+        s.tp_across_nodes = f->tp_across_nodes;
+        SearchStats stats;
+        std::vector<PlanResult> best = search(s, &stats);
+        std::cout << format_search(s, best, stats);
+        if (!f->json.empty()) write_json_file(f->json, search_json(s, best, stats));
+    });
+}
+
+}  // namespace ss::app

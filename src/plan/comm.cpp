@@ -1,0 +1,185 @@
+#include "plan/comm.h"
+
+#include <cmath>
+
+#include "comm/trace.h"
+#include "plan/memory.h"
+
+namespace ss {
+
+int collective_hops(const std::string& op, int n) {
+    if (n <= 1) return 0;
+    const int log2n = int(std::ceil(std::log2(double(n))));
+    if (op == "all_reduce") return 2 * log2n;
+    if (op == "all_to_all") return n - 1;
+    if (op == "send" || op == "recv") return 1;
+    return log2n;  // all_gather, reduce_scatter, broadcast
+}
+
+double collective_seconds(const std::string& op, int64_t bytes, int64_t calls, int n, const Link& link) {
+    if (calls == 0 || n <= 1) return 0;
+    return double(calls) * collective_hops(op, n) * link.alpha + double(bytes) * busbw_factor(op, n) / link.busbw;
+}
+
+bool axis_in_node(int stride, int n, int gpus_per_node) {
+    const long long span = 1LL * stride * n;
+    return n <= 1 || (span <= gpus_per_node && gpus_per_node % span == 0);
+}
+
+namespace {
+
+// Collects the calls of one rank, dropping those on one-rank groups (they move nothing).
+struct Calls {
+    const PlanInput& in;
+    int gpus_per_node;
+    std::vector<CommCall> out;
+
+    // @p calls calls on an axis of @p n ranks spaced @p stride apart, @p bytes in all.
+    void add(const char* axis, int stride, int n, const char* op, Payload payload, Phase phase, int64_t calls,
+             int64_t bytes, Overlap overlap, const char* what) {
+        if (n <= 1 || calls <= 0) return;
+        CommCall c;
+        c.axis = axis;
+        c.op = op;
+        c.payload = payload;
+        c.phase = phase;
+        c.group = n;
+        c.intra_node = axis_in_node(stride, n, gpus_per_node);
+        c.calls = calls;
+        c.bytes = bytes;
+        c.overlap = in.overlap ? overlap : Overlap::none;
+        c.seconds = collective_seconds(c.op, c.bytes, c.calls, n, c.intra_node ? in.hw.intra : in.hw.inter);
+        c.what = what;
+        out.push_back(std::move(c));
+    }
+};
+
+}  // namespace
+
+std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, int stage) {
+    const PlanLayout& l = in.layout;
+    const GPT2Config& m = in.model;
+    const bool engine = in.act_model == ActModel::engine;
+    const int t = mesh.tp, c = mesh.sp, p = mesh.pp, dp = mesh.dp(), ga = gbs.ga;
+    const bool seqpar = l.sequence_parallel && t > 1;
+    const bool full = l.recompute == Recompute::full;
+    const int64_t es = int64_t(dtype_size(in.dtype));          // a parameter or gradient element
+    const int64_t ae = engine ? 4 : es;                         // an activation element (the engine computes in fp32)
+    const int64_t N = int64_t(in.mbs) * in.seq() / c;           // tokens of one micro-batch on this rank
+    const int64_t h = m.C, layers = m.L / p;
+    const bool first = stage == 0, last = stage == p - 1;
+    Calls k{in, in.gpus_per_node > 0 ? in.gpus_per_node : in.hw.gpus_per_node, {}};
+    const Payload act = Payload::act, act_grad = Payload::act_grad;
+    const Overlap none = Overlap::none;
+
+    // ---- tensor parallelism: on the critical path of every layer ----
+    if (t > 1) {
+        const int64_t x = N * h * ae;  // one activation [b, s, h] of this rank's tokens
+        const int64_t n2 = 2 * layers * ga;  // two per layer and micro-batch
+        const int64_t redo = full ? n2 : 0;  // full recompute runs each forward again in backward
+        if (seqpar) {
+            // Korthikanti et al. 2022, sec. 4.2.2: g becomes reduce_scatter, f all_gather; the
+            // bytes of the two equal those of the all_reduce they replace.
+            const int64_t emb = first ? ga : 0, head = last ? ga : 0;
+            k.add("tp", 1, t, "all_gather", act, Phase::fwd, n2 + head, (n2 + head) * x, none, "SP: gather the tokens before each TP region");
+            k.add("tp", 1, t, "reduce_scatter", act, Phase::fwd, n2 + emb, (n2 + emb) * x, none, "SP: scatter the tokens after each TP region");
+            k.add("tp", 1, t, "all_gather", act, Phase::bwd, redo, redo * x, none, "full recompute: the forward again");
+            k.add("tp", 1, t, "reduce_scatter", act, Phase::bwd, redo, redo * x, none, "full recompute: the forward again");
+            k.add("tp", 1, t, "all_gather", act_grad, Phase::bwd, n2 + emb, (n2 + emb) * x, none, "SP: backward of each reduce_scatter");
+            k.add("tp", 1, t, "reduce_scatter", act_grad, Phase::bwd, n2 + head, (n2 + head) * x, none, "SP: backward of each all_gather");
+        } else {
+            const int64_t fwd = n2 + (first ? ga : 0), bwd = n2 + (last ? ga : 0);
+            k.add("tp", 1, t, "all_reduce", act, Phase::fwd, fwd, fwd * x, none, "g: attention and MLP outputs, the vocab-parallel embedding");
+            k.add("tp", 1, t, "all_reduce", act, Phase::bwd, redo, redo * x, none, "full recompute: the forward again");
+            k.add("tp", 1, t, "all_reduce", act_grad, Phase::bwd, bwd, bwd * x, none, "f: input gradients of c_attn, c_fc and the head");
+        }
+        if (last && engine) {
+            // The engine's vocabulary-parallel loss: the max by an all_gather, two sums (kernels/cpu/vocab_parallel.h).
+            k.add("tp", 1, t, "all_gather", act, Phase::fwd, ga, ga * N * t * 4, none, "loss: max logit of each token");
+            k.add("tp", 1, t, "all_reduce", act, Phase::fwd, 2 * ga, 2 * ga * N * 4, none, "loss: sum of exp, target logit");
+        } else if (last) {
+            k.add("tp", 1, t, "all_reduce", act, Phase::fwd, 3 * ga, 3 * ga * N * 4, none, "loss: max, sum of exp, target logit (fp32)");
+        }
+    }
+
+    // ---- sequence parallelism (the sp axis) ----
+    if (c > 1) {
+        const int64_t hl = h / t;  // channels of this rank's heads
+        const int64_t per_layer = layers * ga;
+        if (l.sp_mode == SpMode::ulysses) {
+            const int64_t x = N * hl * ae, n4 = 4 * per_layer, redo = full ? n4 : 0;
+            k.add("sp", t, c, "all_to_all", act, Phase::fwd, n4, n4 * x, none, "Ulysses: q, k, v to whole sequences; output back");
+            k.add("sp", t, c, "all_to_all", act, Phase::bwd, redo, redo * x, none, "full recompute: the forward again");
+            k.add("sp", t, c, "all_to_all", act_grad, Phase::bwd, n4, n4 * x, none, "Ulysses backward");
+        } else {
+            const int64_t kv = 2 * N * hl * ae, hops = per_layer * (c - 1);
+            const int64_t again = hops * (full ? 2 : 1);  // backward passes K, V around again (and recompute does too)
+            const Overlap att = Overlap::attention;
+            k.add("sp", t, 2, "send", act, Phase::fwd, hops, hops * kv, att, "ring: my K, V block to the next rank");
+            k.add("sp", t, 2, "recv", act, Phase::fwd, hops, hops * kv, att, "ring: a K, V block from the previous rank");
+            k.add("sp", t, 2, "send", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again");
+            k.add("sp", t, 2, "recv", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again");
+            k.add("sp", t, 2, "send", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks");
+            k.add("sp", t, 2, "recv", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks");
+        }
+    }
+
+    // ---- pipeline: activations forward, their gradients backward ----
+    if (p > 1) {
+        const int v = l.schedule == Schedule::interleaved ? l.pp_virtual : 1;
+        const int64_t x = N * h * ae / (seqpar ? t : 1);  // with SP a stage passes its 1/t of the tokens
+        const int stride = dp * c * t;
+        // Every model chunk sends to the next stage, except the very last chunk.
+        const int64_t sends = int64_t(last ? v - 1 : v) * ga, recvs = int64_t(first ? v - 1 : v) * ga;
+        k.add("pp", stride, 2, "send", act, Phase::fwd, sends, sends * x, none, "activations to the next stage");
+        k.add("pp", stride, 2, "recv", act, Phase::fwd, recvs, recvs * x, none, "activations from the previous stage");
+        k.add("pp", stride, 2, "send", act_grad, Phase::bwd, recvs, recvs * x, none, "their gradients back");
+        k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, none, "gradients from the next stage");
+        if (first || last)  // the tied wte lives on both ends (Megatron's embedding group)
+            k.add("pp", stride * (p - 1), 2, "all_reduce", Payload::grad, Phase::step, 1, (m.V + t - 1) / t * h * es,
+                  none, "tied embedding: first and last stage sum their wte gradients");
+    }
+
+    // ---- data parallelism and ZeRO (parallel/zero.h) ----
+    const ModelSlice slice = model_slice(m, t, p, stage);
+    const int n = mesh.dp_shard * c;  // ZeRO shards over dp_shard x sp (sp ranks hold the same parameters)
+    const int64_t S = slice.shard(n), P = slice.elems, units = int64_t(slice.units.size());
+    const int64_t shard_bytes = int64_t(n) * S * es;  // a unit-by-unit gather or scatter of the whole slice (padded)
+    const char* shard_axis = c > 1 ? "dp_shard+sp" : "dp_shard";
+    const char* dp_axis = c > 1 ? "dp+sp" : "dp";
+    const int64_t bucket = std::max<int64_t>(1, int64_t(in.bucket_mb * 1048576.0));
+    const Payload grad = Payload::grad, param = Payload::param;
+    switch (l.zero) {
+        case 0:  // all_reduce counts its buffer: Psi e in all, whatever the buckets
+            k.add(dp_axis, t, dp * c, "all_reduce", grad, Phase::bwd, (P * es + bucket - 1) / bucket, P * es,
+                  Overlap::bwd, "DDP: average the gradients, bucket by bucket");
+            break;
+        case 1:
+            k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::step, units, shard_bytes, none,
+                  "ZeRO-1: each unit's gradients to their owners");
+            break;
+        case 2:
+            k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                  "ZeRO-2: each unit's gradients as soon as they are ready");
+            break;
+        case 3:
+            k.add(shard_axis, t, n, "all_gather", param, Phase::fwd, ga * units, ga * shard_bytes, Overlap::fwd,
+                  "ZeRO-3: gather each unit before its forward");
+            k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                  "ZeRO-3: gather it again for its backward");
+            k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                  "ZeRO-3: each unit's gradients to their owners");
+            break;
+    }
+    if (l.zero >= 1 && mesh.dp_rep > 1)
+        k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad, Phase::step, 1, S * es, none,
+              "replicas: average my gradient shard");
+    if (l.zero == 1 || l.zero == 2)
+        k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, none,
+              "ZeRO-1/2: the updated parameters back to everyone");
+    if (last)
+        k.add("dp", c * t, dp, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss");
+    return k.out;
+}
+
+}  // namespace ss

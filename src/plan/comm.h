@@ -1,0 +1,80 @@
+// comm.h — every collective one rank issues in one optimizer step: how many
+// bytes (as nccl-tests counts them, the same numbers a trace records), on which
+// axis, carrying what, and how long it takes on the links the axis uses.
+//
+// Per micro-batch (b = MBS, s = T / sp tokens of the rank, h = C, t = TP; E = bytes
+// per activation element: 2 for bf16 on GPUs, 4 in this fp32 CPU engine):
+//
+//   tp  (Megatron, Shoeybi et al. 2019)  per layer fwd 2 all_reduce(sbhE) act, bwd 2 act_grad;
+//       with sequence parallelism (Korthikanti et al. 2022) each becomes an
+//       all_gather + a reduce_scatter of the same bytes; embedding, head and the
+//       vocabulary-parallel loss add one all_reduce each way and 3 values per token
+//   sp  Ulysses (Jacobs et al. 2023): per layer 4 all_to_all(sbhE/t) fwd, 4 bwd
+//       ring (Liu et al. 2023): per layer sp-1 sends of K,V (2sbhE/t) fwd; K,V and dK,dV bwd
+//   pp  (Narayanan et al. 2021) per micro-batch and stage boundary one send + recv of sbhE (/t with SP)
+//
+// Per step (Psi = this rank's parameters, S = its ZeRO shard, N = shard group,
+// e = bytes per parameter element; ZeRO paper sec. 7):
+//
+//   stage 0   all_reduce(Psi e)                                    over dp (x sp)
+//   stage 1   reduce_scatter(N S e) + all_gather(N S e) in the step
+//   stage 2   reduce_scatter(N S e) per micro-batch in bwd + all_gather(N S e) in the step
+//   stage 3   all_gather(N S e) per micro-batch in fwd and again in bwd + reduce_scatter(N S e) in bwd
+//   replicas  all_reduce(S e) over dp_rep in the step (stages 1-3)
+//
+// Time is alpha-beta: hops x alpha + bytes x busbw_factor / busbw (nccl-tests'
+// factors, src/comm/trace.h), with the link of the axis: intra-node when the
+// grid keeps every group of that axis inside one node, inter-node otherwise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/label.h"
+#include "mesh/process_mesh.h"
+#include "plan/gbs.h"
+#include "plan/input.h"
+
+namespace ss {
+
+/// When a collective can hide under compute.
+enum class Overlap {
+    none,       ///< on the critical path (TP, Ulysses, PP, the optimizer step's traffic)
+    fwd,        ///< under the forward compute of the same micro-batch (ZeRO-3 prefetch)
+    bwd,        ///< under the backward compute (gradient buckets, ZeRO-2/3 reduce-scatter)
+    attention,  ///< under the attention compute of the same layer (ring attention)
+};
+
+/// The collectives of one kind one rank issues in one step.
+struct CommCall {
+    std::string axis;      ///< "tp", "sp", "pp", "dp", "dp_shard", "dp_rep", "dp+sp", "dp_shard+sp"
+    std::string op;        ///< "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "recv"
+    Payload payload = Payload::scalar;  ///< param, grad, act, act_grad, scalar
+    Phase phase = Phase::none;          ///< fwd, bwd, step
+    int group = 1;         ///< ranks in the group (2 for send/recv)
+    bool intra_node = true;   ///< the group stays inside one node
+    int64_t calls = 0;     ///< calls per step
+    int64_t bytes = 0;     ///< bytes per step, as nccl-tests and the trace count them (sum over calls)
+    double seconds = 0;    ///< alpha-beta time of all the calls
+    Overlap overlap = Overlap::none;  ///< what it can hide under
+    std::string what;      ///< what it is, for people
+};
+
+/// Hops of one call in the latency term: 2 ceil(log2 n) for all_reduce, ceil(log2 n)
+/// for all_gather, reduce_scatter and broadcast (tree / PAT algorithms), n - 1 for
+/// all_to_all, 1 for send and recv.
+int collective_hops(const std::string& op, int n);
+
+/// Alpha-beta time of @p calls calls moving @p bytes in all on a group of @p n
+/// ranks over @p link: calls x hops x alpha + bytes x busbw_factor(op, n) / busbw.
+double collective_seconds(const std::string& op, int64_t bytes, int64_t calls, int n, const Link& link);
+
+/// True when every group of an axis with @p n ranks, spaced @p stride ranks apart
+/// on the grid, lies inside one node of @p gpus_per_node ranks.
+bool axis_in_node(int stride, int n, int gpus_per_node);
+
+/// Everything global rank 0's pipeline stage (stage @p stage) issues in one step.
+std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, int stage = 0);
+
+}  // namespace ss

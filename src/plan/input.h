@@ -1,0 +1,103 @@
+// input.h — what the planner is asked: a model, a cluster, a layout of the
+// rank grid, a batch, a precision.
+//
+// The planner answers from formulas alone (no rank runs), so the question can
+// be about any cluster: 512 H100s as easily as the 8 threads of this machine.
+// A layout names the degree of every axis of the grid (src/mesh/process_mesh.h)
+//
+//     world = PP x DP x SP x TP,    DP = dp_rep x dp_shard
+//
+// plus the knobs that change memory and time without taking ranks: the ZeRO
+// stage, Megatron's sequence parallelism (a switch on the tp axis), the
+// pipeline schedule and activation recomputation. Fields left at 0 are filled
+// as `shardscope train` fills them (dp takes the rest of the world).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "model/config.h"
+#include "plan/hardware.h"
+
+namespace ss {
+
+/// How the sp axis splits attention (the other layers just split the tokens).
+enum class SpMode {
+    ulysses,  ///< DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-all heads <-> tokens around attention
+    ring,     ///< ring attention / context parallelism (Liu et al. 2023): K, V passed around a ring
+};
+
+/// The order in which pipeline stages run micro-batches.
+enum class Schedule {
+    gpipe,        ///< all forwards, then all backwards (Huang et al. 2019): m micro-batches in flight
+    one_f_one_b,  ///< 1F1B / PipeDream-Flush (Narayanan et al. 2021): at most p in flight
+    interleaved,  ///< interleaved 1F1B: v model chunks per stage, bubble / v (Narayanan et al. 2021, sec. 2.2)
+};
+
+/// What the backward pass recomputes instead of keeping (Korthikanti et al. 2022).
+enum class Recompute {
+    none,       ///< keep every activation
+    selective,  ///< recompute the attention core (softmax, dropout, scores x V): drops the 5as/h term
+    full,       ///< keep only each layer's input, recompute the layer (Chen et al. 2016)
+};
+
+/// Whose activation layout to count.
+enum class ActModel {
+    paper,   ///< Korthikanti et al. 2022: 16-bit activations, dropout, as on GPUs
+    engine,  ///< this CPU engine: fp32, no dropout, LayerNorm statistics (model/gpt2.h BlockActs)
+};
+
+/// "ulysses", "ring".
+const char* sp_mode_name(SpMode m);
+/// "gpipe", "1f1b", "interleaved".
+const char* schedule_name(Schedule s);
+/// "none", "selective", "full".
+const char* recompute_name(Recompute r);
+/// "paper", "engine".
+const char* act_model_name(ActModel a);
+/// Inverse of sp_mode_name (throws ss::Error listing the accepted names).
+SpMode parse_sp_mode(const std::string& s);
+/// Inverse of schedule_name (throws ss::Error listing the accepted names).
+Schedule parse_schedule(const std::string& s);
+/// Inverse of recompute_name (throws ss::Error listing the accepted names).
+Recompute parse_recompute(const std::string& s);
+/// Inverse of act_model_name (throws ss::Error listing the accepted names).
+ActModel parse_act_model(const std::string& s);
+
+/// The degree of every axis and the knobs that take no ranks.
+struct PlanLayout {
+    int tp = 1;                          ///< tensor-parallel degree (Megatron; must divide H)
+    int pp = 1;                          ///< pipeline stages (must divide L)
+    int sp = 1;                          ///< sequence-parallel degree (must divide T; Ulysses: H / tp too)
+    SpMode sp_mode = SpMode::ulysses;    ///< how sp splits attention
+    int dp_shard = 0;                    ///< ranks ZeRO shards over (0: the rest of the world)
+    int dp_rep = 0;                      ///< replicas of the shard group (0: the rest, usually 1)
+    bool sequence_parallel = false;      ///< Megatron SP on the tp axis (Korthikanti et al. 2022, sec. 4.2.2)
+    int zero = 0;                        ///< ZeRO stage: 0 (DDP), 1, 2, 3
+    Schedule schedule = Schedule::one_f_one_b;  ///< pipeline schedule (pp > 1)
+    int pp_virtual = 1;                  ///< model chunks per stage (interleaved schedule)
+    Recompute recompute = Recompute::none;      ///< activation recomputation
+};
+
+/// A question for the planner.
+struct PlanInput {
+    GPT2Config model = model_preset("tiny");  ///< the model's shape
+    int T = 0;                 ///< sequence length (0: the model's maxT)
+    int gpus = 1;              ///< world size: GPUs (or ranks)
+    int gpus_per_node = 0;     ///< GPUs that share the fast link (0: the hardware's default)
+    Hardware hw = hardware_preset("h100");  ///< per-GPU speed, memory and links
+    PlanLayout layout;         ///< how the world is split
+    int mbs = 1;               ///< micro-batch size: sequences per rank per micro-batch
+    int ga = 0;                ///< gradient accumulation steps (0: from gbs, else 1)
+    int64_t gbs = 0;           ///< target global batch size (0: MBS x GA x DP, whatever it is)
+    DType dtype = DType::bf16; ///< bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)
+    ActModel act_model = ActModel::paper;  ///< whose activation layout to count
+    bool overlap = true;       ///< data-parallel traffic overlaps backward/forward compute where it can
+    double bucket_mb = 25;     ///< DDP / ZeRO gradient bucket (MiB; PyTorch DDP's default is 25)
+
+    /// The sequence length used: T, or the model's maxT when T = 0.
+    int seq() const { return T > 0 ? T : model.maxT; }
+};
+
+}  // namespace ss

@@ -1,0 +1,179 @@
+#include "plan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/check.h"
+
+namespace ss {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int64_t ModelSlice::shard(int n) const {
+    int64_t s = 0;
+    for (int64_t u : units) s += ceil_div(u, n);
+    return s;
+}
+
+int64_t ModelSlice::largest_unit() const {
+    int64_t m = 0;
+    for (int64_t u : units) m = std::max(m, u);
+    return m;
+}
+
+ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage) {
+    const int64_t C = cfg.C, t = tp;
+    ModelSlice s;
+    s.stage = stage;
+    s.layers = cfg.L / pp;
+    s.first_layer = stage * s.layers;
+    s.has_embedding = stage == 0;
+    s.has_head = stage == pp - 1;
+    const int64_t wte = ceil_div(cfg.V, t) * C;  // vocabulary-parallel rows
+    // Per block (model/params.h, Split): LayerNorms and row-parallel biases
+    // whole (6C), everything else cut t ways: (12 C^2 + 7 C) / t.
+    const int64_t block = (12 * C * C + 7 * C) / t + 6 * C;
+    if (s.has_embedding) s.units.push_back(wte + int64_t(cfg.maxT) * C);  // unit 0: wte + wpe
+    for (int l = 0; l < s.layers; ++l) s.units.push_back(block);
+    if (s.has_head) {
+        s.units.push_back(2 * C);                // ln_f
+        if (pp > 1) s.units.push_back(wte);      // the tied head's own copy of wte (Megatron)
+    }
+    for (int64_t u : s.units) s.elems += u;
+    return s;
+}
+
+ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype) {
+    const int64_t es = int64_t(dtype_size(dtype));
+    const int64_t K = dtype == DType::bf16 ? 12 : 8;  // fp32 master + m + v; or m + v (params are the master)
+    const int64_t P = slice.elems, S = slice.shard(zero >= 1 ? n : 1);
+    ModelStates m;
+    m.params = es * (zero >= 3 ? S : P);
+    m.grads = es * (zero >= 2 ? S : P);
+    m.optim = K * (zero >= 1 ? S : P);
+    return m;
+}
+
+double zero_paper_bytes(double psi, int stage, int n, double K) {
+    switch (stage) {
+        case 0: return (2 + 2 + K) * psi;
+        case 1: return 2 * psi + 2 * psi + K * psi / n;
+        case 2: return 2 * psi + (2 + K) * psi / n;
+        case 3: return (2 + 2 + K) * psi / n;
+    }
+    SS_FAIL("--zero " << stage << " does not exist; choose 0 (DDP), 1, 2 or 3");
+}
+
+double korthikanti_layer_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
+                               Recompute recompute) {
+    const double sbh = s * b * h;
+    if (recompute == Recompute::full) return 2 * sbh / (sequence_parallel ? t : 1);  // the layer's input only
+    // 10 sbh stay whole under TP without SP: the two LayerNorm inputs (4), the
+    // inputs of c_attn and mlp.c_fc (4) and the two dropout masks (2). The
+    // other 24 are cut t ways; SP cuts the 10 as well.
+    const double linear = sbh * (sequence_parallel ? 34.0 / t : 10.0 + 24.0 / t);
+    // Softmax output (2), its dropout mask (1) and dropout output (2) per score: 5 a s^2 b / t.
+    const double quadratic = recompute == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t;
+    return linear + quadratic;
+}
+
+namespace {
+
+// The engine (model/gpt2.h BlockActs), fp32, per token of a rank:
+//   ln1, x_mid, ln2, x_out: 4C (whole on every TP rank), 4 LayerNorm statistics,
+//   qkv 3C/t, atty C/t, fch 4C/t, fch_gelu 4C/t: 12C/t,  att: (H/t) x T.
+double engine_layer_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
+                          Recompute recompute) {
+    const double whole = (4 * h + 4) / (sequence_parallel ? t : 1);
+    if (recompute == Recompute::full) return 4 * s * b * h / (sequence_parallel ? t : 1);
+    const double quad = recompute == Recompute::selective ? 0.0 : a * s / t;
+    return 4 * s * b * (whole + 12 * h / t + quad);
+}
+
+// Micro-batches (or, interleaved, model chunks) stage i keeps before its first backward.
+double chunks_in_flight(const PlanLayout& l, int ga, int stage) {
+    const int p = l.pp, v = l.pp_virtual;
+    switch (l.schedule) {
+        case Schedule::gpipe: return ga;  // all forwards first
+        case Schedule::one_f_one_b: return std::min(p - stage, ga);
+        case Schedule::interleaved:  // Megatron's warm-up: 2(p - i - 1) + (v - 1) p chunks, plus the one in flight
+            return std::min(2 * (p - stage - 1) + (v - 1) * p + 1, ga * v);
+    }
+    return 1;
+}
+
+}  // namespace
+
+ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage) {
+    const PlanLayout& l = in.layout;
+    const double s = in.seq(), b = in.mbs, h = in.model.C, a = in.model.H, V = in.model.V;
+    const int t = mesh.tp, c = mesh.sp, p = mesh.pp;
+    const bool seqpar = l.sequence_parallel && t > 1;
+    const bool engine = in.act_model == ActModel::engine;
+    ActivationBytes r;
+    r.per_layer = (engine ? engine_layer_bytes(s, b, h, a, t, seqpar, l.recompute)
+                          : korthikanti_layer_bytes(s, b, h, a, t, seqpar, l.recompute)) /
+                  c;
+    const double chunks = chunks_in_flight(l, ga, stage);
+    const int v = l.schedule == Schedule::interleaved ? l.pp_virtual : 1;
+    r.layer_sets = chunks * (in.model.L / p) / v;
+    const double mbs_in_flight = l.schedule == Schedule::gpipe ? ga : std::min(p - stage, ga);
+    const double tok = s * b / c;  // tokens of one micro-batch on this rank
+    const double hs = seqpar ? t : 1;
+    if (stage == 0)  // paper: the embedding's dropout mask (1 byte); engine: x before block 0 (fp32)
+        r.embedding = mbs_in_flight * (engine ? 4 * tok * h : tok * h / hs);
+    if (stage == p - 1) {
+        const double head_mbs = l.schedule == Schedule::gpipe ? ga : 1;
+        // paper (sec. 4.3): ln_f and projection inputs 4sbh/t, fp32 logits 4sbv/t;
+        // engine: lnf (C) + 2 statistics + probs (V/t) + losses (1), fp32.
+        r.head = head_mbs * (engine ? 4 * tok * (h + 2 + std::ceil(V / t) + 1)
+                                    : 4 * tok * h / hs + 4 * tok * std::ceil(V / t));
+    }
+    r.total = r.per_layer * r.layer_sets + r.embedding + r.head;
+    char buf[160];
+    if (engine)
+        std::snprintf(buf, sizeof buf, "4 sb(%s%s)%s (engine, fp32)", seqpar ? "(4h+4)/t" : "4h+4",
+                      l.recompute == Recompute::none ? " + 12h/t + as/t" : " + 12h/t", c > 1 ? " / sp" : "");
+    else if (l.recompute == Recompute::full)
+        std::snprintf(buf, sizeof buf, "2sbh%s%s (full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
+    else
+        std::snprintf(buf, sizeof buf, "sbh(%s%s)%s", seqpar ? "34/t" : (t > 1 ? "10 + 24/t" : "34"),
+                      l.recompute == Recompute::selective ? "" : " + 5as/(ht)", c > 1 ? " / sp" : "");
+    r.formula = buf;
+    return r;
+}
+
+MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
+    const int n = mesh.dp_shard * mesh.sp;  // ZeRO shards over dp_shard x sp (the sp ranks hold the same params)
+    const int64_t es = int64_t(dtype_size(in.dtype));
+    MemoryPlan best;
+    // Stage 0 holds the embedding and the most micro-batches; the last stage the
+    // head. Middle stages hold no more than stage 0.
+    for (int stage : {0, mesh.pp - 1}) {
+        MemoryPlan m;
+        m.stage = stage;
+        m.slice = model_slice(in.model, mesh.tp, mesh.pp, stage);
+        m.shard_n = n;
+        m.states = model_states(m.slice, in.layout.zero, n, in.dtype);
+        m.acts = activation_bytes(in, mesh, ga, stage);
+        if (in.layout.zero >= 3) {
+            // The unit in use, the one prefetched, and a whole unit's gradient before its reduce-scatter.
+            m.comm = 3 * m.slice.largest_unit() * es;
+        } else {
+            // Two gradient buckets: one filling, one in flight.
+            m.comm = std::min<int64_t>(int64_t(2 * in.bucket_mb * 1048576.0), m.slice.elems * es);
+        }
+        m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm;
+        m.capacity = in.hw.memory;
+        if (stage == 0 || m.total > best.total) best = m;
+        if (mesh.pp == 1) break;
+    }
+    return best;
+}
+
+}  // namespace ss

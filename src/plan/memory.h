@@ -1,0 +1,111 @@
+// memory.h — the bytes one rank holds: model states, activations, buffers.
+//
+// Model states (ZeRO paper, Rajbhandari et al. 2020, arXiv:1910.02054, sec. 3.1
+// and 5; Psi = parameters this rank's TP/PP slice holds, N = ZeRO shard group):
+//
+//                      params         grads          optimizer          (bf16: 2 / 2 / K = 12; fp32: 4 / 4 / K = 8)
+//     stage 0 (DDP)    2 Psi          2 Psi          K Psi
+//     stage 1 (P_os)   2 Psi          2 Psi          K Psi / N
+//     stage 2 (P_os+g) 2 Psi          2 Psi / N      K Psi / N
+//     stage 3 (+p)     2 Psi / N      2 Psi / N      K Psi / N
+//
+// "Psi / N" is counted as the engine partitions (parallel/zero.h): per unit,
+// padded, sum_u ceil(P_u / N), so the prediction equals the Ledger byte for byte.
+//
+// Activations per layer and micro-batch (Korthikanti et al. 2022,
+// arXiv:2205.05198, sec. 4, table 2; s = T, b = MBS, h = C, a = H, t = TP):
+//
+//     no parallelism            sbh (34 + 5as/h)
+//     tensor parallel           sbh (10 + 24/t + 5as/(ht))
+//     tensor + sequence par.    sbh/t (34 + 5as/h)
+//     + selective recompute     the 5as/h term goes
+//     full recompute            2sbh (the layer's input; /t with sequence parallelism)
+//
+// times the layers a stage holds, times the micro-batches it keeps in flight
+// (1F1B: p - stage, GPipe: all m, interleaved: Korthikanti eq. 5's
+// 1 + (p-1)/(pv)), divided by SP (Ulysses and ring attention both keep 1/sp of
+// every sequence). The engine's own layout (fp32, no dropout) is the same
+// formula without the dropout masks, at 4 bytes; see docs/formulas.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mesh/process_mesh.h"
+#include "plan/input.h"
+
+namespace ss {
+
+/// The parameters one rank holds under TP and PP, cut into the units ZeRO partitions.
+struct ModelSlice {
+    int stage = 0;              ///< pipeline stage
+    int first_layer = 0;        ///< first block of the stage
+    int layers = 0;             ///< blocks on the stage (L / pp)
+    bool has_embedding = false; ///< first stage: wte (V/t rows) + wpe
+    bool has_head = false;      ///< last stage: ln_f (and a copy of the tied wte when pp > 1)
+    std::vector<int64_t> units; ///< elements per unit, flat order (engine units when pp = 1)
+    int64_t elems = 0;          ///< sum of units: Psi of this rank
+
+    /// Elements of a ZeRO shard over @p n ranks: sum over units of ceil(u / n).
+    int64_t shard(int n) const;
+    /// The largest unit (what ZeRO-3 gathers at once).
+    int64_t largest_unit() const;
+};
+
+/// The slice of pipeline stage @p stage when @p cfg is split TP @p tp ways and PP @p pp ways.
+/// Vocabulary rows are ceil(V / tp) (Megatron pads the vocabulary).
+ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage);
+
+/// Model-state bytes of one rank.
+struct ModelStates {
+    int64_t params = 0;  ///< parameters as the forward reads them (2 or 4 bytes each)
+    int64_t grads = 0;   ///< gradients (2 or 4 bytes each)
+    int64_t optim = 0;   ///< master weights, Adam m and v (12 or 8 bytes each)
+    /// params + grads + optim.
+    int64_t total() const { return params + grads + optim; }
+};
+
+/// Model states of @p slice under ZeRO stage @p zero over a shard group of @p n ranks.
+ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype);
+
+/// The ZeRO paper's formula (sec. 5, figure 1) in bytes: (2 + 2 + K) Psi divided
+/// as @p stage says over @p n ranks. Used for the paper's own examples.
+double zero_paper_bytes(double psi, int stage, int n, double K);
+
+/// Korthikanti et al. 2022 (table 2): activation bytes of ONE transformer layer for one
+/// micro-batch of @p b sequences of @p s tokens, width @p h, @p a heads, TP @p t.
+double korthikanti_layer_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
+                               Recompute recompute);
+
+/// Activation bytes of one rank, split into what makes them up.
+struct ActivationBytes {
+    double per_layer = 0;          ///< one layer, one micro-batch (after TP, SP and recompute)
+    double layer_sets = 0;         ///< (layer, micro-batch) pairs held at the peak
+    double embedding = 0;          ///< first stage: embedding output / dropout masks held
+    double head = 0;               ///< last stage: head activations held
+    double total = 0;              ///< per_layer x layer_sets + embedding + head
+    std::string formula;           ///< the per-layer formula used, as text
+};
+
+/// Activations of pipeline stage @p stage for @p in with GA = @p ga micro-batches.
+ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage);
+
+/// Everything one rank holds at its peak.
+struct MemoryPlan {
+    int stage = 0;             ///< the pipeline stage this is for (the one with the highest total)
+    ModelSlice slice;          ///< what it holds
+    int shard_n = 1;           ///< ZeRO shard group: dp_shard x sp
+    ModelStates states;        ///< params, grads, optimizer
+    ActivationBytes acts;      ///< saved activations
+    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units)
+    int64_t total = 0;         ///< states + acts + comm
+    double capacity = 0;       ///< device memory
+    /// total <= capacity.
+    bool fits() const { return double(total) <= capacity; }
+};
+
+/// Memory of the stage of @p in that needs the most.
+MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga);
+
+}  // namespace ss

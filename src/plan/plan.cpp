@@ -1,0 +1,149 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <tuple>
+
+#include "core/check.h"
+
+namespace ss {
+
+int64_t PlanResult::comm_bytes() const {
+    int64_t b = 0;
+    for (const CommCall& c : comm) b += c.bytes;
+    return b;
+}
+
+std::string PlanResult::layout_str() const {
+    const PlanLayout& l = input.layout;
+    std::ostringstream s;
+    s << "TP " << mesh.tp << (l.sequence_parallel && mesh.tp > 1 ? "+SP" : "") << " x PP " << mesh.pp;
+    if (mesh.pp > 1)
+        s << " (" << schedule_name(l.schedule) << (l.schedule == Schedule::interleaved ? " v=" + std::to_string(l.pp_virtual) : "")
+          << ")";
+    s << " x SP " << mesh.sp;
+    if (mesh.sp > 1) s << " (" << sp_mode_name(l.sp_mode) << ")";
+    s << " x DP " << mesh.dp() << " (" << mesh.dp_shard << " x " << mesh.dp_rep << "), ZeRO-" << l.zero;
+    if (l.recompute != Recompute::none) s << ", recompute " << recompute_name(l.recompute);
+    return s.str();
+}
+
+namespace {
+
+std::string join(const std::vector<int>& v) {
+    std::ostringstream s;
+    for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+    return s.str();
+}
+
+// Valid (tp, pp, sp) triples closest to the one asked for (distance in factors of two).
+std::string nearest_layouts(const PlanInput& in) {
+    const PlanLayout& l = in.layout;
+    const int H = in.model.H, L = in.model.L, T = in.seq(), world = in.gpus;
+    std::vector<std::tuple<double, int, int, int>> found;
+    auto dist = [](int a, int b) { return std::fabs(std::log2(double(std::max(a, 1))) - std::log2(double(std::max(b, 1)))); };
+    for (int tp : divisors(H))
+        for (int pp : divisors(L))
+            for (int sp : divisors(T)) {
+                if (world % (1LL * tp * pp * sp) != 0) continue;
+                if (l.sp_mode == SpMode::ulysses && (H / tp) % sp != 0) continue;
+                if (l.schedule == Schedule::interleaved && L % (pp * l.pp_virtual) != 0) continue;
+                found.emplace_back(dist(tp, l.tp) + dist(pp, l.pp) + dist(sp, l.sp), tp, pp, sp);
+            }
+    std::sort(found.begin(), found.end());
+    std::ostringstream s;
+    for (size_t i = 0; i < found.size() && i < 4; ++i) {
+        auto [d, tp, pp, sp] = found[i];
+        s << (i ? "; " : "") << "--tp " << tp << " --pp " << pp << " --sp " << sp << " (DP " << world / (tp * pp * sp)
+          << ")";
+    }
+    return found.empty() ? std::string("none: try another GPU count") : s.str();
+}
+
+// The values of an axis that divide @p n and leave the rest of the layout valid for the world.
+std::vector<int> fitting(int n, int others, int world) {
+    std::vector<int> ok;
+    for (int d : divisors(n))
+        if (world % (1LL * d * others) == 0) ok.push_back(d);
+    return ok;
+}
+
+}  // namespace
+
+PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
+    PlanInput in = in_;
+    PlanLayout& l = in.layout;
+    const GPT2Config& m = in.model;
+    validate(m);
+    const int T = in.seq(), world = in.gpus;
+    SS_CHECK(world >= 1, "--gpus must be at least 1 (got " << world << ")");
+    SS_CHECK(T >= 1 && T <= m.maxT, "--seq " << T << " must be between 1 and the positional table's maxT=" << m.maxT
+                                             << "; use --seq " << m.maxT << " or less, or raise --max-seq");
+    SS_CHECK(l.zero >= 0 && l.zero <= 3, "--zero " << l.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
+    SS_CHECK(l.tp >= 1 && l.pp >= 1 && l.sp >= 1, "--tp, --pp and --sp must be at least 1 (got " << l.tp << ", "
+                                                                                                << l.pp << ", " << l.sp << ")");
+    SS_CHECK(in.hw.flops > 0 && in.hw.memory > 0 && in.hw.intra.busbw > 0 && in.hw.inter.busbw > 0 && in.hw.hbm_bw > 0,
+             "hardware '" << in.hw.name << "' needs positive FLOP/s, memory, memory bandwidth and link bandwidths");
+    if (in.gpus_per_node <= 0) in.gpus_per_node = in.hw.gpus_per_node;
+    if (l.schedule != Schedule::interleaved) l.pp_virtual = 1;
+    SS_CHECK(l.schedule != Schedule::interleaved || (l.pp > 1 && l.pp_virtual >= 2),
+             "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per stage); got PP "
+                 << l.pp << ", v " << l.pp_virtual << "; or use --schedule 1f1b");
+
+    // Each degree must divide what it splits ...
+    const int rest_tp = l.pp * l.sp, rest_sp = l.tp * l.pp, rest_pp = l.tp * l.sp;
+    SS_CHECK(m.H % l.tp == 0, "TP=" << l.tp << " does not divide n_head=" << m.H << " (each rank takes whole heads); choose TP in {"
+                                    << join(fitting(m.H, rest_tp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    SS_CHECK(in.act_model != ActModel::engine || m.V % l.tp == 0,
+             "TP=" << l.tp << " does not divide the vocabulary V=" << m.V << " (the engine splits wte by rows without padding); choose TP in {"
+                   << join(fitting(std::gcd(m.V, m.H), rest_tp, world)) << "}");
+    SS_CHECK(T % l.sp == 0, "SP=" << l.sp << " does not divide the sequence T=" << T << "; choose SP in {"
+                                  << join(fitting(T, rest_sp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    SS_CHECK(l.sp_mode != SpMode::ulysses || (m.H / l.tp) % l.sp == 0,
+             "Ulysses SP=" << l.sp << " does not divide the " << m.H / l.tp << " heads each TP rank holds (H " << m.H
+                           << " / TP " << l.tp << "): after its all-to-all each rank computes whole heads; choose SP in {"
+                           << join(fitting(m.H / l.tp, rest_sp, world)) << "}, or --sp-mode ring; nearest valid layouts: "
+                           << nearest_layouts(in));
+    SS_CHECK(m.L % l.pp == 0, "PP=" << l.pp << " does not divide L=" << m.L << " layers into equal stages; choose PP in {"
+                                    << join(fitting(m.L, rest_pp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    SS_CHECK(l.schedule != Schedule::interleaved || m.L % (l.pp * l.pp_virtual) == 0,
+             "interleaved: PP " << l.pp << " x v " << l.pp_virtual << " does not divide L=" << m.L
+                                << " layers into equal chunks; choose --pp-virtual in {" << join(divisors(m.L / l.pp)) << "}");
+    // ... and together they must divide the world.
+    const long long mp = 1LL * l.tp * l.pp * l.sp;
+    SS_CHECK(world % mp == 0, "TP " << l.tp << " x PP " << l.pp << " x SP " << l.sp << " = " << mp << " does not divide "
+                                    << world << " GPUs; nearest valid layouts: " << nearest_layouts(in));
+    MeshShape shape;
+    try {
+        shape = fill_dp(world, MeshShape{l.pp, l.dp_rep, l.dp_shard, l.sp, l.tp});
+        ProcessMesh check(world, shape);
+    } catch (const Error& e) {
+        SS_FAIL(e.what() << " (DP = " << world / mp << " = dp_shard x dp_rep; choose dp_shard in {"
+                         << join(divisors(int(world / mp))) << "})");
+    }
+    l.dp_shard = shape.dp_shard;
+    l.dp_rep = shape.dp_rep;
+    GbsPlan gbs = make_gbs(world, shape, in.mbs, in.ga, in.gbs, T);
+    in.ga = gbs.ga;
+    in.gbs = gbs.gbs;
+    SS_CHECK(l.schedule != Schedule::interleaved || gbs.ga % l.pp == 0,
+             "interleaved 1F1B needs the micro-batches (GA " << gbs.ga << ") to be a multiple of PP " << l.pp
+                                                            << " (Megatron's rule); use --ga " << l.pp * ((gbs.ga + l.pp - 1) / l.pp));
+    if (mesh_out) *mesh_out = shape;
+    if (gbs_out) *gbs_out = gbs;
+    return in;
+}
+
+PlanResult plan(const PlanInput& question) {
+    PlanResult r;
+    r.input = resolve(question, &r.mesh, &r.gbs);
+    r.num_params = num_params(r.input.model);
+    r.memory = plan_memory(r.input, r.mesh, r.gbs.ga);
+    r.comm = plan_comm(r.input, r.mesh, r.gbs, 0);
+    r.time = plan_time(r.input, r.mesh, r.gbs, r.memory);
+    return r;
+}
+
+}  // namespace ss

@@ -1,0 +1,244 @@
+#include "plan/report.h"
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <sstream>
+
+namespace ss {
+
+std::string commas(int64_t v) {
+    std::string digits = std::to_string(v < 0 ? -v : v), out = v < 0 ? "-" : "";
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+namespace {
+
+std::string fmt(const char* f, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, f);
+    std::vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+// Decimal units, as GPU memory and link speeds are quoted: 1 GB = 1e9 bytes.
+std::string human(double bytes) {
+    if (bytes >= 1e12) return fmt("%.2f TB", bytes / 1e12);
+    if (bytes >= 1e9) return fmt("%.2f GB", bytes / 1e9);
+    if (bytes >= 1e6) return fmt("%.2f MB", bytes / 1e6);
+    if (bytes >= 1e3) return fmt("%.2f kB", bytes / 1e3);
+    return fmt("%.0f B", bytes);
+}
+
+std::string flops_str(double f) { return f >= 1e12 ? fmt("%.0f TFLOP/s", f / 1e12) : fmt("%.1f GFLOP/s", f / 1e9); }
+
+const char* overlap_name(Overlap o) {
+    switch (o) {
+        case Overlap::none: return "-";
+        case Overlap::fwd: return "forward";
+        case Overlap::bwd: return "backward";
+        case Overlap::attention: return "attention";
+    }
+    return "?";
+}
+
+std::string model_line(const PlanResult& r) {
+    const GPT2Config& m = r.input.model;
+    return fmt("model %s: L=%d C=%d H=%d V=%d maxT=%d, %s parameters, %s, T=%d, activations: %s\n", m.name.c_str(),
+               m.L, m.C, m.H, m.V, m.maxT, commas(r.num_params).c_str(), dtype_name(r.input.dtype), r.input.seq(),
+               r.input.act_model == ActModel::paper ? "paper (Korthikanti, 16-bit)" : "engine (fp32)");
+}
+
+std::string cluster_line(const PlanInput& in) {
+    const Hardware& h = in.hw;
+    std::string node = in.gpus_per_node >= in.gpus ? "all in one node" : fmt("%d per node", in.gpus_per_node);
+    return fmt("cluster: %d x %s, %s: %s peak x %.2f, %s, links %s/s in a node, %s/s between\n", in.gpus,
+               h.label.c_str(), node.c_str(), flops_str(h.flops).c_str(), h.efficiency, human(h.memory).c_str(),
+               human(h.intra.busbw).c_str(), human(h.inter.busbw).c_str());
+}
+
+}  // namespace
+
+std::string format_plan(const PlanResult& r) {
+    const PlanInput& in = r.input;
+    const PlanLayout& l = in.layout;
+    const MemoryPlan& mem = r.memory;
+    const TimePlan& t = r.time;
+    std::ostringstream o;
+    o << model_line(r) << cluster_line(in);
+    o << "layout: " << r.layout_str() << "\n\n";
+
+    o << r.gbs.line() << "\n";
+    o << "  " << r.gbs.axes_line() << "\n";
+    o << "  tokens per step: " << commas(r.gbs.gbs) << " x " << in.seq() << " = " << commas(r.gbs.tokens()) << "\n\n";
+
+    const int es = int(dtype_size(in.dtype)), K = in.dtype == DType::bf16 ? 12 : 8;
+    const std::string N = std::to_string(mem.shard_n);
+    o << fmt("memory per GPU (pipeline stage %d of %d)  %10s %16s  formula\n", mem.stage, r.mesh.pp, "", "bytes");
+    auto row = [&](const char* name, double bytes, const std::string& formula) {
+        o << fmt("  %-22s %12s %16s  %s\n", name, human(bytes).c_str(), commas(int64_t(std::llround(bytes))).c_str(),
+                 formula.c_str());
+    };
+    row("params", double(mem.states.params),
+        fmt("%d Psi%s   Psi = %s parameters on this GPU (its TP/PP slice)", es, l.zero >= 3 ? (" / " + N).c_str() : "",
+            commas(mem.slice.elems).c_str()));
+    row("grads", double(mem.states.grads), fmt("%d Psi%s", es, l.zero >= 2 ? (" / " + N).c_str() : ""));
+    row("optim", double(mem.states.optim),
+        fmt("%d Psi%s   ZeRO-%d, N = dp_shard x sp = %d", K, l.zero >= 1 ? (" / " + N).c_str() : "", l.zero,
+            mem.shard_n));
+    row("acts", mem.acts.total,
+        fmt("%s x %g layer-micro-batches%s", mem.acts.formula.c_str(), mem.acts.layer_sets,
+            (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
+    row("comm buffers", double(mem.comm),
+        l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets");
+    row("total", double(mem.total),
+        fmt("of %s: %s", human(mem.capacity).c_str(), mem.fits() ? "fits" : "DOES NOT FIT"));
+    o << "\n";
+
+    o << "communication per step (global rank 0)\n";
+    o << fmt("  %-12s %-15s %-9s %-5s %6s %-6s %8s %12s %10s  %s\n", "axis", "op", "payload", "phase", "group", "link",
+             "calls", "bytes", "time ms", "hides under");
+    for (const CommCall& c : r.comm)
+        o << fmt("  %-12s %-15s %-9s %-5s %6d %-6s %8lld %12s %10.3f  %s\n", c.axis.c_str(), c.op.c_str(),
+                 payload_name(c.payload), phase_name(c.phase), c.group, c.intra_node ? "node" : "net",
+                 (long long)c.calls, human(double(c.bytes)).c_str(), c.seconds * 1e3, overlap_name(c.overlap));
+    o << fmt("  %-60s %12s\n\n", "total", human(double(r.comm_bytes())).c_str());
+
+    const double per_gpu_flops = t.hw_flops / r.gbs.world;
+    o << "time per step (predicted)\n";
+    o << fmt("  compute          %10.1f ms  %d micro-batch%s x %.1f ms; %.3g TFLOP per GPU at %s\n",
+             r.gbs.ga * t.t_compute_mb * 1e3, r.gbs.ga, r.gbs.ga > 1 ? "es" : "", t.t_compute_mb * 1e3,
+             per_gpu_flops / 1e12, flops_str(t.flops_per_s).c_str());
+    o << fmt("  TP/SP/PP comm    %10.1f ms  on the critical path of every micro-batch\n",
+             r.gbs.ga * t.t_critical_mb * 1e3);
+    o << fmt("  bubble           %10.1f ms  (p-1)/(v m) = %.3f\n", t.bubble * 1e3, t.bubble_fraction);
+    o << fmt("  DP comm exposed  %10.1f ms  what did not hide under compute\n",
+             (r.gbs.ga * t.t_dp_mb + t.dp_exposed) * 1e3);
+    o << fmt("  step comm        %10.1f ms  optimizer-step traffic (ZeRO-1/2 gathers, replicas, loss)\n",
+             t.step_comm * 1e3);
+    o << fmt("  optimizer        %10.1f ms  AdamW, memory-bound\n", t.optimizer * 1e3);
+    o << fmt("  step             %10.1f ms\n", t.step * 1e3);
+    o << fmt("throughput: %s tokens/s (%s per GPU), MFU %.1f%%\n", commas(int64_t(t.tokens_per_s)).c_str(),
+             commas(int64_t(t.tokens_per_s / r.gbs.world)).c_str(), t.mfu * 100);
+    return o.str();
+}
+
+std::string format_search(const SearchInput& in, const std::vector<PlanResult>& best, const SearchStats& stats) {
+    std::ostringstream o;
+    if (!best.empty()) o << model_line(best.front()) << cluster_line(best.front().input);
+    o << "search: " << in.base.gpus << " GPUs";
+    if (in.base.gbs > 0) o << ", GBS = " << in.base.gbs;
+    if (in.max_gbs > 0) o << ", GBS <= " << in.max_gbs;
+    o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
+      << " layouts evaluated, " << commas(stats.fitting) << " fit, "
+      << fmt("%.3f s", stats.seconds) << "\n";
+    o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
+             "shard", "rep", "ZeRO", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms", "tokens/s", "MFU");
+    int i = 0;
+    for (const PlanResult& r : best) {
+        const PlanLayout& l = r.input.layout;
+        const std::string sp = r.mesh.sp > 1 ? fmt("%d %s", r.mesh.sp, sp_mode_name(l.sp_mode)) : "1";
+        const std::string sched = r.mesh.pp == 1 ? "-"
+                                  : l.schedule == Schedule::interleaved ? fmt("interleaved %d", l.pp_virtual)
+                                                                        : schedule_name(l.schedule);
+        o << fmt("%4d %4d %4d %-12s %6d %6d %4d %-14s %4d %4d %6lld %-9s %8.1f %9.1f %12s %5.1f%%\n", ++i, r.mesh.tp,
+                 r.mesh.pp, sp.c_str(), r.mesh.dp_shard, r.mesh.dp_rep, l.zero, sched.c_str(), r.input.mbs, r.gbs.ga,
+                 (long long)r.gbs.gbs, recompute_name(l.recompute), r.memory.total / 1e9, r.time.step * 1e3,
+                 commas(int64_t(r.time.tokens_per_s)).c_str(), r.time.mfu * 100);
+    }
+    return o.str();
+}
+
+nlohmann::json plan_json(const PlanResult& r) {
+    using nlohmann::json;
+    const PlanInput& in = r.input;
+    const PlanLayout& l = in.layout;
+    const GPT2Config& m = in.model;
+    json j;
+    j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT},
+                  {"T", in.seq()},  {"num_params", r.num_params}, {"dtype", dtype_name(in.dtype)},
+                  {"activations", act_model_name(in.act_model)}};
+    j["cluster"] = {{"gpus", in.gpus},
+                    {"gpus_per_node", in.gpus_per_node},
+                    {"hw", in.hw.name},
+                    {"flops", in.hw.flops},
+                    {"efficiency", in.hw.efficiency},
+                    {"memory_bytes", in.hw.memory},
+                    {"hbm_bytes_per_s", in.hw.hbm_bw},
+                    {"intra_busbw", in.hw.intra.busbw},
+                    {"intra_alpha_s", in.hw.intra.alpha},
+                    {"inter_busbw", in.hw.inter.busbw},
+                    {"inter_alpha_s", in.hw.inter.alpha},
+                    {"source", in.hw.source}};
+    j["layout"] = {{"tp", r.mesh.tp},
+                   {"pp", r.mesh.pp},
+                   {"sp", r.mesh.sp},
+                   {"sp_mode", sp_mode_name(l.sp_mode)},
+                   {"dp", r.mesh.dp()},
+                   {"dp_shard", r.mesh.dp_shard},
+                   {"dp_rep", r.mesh.dp_rep},
+                   {"sequence_parallel", l.sequence_parallel && r.mesh.tp > 1},
+                   {"zero", l.zero},
+                   {"schedule", schedule_name(l.schedule)},
+                   {"pp_virtual", l.pp_virtual},
+                   {"recompute", recompute_name(l.recompute)},
+                   {"text", r.layout_str()}};
+    j["gbs"] = {{"mbs", r.gbs.mbs}, {"ga", r.gbs.ga}, {"dp", r.gbs.dp}, {"gbs", r.gbs.gbs},
+                {"tokens_per_step", r.gbs.tokens()}, {"formula", "GBS = MBS x GA x DP, DP = world / (TP x PP x SP)"},
+                {"line", r.gbs.line()}};
+    const MemoryPlan& mem = r.memory;
+    j["memory"] = {{"stage", mem.stage},
+                   {"params_on_gpu", mem.slice.elems},
+                   {"shard_n", mem.shard_n},
+                   {"params", mem.states.params},
+                   {"grads", mem.states.grads},
+                   {"optim", mem.states.optim},
+                   {"acts", int64_t(mem.acts.total + 0.5)},
+                   {"acts_per_layer", mem.acts.per_layer},
+                   {"acts_layer_microbatches", mem.acts.layer_sets},
+                   {"acts_formula", mem.acts.formula},
+                   {"comm", mem.comm},
+                   {"total", mem.total},
+                   {"capacity", mem.capacity},
+                   {"fits", mem.fits()}};
+    json calls = json::array();
+    for (const CommCall& c : r.comm)
+        calls.push_back({{"axis", c.axis},
+                         {"op", c.op},
+                         {"payload", payload_name(c.payload)},
+                         {"phase", phase_name(c.phase)},
+                         {"group", c.group},
+                         {"intra_node", c.intra_node},
+                         {"calls", c.calls},
+                         {"bytes", c.bytes},
+                         {"seconds", c.seconds},
+                         {"overlap", overlap_name(c.overlap)},
+                         {"what", c.what}});
+    j["comm"] = calls;
+    const TimePlan& t = r.time;
+    j["time"] = {{"model_flops", t.model_flops}, {"hw_flops", t.hw_flops},      {"flops_per_s", t.flops_per_s},
+                 {"compute_per_microbatch_s", t.t_compute_mb},                    {"critical_comm_per_microbatch_s", t.t_critical_mb},
+                 {"dp_per_microbatch_s", t.t_dp_mb}, {"pipeline_s", t.pipeline}, {"bubble_s", t.bubble},
+                 {"bubble_fraction", t.bubble_fraction}, {"dp_exposed_s", t.dp_exposed}, {"step_comm_s", t.step_comm},
+                 {"optimizer_s", t.optimizer}, {"step_s", t.step}, {"tokens_per_s", t.tokens_per_s}, {"mfu", t.mfu}};
+    return j;
+}
+
+nlohmann::json search_json(const SearchInput& in, const std::vector<PlanResult>& best, const SearchStats& stats) {
+    nlohmann::json j;
+    j["constraints"] = {{"gpus", in.base.gpus}, {"max_gbs", in.max_gbs}, {"gbs", in.base.gbs},
+                        {"memory_bytes", in.base.hw.memory}};
+    j["stats"] = {{"evaluated", stats.evaluated}, {"fitting", stats.fitting}, {"seconds", stats.seconds}};
+    nlohmann::json rs = nlohmann::json::array();
+    for (const PlanResult& r : best) rs.push_back(plan_json(r));
+    j["results"] = rs;
+    return j;
+}
+
+}  // namespace ss

@@ -1,0 +1,173 @@
+#include "plan/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "core/check.h"
+
+namespace ss {
+
+namespace {
+
+// The degrees to try for one axis: the held value, or every divisor of n that also divides the world.
+std::vector<int> choices(int held, int n, int world) {
+    if (held > 0) return {held};
+    std::vector<int> v;
+    for (int d : divisors(n))
+        if (world % d == 0) v.push_back(d);
+    return v;
+}
+
+struct Best {
+    std::vector<PlanResult> kept;
+    PlanResult closest;  // the smallest peak among the layouts that did not fit
+    bool any_valid = false;
+    int64_t smallest_gbs = -1;
+};
+
+}  // namespace
+
+std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
+    const auto t0 = std::chrono::steady_clock::now();
+    PlanInput base = s.base;
+    base.layout = PlanLayout{};
+    const GPT2Config& m = base.model;
+    const int world = base.gpus, T = base.seq();
+    SS_CHECK(world >= 1, "--gpus must be at least 1 (got " << world << ")");
+    const int node = base.gpus_per_node > 0 ? base.gpus_per_node : base.hw.gpus_per_node;
+    std::vector<int> mbs_list = s.mbs.empty() ? std::vector<int>{base.mbs} : s.mbs;
+    SearchStats st;
+    Best best;
+    best.closest.memory.total = INT64_MAX;
+
+    auto consider = [&](PlanInput in, const MeshShape& mesh, const GbsPlan& gbs) {
+        best.any_valid = true;
+        in.gbs = gbs.gbs;
+        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+            in.layout.recompute = r;
+            MemoryPlan mem = plan_memory(in, mesh, gbs.ga);
+            ++st.evaluated;
+            if (!mem.fits()) {
+                if (mem.total < best.closest.memory.total) {
+                    best.closest.input = in;
+                    best.closest.mesh = mesh;
+                    best.closest.gbs = gbs;
+                    best.closest.memory = mem;
+                }
+                continue;
+            }
+            ++st.fitting;
+            PlanResult res;
+            res.input = in;
+            res.mesh = mesh;
+            res.gbs = gbs;
+            res.num_params = num_params(m);
+            res.memory = std::move(mem);
+            res.time = plan_time(in, mesh, gbs, res.memory);
+            best.kept.push_back(std::move(res));
+            return;  // more recompute only costs time
+        }
+    };
+
+    for (int tp : choices(s.tp, m.H, world)) {
+        if (tp > node && !s.tp_across_nodes && s.tp == 0) continue;
+        if (base.act_model == ActModel::engine && m.V % tp != 0) continue;
+        for (int pp : choices(s.pp, m.L, world / tp)) {
+            if (world % (tp * pp) != 0 || m.L % pp != 0) continue;
+            for (int sp : choices(s.sp, T, world / (tp * pp))) {
+                if (world % (tp * pp * sp) != 0 || T % sp != 0) continue;
+                const int dp = world / (tp * pp * sp);
+                for (SpMode mode : {SpMode::ulysses, SpMode::ring}) {
+                    if (sp == 1 && mode == SpMode::ring) continue;
+                    if (mode == SpMode::ulysses && (m.H / tp) % sp != 0) continue;
+                    for (int zero = s.zero < 0 ? 0 : s.zero; zero <= (s.zero < 0 ? 3 : s.zero); ++zero)
+                        for (int rep : choices(s.dp_rep, dp, dp)) {
+                            if (zero == 0 && rep > 1 && s.dp_rep == 0) continue;  // DDP all-reduces over all of DP anyway
+                            if (dp % rep != 0) continue;
+                            MeshShape mesh{pp, rep, dp / rep, sp, tp};
+                            for (int mbs : mbs_list) {
+                                // GA: exactly the target GBS; or every power of two under the cap; or as given.
+                                std::vector<int> gas;
+                                const int64_t per_ga = int64_t(mbs) * dp;
+                                if (base.gbs > 0) {
+                                    if (base.gbs % per_ga == 0) gas.push_back(int(base.gbs / per_ga));
+                                } else if (s.max_gbs > 0) {
+                                    for (int64_t ga = 1; ga * per_ga <= s.max_gbs; ga *= 2) gas.push_back(int(ga));
+                                } else {
+                                    gas.push_back(base.ga > 0 ? base.ga : 1);
+                                }
+                                if (best.smallest_gbs < 0 || per_ga < best.smallest_gbs) best.smallest_gbs = per_ga;
+                                for (int ga : gas) {
+                                    PlanInput in = base;
+                                    in.mbs = mbs;
+                                    in.ga = ga;
+                                    in.gbs = 0;
+                                    in.gpus_per_node = node;
+                                    PlanLayout& l = in.layout;
+                                    l.tp = tp;
+                                    l.pp = pp;
+                                    l.sp = sp;
+                                    l.sp_mode = mode;
+                                    l.dp_shard = dp / rep;
+                                    l.dp_rep = rep;
+                                    l.zero = zero;
+                                    l.sequence_parallel = tp > 1;
+                                    const GbsPlan gbs = make_gbs(world, mesh, mbs, ga, 0, T);
+                                    if (pp == 1) {
+                                        consider(in, mesh, gbs);
+                                        continue;
+                                    }
+                                    l.schedule = Schedule::one_f_one_b;
+                                    consider(in, mesh, gbs);
+                                    for (int v : {2, 4}) {
+                                        if (m.L % (pp * v) != 0 || ga % pp != 0) continue;
+                                        l.schedule = Schedule::interleaved;
+                                        l.pp_virtual = v;
+                                        consider(in, mesh, gbs);
+                                    }
+                                    l.pp_virtual = 1;
+                                }
+                            }
+                        }
+                }
+            }
+        }
+    }
+
+    if (!best.any_valid) {
+        std::ostringstream why;
+        why << "no layout of " << world << " GPUs is valid";
+        if (s.max_gbs > 0 && best.smallest_gbs > s.max_gbs)
+            why << ": the smallest GBS any of them makes is " << best.smallest_gbs << " (MBS x DP with the most TP x PP x SP)"
+                << ", over --max-gbs " << s.max_gbs << "; raise --max-gbs or lower --mbs";
+        else if (base.gbs > 0)
+            why << ": no MBS x GA x DP makes GBS " << base.gbs << "; choose a GBS that is a multiple of MBS x DP";
+        else
+            why << " with the axes held fixed; release --tp, --pp or --sp";
+        SS_FAIL(why.str());
+    }
+    if (best.kept.empty()) {
+        const PlanResult& c = best.closest;
+        std::ostringstream why;
+        why.precision(3);
+        why << "the model fits nowhere on " << world << " GPUs of " << base.hw.memory / 1e9
+            << " GB: the smallest peak is " << c.memory.total / 1e9 << " GB (TP " << c.mesh.tp << " x PP " << c.mesh.pp
+            << " x SP " << c.mesh.sp << " x DP " << c.mesh.dp() << ", ZeRO-" << c.input.layout.zero << ", recompute "
+            << recompute_name(c.input.layout.recompute) << ", MBS " << c.input.mbs
+            << "); use GPUs with at least that much memory (--gpu-mem-gb), more GPUs, or a smaller --mbs";
+        SS_FAIL(why.str());
+    }
+    std::sort(best.kept.begin(), best.kept.end(), [](const PlanResult& a, const PlanResult& b) {
+        if (a.time.tokens_per_s != b.time.tokens_per_s) return a.time.tokens_per_s > b.time.tokens_per_s;
+        return a.memory.total < b.memory.total;
+    });
+    if (s.top > 0 && int(best.kept.size()) > s.top) best.kept.resize(size_t(s.top));
+    for (PlanResult& r : best.kept) r.comm = plan_comm(r.input, r.mesh, r.gbs, 0);  // only for those returned
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (stats) *stats = st;
+    return best.kept;
+}
+
+}  // namespace ss

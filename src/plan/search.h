@@ -1,0 +1,52 @@
+// search.h — every valid layout of a world, ranked by predicted tokens/s.
+//
+// For W GPUs it walks the factorisations W = PP x DP x SP x TP (TP dividing
+// the heads and staying inside a node, PP dividing the layers, SP dividing the
+// sequence and, for Ulysses, the heads of a TP rank), every split of DP into
+// dp_shard x dp_rep, every ZeRO stage, SP mode, pipeline schedule, MBS and GA
+// the constraints allow, and keeps the layouts that fit in memory:
+//
+//     for tp, pp, sp, sp_mode, dp_rep, zero, schedule (+ v), mbs, ga:
+//         recompute = the least of none, selective, full that fits
+//         rank by tokens/s (ties: less memory)
+//
+// Dominated choices are not evaluated: Megatron's sequence parallelism is
+// always on with TP > 1 (same traffic as plain TP, less memory), GPipe never
+// beats 1F1B (same bubble, more memory) and more recompute is only tried when
+// less does not fit. 512 GPUs take well under a second.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace ss {
+
+/// What to search and under which constraints.
+struct SearchInput {
+    PlanInput base;             ///< model, cluster, dtype, activation model; base.gbs > 0 asks for exactly that GBS
+    int64_t max_gbs = 0;        ///< keep GBS at or under this (0: no limit; GA is then base.ga or 1)
+    std::vector<int> mbs;       ///< micro-batch sizes to try (empty: base.mbs)
+    int tp = 0;                 ///< hold TP at this degree (0: search)
+    int pp = 0;                 ///< hold PP at this degree (0: search)
+    int sp = 0;                 ///< hold SP at this degree (0: search)
+    int zero = -1;              ///< hold the ZeRO stage (-1: search 0-3)
+    int dp_rep = 0;             ///< hold the replicas (0: search)
+    bool tp_across_nodes = false;  ///< allow TP groups larger than a node
+    int top = 10;               ///< how many results to return (0: all that fit)
+};
+
+/// How much the search looked at.
+struct SearchStats {
+    int64_t evaluated = 0;  ///< layouts whose memory was computed
+    int64_t fitting = 0;    ///< layouts that fit (and were timed)
+    double seconds = 0;     ///< wall time of the search
+};
+
+/// The best layouts, fastest first. Throws ss::Error when no layout is valid
+/// (saying which constraint rules them out) or none fits in memory (naming the
+/// one that comes closest and what it would need).
+std::vector<PlanResult> search(const SearchInput& in, SearchStats* stats = nullptr);
+
+}  // namespace ss

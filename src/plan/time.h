@@ -1,0 +1,63 @@
+// time.h — how long one optimizer step takes: compute from FLOPs, the pipeline
+// bubble, and the communication that does not hide under compute.
+//
+// FLOPs (Narayanan et al. 2021, arXiv:2104.04473, sec. 5.1, eq. 3; B = GBS,
+// s = T, l = L, h = C, V = vocabulary; matmuls only, 2 FLOPs per multiply-add):
+//
+//     forward of one layer          24 B s h^2 + 4 B s^2 h
+//     logits                        2 B s h V
+//     one step, no recompute        72 B s l h^2 (1 + s/(6h) + V/(12 l h))     (fwd + 2x bwd)
+//     one step, full recompute      96 B s l h^2 (1 + s/(6h) + V/(16 l h))     (the paper's eq. 3)
+//     selective recompute           no recompute + 4 B s^2 h l                 (the attention core again)
+//
+// One micro-batch on a stage takes t_mb = t_f + t_b: its FLOPs / (peak x
+// efficiency), plus the TP, SP and PP traffic on its critical path. A step of
+// m = GA micro-batches on p stages (v model chunks each) takes
+//
+//     (m + (p - 1) / v) x t_mb         bubble fraction (p - 1) / (v m)
+//
+// (GPipe and 1F1B have the same bubble; interleaving divides it by v.) Data-
+// parallel traffic hides under compute where it can (Overlap in comm.h): what
+// exceeds the compute it overlaps is added, and so is the step's own traffic
+// and the optimizer (memory-bound: ~30 bytes per parameter it updates).
+// MFU = model FLOPs (no recompute) / (step time x GPUs x peak) (Chowdhery et al. 2022, app. B).
+#pragma once
+
+#include <vector>
+
+#include "mesh/process_mesh.h"
+#include "plan/comm.h"
+#include "plan/gbs.h"
+#include "plan/input.h"
+#include "plan/memory.h"
+
+namespace ss {
+
+/// FLOPs of one optimizer step of @p B sequences (Narayanan et al. 2021, eq. 3 and its
+/// variants above): matmul FLOPs of forward, backward and what @p recompute redoes.
+double narayanan_flops(double B, double s, double l, double h, double V, Recompute recompute);
+
+/// Where the time of one step goes (seconds unless said otherwise).
+struct TimePlan {
+    double model_flops = 0;    ///< FLOPs of the step without recompute, whole cluster (MFU's numerator)
+    double hw_flops = 0;       ///< FLOPs the hardware runs (with recompute)
+    double flops_per_s = 0;    ///< what one rank reaches: peak x efficiency (shared cores counted)
+    double t_compute_mb = 0;   ///< one micro-batch's forward + backward compute on the slowest stage
+    double t_critical_mb = 0;  ///< TP / SP / PP traffic on that micro-batch's critical path
+    double t_dp_mb = 0;        ///< per micro-batch data-parallel traffic that did not hide
+    double t_mb = 0;           ///< one micro-batch: compute + critical + dp
+    double pipeline = 0;       ///< (m + (p-1)/v) x t_mb
+    double bubble = 0;         ///< (p-1)/v x t_mb
+    double bubble_fraction = 0;  ///< (p-1) / (v m)
+    double dp_exposed = 0;     ///< once-per-step data-parallel traffic that did not hide (DDP's all-reduce)
+    double step_comm = 0;      ///< the optimizer step's traffic (ZeRO-1/2 gathers, replicas, the loss)
+    double optimizer = 0;      ///< AdamW over what this rank updates
+    double step = 0;           ///< everything: one optimizer step
+    double tokens_per_s = 0;   ///< GBS x T / step, whole cluster
+    double mfu = 0;            ///< model FLOPs utilisation (0..1)
+};
+
+/// The step time of @p in on @p mesh, given the memory plan (for the optimizer's share).
+TimePlan plan_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, const MemoryPlan& mem);
+
+}  // namespace ss
