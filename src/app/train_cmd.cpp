@@ -43,6 +43,10 @@ void add_train_command(CLI::App& root) {
         ->capture_default_str();
     cmd->add_option("--tp", opts->tp, "Tensor-parallel degree (Megatron): ranks that split every layer")
         ->capture_default_str();
+    cmd->add_option("--sp", opts->sp, "Sequence-parallel degree: ranks that split every sequence")
+        ->capture_default_str();
+    cmd->add_option("--sp-mode", opts->sp_mode, "How SP splits attention: ulysses (all-to-all around attention)")
+        ->capture_default_str();
     cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
     cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group (HSDP / ZeRO++ hpZ; default: 1)");
     cmd->add_option("--bucket-mb", opts->bucket_mb, "DDP: all-reduce gradients in buckets of this many MiB (0: naive)")

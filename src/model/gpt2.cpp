@@ -41,6 +41,22 @@ void Activations::clear() {
 static Tensor act(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::acts, std::move(shape), DType::f32, false); }
 static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
 
+// ---- one rank's model-parallel operators ---------------------------------------------
+
+void SequenceParallel::seq_to_heads(const float* src, float* dst, int B, int Tl, int C, int parts, int, bool) {
+    std::memcpy(dst, src, sizeof(float) * size_t(B) * Tl * C * parts);
+}
+
+void SequenceParallel::heads_to_seq(const float* src, float* dst, int B, int Tl, int C, int parts, int, bool) {
+    std::memcpy(dst, src, sizeof(float) * size_t(B) * Tl * C * parts);
+}
+
+ModelParallel ModelParallel::none() {
+    static TensorParallel one_tp;  // stateless: safe to share between rank threads
+    static SequenceParallel one_sp;
+    return ModelParallel{one_tp, one_sp};
+}
+
 // ---- forward ------------------------------------------------------------------
 //
 // Under tensor parallelism (t = tp.size() > 1) each rank holds H/t heads and
@@ -49,9 +65,11 @@ static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::
 // With t = 1 they are the whole model and every tp.* call does nothing.
 
 void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int V,
-                           TensorParallel& tp, Ledger& ledger) {
+                           const ModelParallel& mp, Ledger& ledger) {
+    TensorParallel& tp = mp.tp;
     const int N = a.B * a.T, Vl = V / tp.size();
     a.encoded = act(ledger, {a.B, a.T, C});
+    wpe += long(mp.sp.rank()) * a.T * C;  // Ulysses: my tokens sit at positions rank*T .. rank*T + T-1
     if (tp.size() == 1) {
         encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
         return;
@@ -63,13 +81,17 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
 }
 
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
-                   TensorParallel& tp, Ledger& ledger) {
+                   const ModelParallel& mp, Ledger& ledger) {
+    TensorParallel& tp = mp.tp;
+    SequenceParallel& sp = mp.sp;
     const int N = B * T, t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
+    // Attention runs on Ta tokens of Ca channels: all T*sp tokens and my heads under Ulysses.
+    const int s = sp.size(), Ta = T * s, Ca = Cl / s, Ha = Hl / s;
     ba.ln1 = act(ledger, {B, T, C});
     ba.ln1_mean = act(ledger, {B, T});
     ba.ln1_rstd = act(ledger, {B, T});
-    ba.qkv = act(ledger, {B, T, 3 * Cl});
-    ba.att = act(ledger, {B, Hl, T, T});
+    ba.qkv = act(ledger, {B, Ta, 3 * Ca});
+    ba.att = act(ledger, {B, Ha, Ta, Ta});
     ba.atty = act(ledger, {B, T, Cl});
     ba.x_mid = act(ledger, {B, T, C});
     ba.ln2 = act(ledger, {B, T, C});
@@ -81,8 +103,17 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
 
     // Attention: x_mid = x_in + g(c_proj_row(attention(c_attn_col(f(ln_1(x_in))))))
     layernorm_forward(ba.ln1.f32(), ba.ln1_mean.f32(), ba.ln1_rstd.f32(), x_in, w.ln1_w, w.ln1_b, N, C);
-    matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
-    attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, T, Cl, Hl);
+    if (s == 1) {
+        matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
+        attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, T, Cl, Hl);
+    } else {  // Ulysses: my tokens -> all-to-all -> my heads of all tokens -> attention -> all-to-all back
+        Tensor qkv_local = scratch(ledger, {B, T, 3 * Cl});
+        matmul_forward(qkv_local.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
+        sp.seq_to_heads(qkv_local.f32(), ba.qkv.f32(), B, T, Cl, 3, l, false);
+        Tensor y_heads = scratch(ledger, {B, Ta, Ca});
+        attention_forward(y_heads.f32(), ba.att.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
+        sp.heads_to_seq(y_heads.f32(), ba.atty.f32(), B, T, Cl, 1, l, false);
+    }
     matmul_forward(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, nullptr, N, Cl, C);  // row-parallel: a partial sum
     tp.g_forward(ba.x_mid.f32(), long(N) * C, l);
     add_bias(ba.x_mid.f32(), w.attnproj_b, N, C);  // once, after the sum
@@ -99,7 +130,8 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
 }
 
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
-                   const int* targets, int C, int V, TensorParallel& tp, Ledger& ledger) {
+                   const int* targets, int C, int V, const ModelParallel& mp, Ledger& ledger) {
+    TensorParallel& tp = mp.tp;
     const int N = a.B * a.T, Vl = V / tp.size();
     a.lnf = act(ledger, {a.B, a.T, C});
     a.lnf_mean = act(ledger, {a.B, a.T});
@@ -131,7 +163,8 @@ float head_forward(Activations& a, const float* x_last, const float* lnf_w, cons
 
 void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
                    const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
-                   TensorParallel& tp, Ledger& ledger) {
+                   const ModelParallel& mp, Ledger& ledger) {
+    TensorParallel& tp = mp.tp;
     const int N = a.B * a.T, Vl = V / tp.size();
     Tensor dlogits = scratch(ledger, {a.B, a.T, Vl});
     if (tp.size() == 1)
@@ -146,8 +179,11 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
 }
 
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
-                    int T, int C, int H, int l, TensorParallel& tp, Ledger& ledger) {
+                    int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger) {
+    TensorParallel& tp = mp.tp;
+    SequenceParallel& sp = mp.sp;
     const int N = B * T, t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
+    const int s = sp.size(), Ta = T * s, Ca = Cl / s, Ha = Hl / s;
     // dx = d/d(x_out). The residual passes it to x_mid unchanged (dx_mid starts as dx)
     // and the MLP branch adds its part. g's backward is the identity: every TP
     // rank starts from the same dx.
@@ -166,18 +202,29 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     // dx = d/d(x_mid) now. The same again for the attention branch.
     Tensor datty = scratch(ledger, {B, T, Cl});
     Tensor dqkv = scratch(ledger, {B, T, 3 * Cl});
-    Tensor datt_scratch = Tensor(ledger, Mem::workspace, {B, Hl, T, T}, DType::f32, false);
+    Tensor datt_scratch = Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
     Tensor& dln1 = dln2;  // same shape, free again
     dln1.zero();
     matmul_backward(datty.f32(), g.attnproj_w, g.attnproj_b, dx, ba.atty.f32(), w.attnproj_w, N, Cl, C);
-    attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, T, Cl, Hl);
+    if (s == 1) {
+        attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, T, Cl, Hl);
+    } else {  // the two all-to-alls in reverse
+        Tensor dy_heads = scratch(ledger, {B, Ta, Ca});
+        sp.seq_to_heads(datty.f32(), dy_heads.f32(), B, T, Cl, 1, l, true);
+        Tensor dqkv_heads = scratch(ledger, {B, Ta, 3 * Ca});
+        attention_backward(dqkv_heads.f32(), datt_scratch.f32(), dy_heads.f32(), ba.qkv.f32(), ba.att.f32(), B, Ta,
+                           Ca, Ha);
+        sp.heads_to_seq(dqkv_heads.f32(), dqkv.f32(), B, T, Cl, 3, l, true);
+    }
     matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * Cl);
     tp.f_backward(dln1.f32(), long(N) * C, l);
     layernorm_backward(dx, g.ln1_w, g.ln1_b, dln1.f32(), x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), N, C);
 }
 
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
-                            TensorParallel& tp) {
+                            const ModelParallel& mp) {
+    TensorParallel& tp = mp.tp;
+    dwpe += long(mp.sp.rank()) * T * C;
     if (tp.size() == 1) {
         encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
         return;
@@ -242,9 +289,9 @@ BlockPtrs<F> unit_block(const ParamLayout& lay, F* base, const Unit& u, int l) {
 }
 }  // namespace
 
-float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
                    const int* tokens, const int* targets, int B, int T, Activations& a, Ledger& ledger) {
-    SS_CHECK(T <= cfg.maxT, "sequence length T=" << T << " is longer than the positional table (maxT=" << cfg.maxT
+    SS_CHECK(T * mp.sp.size() <= cfg.maxT, "sequence length T=" << T * mp.sp.size() << " is longer than the positional table (maxT=" << cfg.maxT
                                                  << "); use --seq " << cfg.maxT
                                                  << " or less, or a model with a larger --max-seq");
     const std::vector<Unit> units = make_units(lay);
@@ -253,24 +300,24 @@ float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hoo
     a.B = B;
     a.T = T;
     const float* emb = hooks.params(0, false);  // kept until the tied head has used wte
-    encoder_stage_forward(a, at(emb, units[0], lay.wte()), at(emb, units[0], lay.wpe()), tokens, C, cfg.V, tp, ledger);
+    encoder_stage_forward(a, at(emb, units[0], lay.wte()), at(emb, units[0], lay.wpe()), tokens, C, cfg.V, mp, ledger);
     a.blocks.resize(L);
     const float* x = a.encoded.f32();
     for (int l = 0; l < L; ++l) {
         const float* p = hooks.params(1 + l, false);
-        block_forward(a.blocks[l], unit_block(lay, p, units[1 + l], l), x, B, T, C, cfg.H, l, tp, ledger);
+        block_forward(a.blocks[l], unit_block(lay, p, units[1 + l], l), x, B, T, C, cfg.H, l, mp, ledger);
         hooks.release(1 + l, false);
         x = a.blocks[l].x_out.f32();
     }
     const float* head = hooks.params(L + 1, false);
     float loss = head_forward(a, x, at(head, units[L + 1], lay.lnf_w()), at(head, units[L + 1], lay.lnf_b()),
-                              at(emb, units[0], lay.wte()), targets, C, cfg.V, tp, ledger);
+                              at(emb, units[0], lay.wte()), targets, C, cfg.V, mp, ledger);
     hooks.release(L + 1, false);
     hooks.release(0, false);
     return loss;
 }
 
-void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
                    const int* tokens, const int* targets, const Activations& a, float dloss, Ledger& ledger) {
     const std::vector<Unit> units = make_units(lay);
     const int L = cfg.L, C = cfg.C, B = a.B, T = a.T;
@@ -283,19 +330,19 @@ void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hoo
     float* ghead = hooks.grads(L + 1);
     head_backward(dx.f32(), at(ghead, units[L + 1], lay.lnf_w()), at(ghead, units[L + 1], lay.lnf_b()),
                   at(gemb, units[0], lay.wte()), a, x_in(L), at(head, units[L + 1], lay.lnf_w()),
-                  at(emb, units[0], lay.wte()), targets, dloss, C, cfg.V, tp, ledger);
+                  at(emb, units[0], lay.wte()), targets, dloss, C, cfg.V, mp, ledger);
     hooks.release(L + 1, true);
     hooks.grads_ready(L + 1);
     for (int l = L - 1; l >= 0; --l) {
         const float* p = hooks.params(1 + l, true);
         BlockGrads g = unit_block(lay, hooks.grads(1 + l), units[1 + l], l);
-        block_backward(dx.f32(), g, a.blocks[l], unit_block(lay, p, units[1 + l], l), x_in(l), B, T, C, cfg.H, l, tp,
+        block_backward(dx.f32(), g, a.blocks[l], unit_block(lay, p, units[1 + l], l), x_in(l), B, T, C, cfg.H, l, mp,
                        ledger);
         hooks.release(1 + l, true);
         hooks.grads_ready(1 + l);
     }
     encoder_stage_backward(at(gemb, units[0], lay.wte()), at(gemb, units[0], lay.wpe()), dx.f32(), tokens, B, T, C,
-                           cfg.V, tp);
+                           cfg.V, mp);
     hooks.release(0, true);
     hooks.grads_ready(0);
 }
@@ -318,8 +365,7 @@ float GPT2::forward(const int* tokens, const int* targets, int B, int T, Activat
     h.units = make_units(layout_);
     h.w = w();
     h.g = g();
-    TensorParallel one_rank;
-    return gpt2_forward(cfg_, layout_, h, one_rank, tokens, targets, B, T, a, *ledger_);
+    return gpt2_forward(cfg_, layout_, h, ModelParallel::none(), tokens, targets, B, T, a, *ledger_);
 }
 
 void GPT2::backward(const int* tokens, const int* targets, const Activations& a, float dloss) {
@@ -327,8 +373,7 @@ void GPT2::backward(const int* tokens, const int* targets, const Activations& a,
     h.units = make_units(layout_);
     h.w = w();
     h.g = g();
-    TensorParallel one_rank;
-    gpt2_backward(cfg_, layout_, h, one_rank, tokens, targets, a, dloss, *ledger_);
+    gpt2_backward(cfg_, layout_, h, ModelParallel::none(), tokens, targets, a, dloss, *ledger_);
 }
 
 }  // namespace ss

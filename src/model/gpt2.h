@@ -107,29 +107,60 @@ public:
     virtual void sum_over_ranks(float* x, long n) { (void)x, (void)n; }
 };
 
+/// Ulysses sequence parallelism (DeepSpeed-Ulysses, Jacobs et al. 2023,
+/// arXiv:2309.14509): the sp ranks each hold T/sp tokens of every sequence,
+/// and around attention they trade a token split for a head split with two
+/// all-to-alls:
+///
+///     seq_to_heads:  [B, T/sp, P*C]  (my tokens, all heads)  ->  [B, T, P*C/sp]  (all tokens, my heads)
+///     heads_to_seq:  the inverse
+///
+/// (P = 3 for q|k|v, 1 for the attention output). This base class is one rank
+/// (a copy); parallel/sequence_parallel.h implements it with all_to_all.
+class SequenceParallel {
+public:
+    virtual ~SequenceParallel() = default;
+    /// SP degree.
+    virtual int size() const { return 1; }
+    /// This rank's index in its SP group: it holds tokens [rank * T/sp, (rank + 1) * T/sp).
+    virtual int rank() const { return 0; }
+    /// [B, Tl, P*C] -> [B, Tl*size(), P*C/size()] (see above). @p backward labels the traffic act_grad.
+    virtual void seq_to_heads(const float* src, float* dst, int B, int Tl, int C, int parts, int layer, bool backward);
+    /// [B, Tl*size(), P*C/size()] -> [B, Tl, P*C], the inverse of seq_to_heads.
+    virtual void heads_to_seq(const float* src, float* dst, int B, int Tl, int C, int parts, int layer, bool backward);
+};
+
+/// The model-parallel operators one pass uses: tensor and sequence parallelism.
+struct ModelParallel {
+    TensorParallel& tp;  ///< f, g and the vocabulary-parallel loss
+    SequenceParallel& sp;  ///< Ulysses all-to-alls
+    /// One rank: every operator is the identity.
+    static ModelParallel none();
+};
+
 /// The embedding stage: x = wte[tokens] + wpe. Under TP wte holds this rank's
 /// V/t rows and the partial embeddings are summed (g).
 void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int V,
-                           TensorParallel& tp, Ledger& ledger);
+                           const ModelParallel& mp, Ledger& ledger);
 /// Forward of block @p l (a.blocks[l] is allocated here). @p x_in is the block's input.
 /// C and H are the model's; under TP this rank computes H/t heads and 4C/t MLP columns.
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
-                   TensorParallel& tp, Ledger& ledger);
+                   const ModelParallel& mp, Ledger& ledger);
 /// The head: ln_f, tied logits, cross-entropy (vocabulary-parallel under TP). Returns the mean loss.
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
-                   const int* targets, int C, int V, TensorParallel& tp, Ledger& ledger);
+                   const int* targets, int C, int V, const ModelParallel& mp, Ledger& ledger);
 
 /// Backward of the head. Writes dx[B,T,C] (overwrites) and accumulates dwte, dlnf_w, dlnf_b.
 /// @p dloss is d(objective)/d(loss of each token): 1/(B*T) for the mean loss.
 void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
                    const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
-                   TensorParallel& tp, Ledger& ledger);
+                   const ModelParallel& mp, Ledger& ledger);
 /// Backward of block @p l: dx holds d/d(x_out) on entry and d/d(x_in) on exit.
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
-                    int T, int C, int H, int l, TensorParallel& tp, Ledger& ledger);
+                    int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger);
 /// Backward of the embedding: accumulates into dwte (this rank's rows under TP) and dwpe.
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
-                            TensorParallel& tp);
+                            const ModelParallel& mp);
 
 /// The units a pass walks through, in flat-buffer order: unit 0 = embeddings
 /// (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f. Each unit is one
@@ -175,12 +206,13 @@ public:
 };
 
 /// One forward pass through units provided by @p hooks; saves into @p acts; returns the mean loss.
-/// @p lay is this rank's layout (its TP slice when tp.size() > 1).
-float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+/// @p lay is this rank's layout (its TP slice when mp.tp.size() > 1). Under
+/// sequence parallelism @p T is this rank's T/sp tokens of each sequence.
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
                    const int* tokens, const int* targets, int B, int T, Activations& acts, Ledger& ledger);
 /// The matching backward pass: adds d(objective)/d(params) into hooks.grads(u),
 /// with d(objective)/d(token loss) = @p dloss.
-void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, TensorParallel& tp,
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
                    const int* tokens, const int* targets, const Activations& acts, float dloss, Ledger& ledger);
 
 /// A whole GPT-2 on one rank: flat parameters and gradients plus forward/backward.

@@ -56,9 +56,12 @@ int unit_layer(int u) { return u - 1; }
 
 ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
                      Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
-                     TensorParallelComm* tp)
+                     TensorParallelComm* tp, UlyssesComm* sp)
     : cfg_(cfg),
       tp_(tp),
+      sp_(sp),
+      parallel_{tp ? static_cast<TensorParallel&>(*tp) : ModelParallel::none().tp,
+                sp ? static_cast<SequenceParallel&>(*sp) : ModelParallel::none().sp},
       layout_(make_param_layout(cfg, tp ? tp->size() : 1, tp ? tp->rank() : 0)),
       units_(make_units(layout_)),
       storage_(storage),
@@ -217,8 +220,8 @@ void ZeroModel::zero_grad() {
 float ZeroModel::forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro) {
     micro_ = micro;
     if (tp_) tp_->set_position(micro, step_ + 1);
-    TensorParallel& tp = tp_ ? static_cast<TensorParallel&>(*tp_) : one_rank_;
-    return gpt2_forward(cfg_, layout_, *this, tp, tokens, targets, B, T, acts, ledger_);
+    if (sp_) sp_->set_position(micro, step_ + 1);
+    return gpt2_forward(cfg_, layout_, *this, parallel_, tokens, targets, B, T, acts, ledger_);
 }
 
 void ZeroModel::backward(const int* tokens, const int* targets, const Activations& acts, float dloss, int micro,
@@ -227,8 +230,8 @@ void ZeroModel::backward(const int* tokens, const int* targets, const Activation
     last_micro_ = last;
     next_bucket_ = 0;
     if (tp_) tp_->set_position(micro, step_ + 1);
-    TensorParallel& tp = tp_ ? static_cast<TensorParallel&>(*tp_) : one_rank_;
-    gpt2_backward(cfg_, layout_, *this, tp, tokens, targets, acts, dloss, ledger_);
+    if (sp_) sp_->set_position(micro, step_ + 1);
+    gpt2_backward(cfg_, layout_, *this, parallel_, tokens, targets, acts, dloss, ledger_);
     if (zc_.stage == 0 && last && !zc_.bucketed) {
         if (st() == DType::bf16) f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
         dp_allreduce_naive(comm_, replicas_sync_grads() || rep_.size() == 1 ? dp_ : shard_, grads_, layout_,

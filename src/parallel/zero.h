@@ -52,6 +52,7 @@
 #include "model/gpt2.h"
 #include "optim/adamw.h"
 #include "parallel/data_parallel.h"
+#include "parallel/sequence_parallel.h"
 #include "parallel/tensor_parallel.h"
 
 namespace ss {
@@ -98,10 +99,12 @@ public:
     /// Allocates what this rank holds for stage zc.stage (Ledger categories as in the table
     /// above). @p dp_group = @p shard_group x @p rep_group, all containing comm.rank().
     /// With @p tp (tensor parallelism, parallel/tensor_parallel.h) this rank holds its TP
-    /// slice of the model, and ZeRO partitions that slice over the shard group.
+    /// slice of the model, and ZeRO partitions that slice over the shard group. With @p sp
+    /// (Ulysses, parallel/sequence_parallel.h) the passes take this rank's T/sp tokens, and
+    /// the dp / shard groups given here must include the sp ranks (dp+sp, dp_shard+sp).
     ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
               Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
-              TensorParallelComm* tp = nullptr);
+              TensorParallelComm* tp = nullptr, UlyssesComm* sp = nullptr);
     /// Frees everything (the Ledger sees it go).
     ~ZeroModel() override;
 
@@ -164,7 +167,8 @@ private:
 
     GPT2Config cfg_;
     TensorParallelComm* tp_;     // null: no tensor parallelism
-    TensorParallel one_rank_;    // the identity f and g, used when tp_ is null
+    UlyssesComm* sp_;            // null: no sequence parallelism
+    ModelParallel parallel_;     // what the passes call: tp_ and sp_, or the identity
     ParamLayout layout_;
     std::vector<Unit> units_;
     DType storage_;

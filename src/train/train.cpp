@@ -50,7 +50,7 @@ nlohmann::json TrainReport::to_json() const {
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
     j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
-                  {"tp", tp},
+                  {"tp", tp}, {"sp", sp},
                   {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
     j["gbs"] = {{"mbs", opts.mbs}, {"ga", opts.ga}, {"dp", dp}, {"gbs", gbs}, {"tokens_per_step", gbs * T},
                 {"formula", "GBS = MBS x GA x DP"}, {"line", gbs_line()}};
@@ -138,7 +138,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
 
-    ProcessMesh mesh(comm.world_size(), MeshShape{1, r.dp_rep, r.dp_shard, 1, r.tp});
+    ProcessMesh mesh(comm.world_size(), MeshShape{1, r.dp_rep, r.dp_shard, r.sp, r.tp});
     Mpu mpu = mesh.mpu(comm.rank());
     DataLoader loader(*sh.tokens, B, T, mpu.get_data_parallel_rank(), mpu.get_data_parallel_world_size());
 
@@ -151,28 +151,43 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.bucket_mb = opts.bucket_mb;
     zc.replica_sync_every = opts.replica_sync_every;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group());
-    ZeroModel model(opts.model, opts.dtype, zc, comm, mpu.get_data_parallel_group(), mpu.dp_shard_group(),
-                    mpu.dp_rep_group(), ledger, adamw_params(opts), r.tp > 1 ? &tp : nullptr);
+    UlyssesComm sp(comm, mpu.get_sequence_parallel_group());
+    // sp ranks hold the same parameters and see different tokens: gradients are
+    // averaged over dp x sp and ZeRO shards over dp_shard x sp.
+    // (With sp = 1 these are the plain dp and dp_shard groups, and the trace says so.)
+    const Group grad_group = r.sp > 1 ? mpu.get_sequence_data_parallel_group() : mpu.get_data_parallel_group();
+    const Group shard_group = r.sp > 1 ? mpu.dp_shard_sp_group() : mpu.dp_shard_group();
+    ZeroModel model(opts.model, opts.dtype, zc, comm, grad_group, shard_group, mpu.dp_rep_group(), ledger,
+                    adamw_params(opts), r.tp > 1 ? &tp : nullptr, r.sp > 1 ? &sp : nullptr);
     if (opts.init.empty())
         model.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
         model.load(opts.init);
 
     Activations acts;
-    const float dloss = 1.0f / float(B * T * opts.ga);  // mean over this rank's tokens of the step
+    // Ulysses: this rank's tokens of each sequence are [sp_rank * Tl, (sp_rank + 1) * Tl).
+    const int Tl = T / r.sp, t0 = mpu.get_sequence_parallel_rank() * Tl;
+    std::vector<int> in(size_t(B) * Tl), tg(size_t(B) * Tl);
+    auto my_tokens = [&](const std::vector<int32_t>& all, std::vector<int>& mine) {
+        for (int b = 0; b < B; ++b)
+            std::copy(all.begin() + size_t(b) * T + t0, all.begin() + size_t(b) * T + t0 + Tl, mine.begin() + size_t(b) * Tl);
+    };
+    const float dloss = 1.0f / float(B * Tl * opts.ga);  // mean over this rank's tokens of the step
     for (int step = 1; step <= opts.steps; ++step) {
         auto t0 = std::chrono::steady_clock::now();
         model.zero_grad();
         float loss_sum = 0.0f;
         for (int micro = 0; micro < opts.ga; ++micro) {
             loader.next_batch();
+            my_tokens(loader.inputs(), in);
+            my_tokens(loader.targets(), tg);
             {
                 ScopedSpan span(tracer, "forward", "fwd", {{"step", step}, {"microbatch", micro}});
-                loss_sum += model.forward(loader.inputs().data(), loader.targets().data(), B, T, acts, micro);
+                loss_sum += model.forward(in.data(), tg.data(), B, Tl, acts, micro);
             }
             {
                 ScopedSpan span(tracer, "backward", "bwd", {{"step", step}, {"microbatch", micro}});
-                model.backward(loader.inputs().data(), loader.targets().data(), acts, dloss, micro,
+                model.backward(in.data(), tg.data(), acts, dloss, micro,
                                micro == opts.ga - 1);
             }
             acts.clear();  // saved activations die after their backward
@@ -190,7 +205,7 @@ void rank_main(Comm& comm, Shared& sh) {
         }
         // The step's loss is the mean over all dp ranks' tokens.
         float loss = loss_sum / float(opts.ga);
-        comm.all_reduce(&loss, 1, mpu.get_data_parallel_group(), ReduceOp::avg,
+        comm.all_reduce(&loss, 1, grad_group, ReduceOp::avg,
                         Label{Payload::scalar, -1, Phase::step, -1, step});
         auto t1 = std::chrono::steady_clock::now();
 
@@ -255,17 +270,28 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         if (mpi_world_rank() != 0) out = nullptr;  // one process prints
     }
     SS_CHECK(opts.tp >= 1, "--tp must be at least 1 (got " << opts.tp << ")");
+    SS_CHECK(opts.sp >= 1, "--sp must be at least 1 (got " << opts.sp << ")");
+    SS_CHECK(opts.sp_mode == "ulysses", "--sp-mode " << opts.sp_mode
+                                                     << " is not available; this engine implements --sp-mode ulysses");
+    if (opts.sp > 1) {
+        check_divides("SP", opts.sp, "the sequence length T", r.T);
+        SS_CHECK(opts.model.H % opts.tp == 0 && (opts.model.H / opts.tp) % opts.sp == 0,
+                 "Ulysses SP=" << opts.sp << " must divide the heads each TP rank holds, H/TP = " << opts.model.H
+                               << "/" << opts.tp << "; choose SP from the divisors of "
+                               << (opts.model.H % opts.tp == 0 ? opts.model.H / opts.tp : opts.model.H));
+    }
     if (opts.tp > 1) {
         check_divides("TP", opts.tp, "n_head", opts.model.H);
         check_divides("TP", opts.tp, "the vocabulary V", opts.model.V);
     }
-    MeshShape shape = fill_dp(r.world, MeshShape{1, opts.dp_rep, opts.dp_shard, 1, opts.tp});
+    MeshShape shape = fill_dp(r.world, MeshShape{1, opts.dp_rep, opts.dp_shard, opts.sp, opts.tp});
     ProcessMesh mesh(r.world, shape);  // throws a clear error for a bad layout
     SS_CHECK(opts.zero >= 0 && opts.zero <= 3, "--zero " << opts.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
     SS_CHECK(opts.replica_sync_every >= 1,
              "--replica-sync-every must be at least 1 (got " << opts.replica_sync_every << ")");
     SS_CHECK(opts.bucket_mb >= 0, "--bucket-mb must not be negative (got " << opts.bucket_mb << ")");
     r.tp = shape.tp;
+    r.sp = shape.sp;
     r.dp_shard = shape.dp_shard;
     r.dp_rep = shape.dp_rep;
     r.dp = shape.dp();
@@ -290,10 +316,12 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         if (r.world > 1) {
             *out << "ranks: " << r.world << " (" << opts.backend << "), ";
             if (r.tp > 1) *out << "TP " << r.tp << " (tensor parallel: shares each micro-batch) x ";
+            if (r.sp > 1) *out << "SP " << r.sp << " (Ulysses: splits each sequence) x ";
             *out << "DP = dp_shard " << r.dp_shard << " x dp_rep " << r.dp_rep << ", ";
             *out << (opts.zero == 0 ? std::string(opts.bucket_mb > 0 ? "DDP, bucketed" : "DDP, one all-reduce per tensor")
                                     : "ZeRO-" + std::to_string(opts.zero) + " over each shard group of " +
-                                          std::to_string(r.dp_shard))
+                                          (r.sp > 1 ? "dp_shard x sp = " + std::to_string(r.dp_shard * r.sp)
+                                                    : std::to_string(r.dp_shard)))
                  << "\n";
         }
         *out << r.gbs_line() << "\n";
@@ -322,7 +350,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     if (!opts.trace.empty()) {
         nlohmann::json other = r.to_json();
-        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", 1},
+        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                          {"tp", r.tp}};
         if (mpi)
             write_chrome_trace_mpi(opts.trace, *tracers[size_t(mpi_world_rank())], other, opts.comm_timeout);

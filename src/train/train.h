@@ -59,6 +59,8 @@ struct TrainOptions {
     int dp_rep = 0;                ///< replicas of the shard group (0: the rest of the world, usually 1)
     int zero = 0;                  ///< ZeRO stage 0 (DDP), 1, 2 or 3
     int tp = 1;                    ///< tensor-parallel degree (Megatron; parallel/tensor_parallel.h)
+    int sp = 1;                    ///< sequence-parallel degree (parallel/sequence_parallel.h)
+    std::string sp_mode = "ulysses";  ///< how the sp axis splits attention: ulysses
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
 };
@@ -80,6 +82,7 @@ struct TrainReport {
     int dp_shard = 1;         ///< ranks of one ZeRO shard group
     int dp_rep = 1;           ///< replicas of the shard group
     int tp = 1;               ///< tensor-parallel degree
+    int sp = 1;               ///< sequence-parallel degree
     int64_t gbs = 0;          ///< MBS x GA x DP
     int64_t num_params = 0;   ///< parameters in the model
     std::vector<StepStats> steps;  ///< one entry per optimizer step
