@@ -15,6 +15,13 @@
 // each. A rank per core is the most this can give: on a machine with fewer
 // cores than ranks the ranks take turns, and efficiency is bound by cores / N.
 //
+// Rounds: the machine's load drifts over minutes, so each round runs every
+// row once, in order, and a row's figure is the median over all rounds'
+// measured steps; a slow spell then falls on all rows alike.
+//
+//   round 1: one rank, DDP naive 2, ..., ZeRO-3 4, pytorch 1, pytorch DDP 2
+//   round 2: the same again ...
+//
 // PyTorch's row runs bench/torch_ddp.py: torch.distributed with gloo, one
 // process per rank, the same GPT2 class as bench/torch_gpt2.py, the same
 // weak-scaling batch. Its speed-up is against bench/torch_gpt2.py on one
@@ -37,35 +44,24 @@ namespace {
 
 struct BenchDpFlags {
     ModelFlags model{"small"};
-    int mbs = 8, seq = 0, steps = 20, warmup = 3;
+    int mbs = 8, seq = 0, steps = 10, warmup = 3, rounds = 3;
     std::vector<int> ranks = {2, 4};
     double bucket_mb = 1;
     bool no_torch = false;
     std::string json;
 };
 
-// One row of the table: a strategy at a world size.
-struct DpConfig {
-    std::string name;  // as printed
-    int zero = 0;      // ZeRO stage (0: DDP)
-    double bucket_mb = 0;  // DDP: 0 naive, else bucketed
-};
-
+// One row of the table: an engine and strategy at a world size.
 struct DpRow {
-    std::string name;
+    enum class Engine { ours, torch_one, torch_ddp } engine = Engine::ours;
+    std::string name;      // as printed
     int ranks = 1;
-    double median_ms = 0, tokens_per_s = 0, speedup = 0;
+    int zero = 0;          // ZeRO stage (0: DDP)
+    double bucket_mb = 0;  // DDP: 0 naive, else bucketed
+    std::vector<double> step_ms;  // measured steps of every round
+    std::vector<double> round_ms; // each round's median
+    double median_ms() const { return median(step_ms); }
 };
-
-void print_header() {
-    std::printf("%-24s %5s %11s %11s %9s %11s\n", "config", "ranks", "median ms", "tokens/s", "speed-up", "efficiency");
-}
-
-void print_row(const DpRow& r, int cores) {
-    std::printf("%-24s %5d %11.2f %11.0f %8.2fx %10.0f%%%s\n", r.name.c_str(), r.ranks, r.median_ms, r.tokens_per_s,
-                r.speedup, 100.0 * r.speedup / r.ranks, r.ranks > cores ? "  (oversubscribed)" : "");
-    std::fflush(stdout);
-}
 
 void run_bench_dp(const BenchDpFlags& f) {
     TrainOptions base;
@@ -77,73 +73,109 @@ void run_bench_dp(const BenchDpFlags& f) {
     base.quiet = true;
     for (int n : f.ranks) SS_CHECK(n >= 2, "--ranks " << n << ": bench dp compares N >= 2 ranks with one rank");
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
+    SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
     SS_CHECK(f.bucket_mb > 0, "--bucket-mb must be positive (got " << f.bucket_mb << "); naive DDP has its own row");
     const int cores = machine_cores();
     const int T = base.T > 0 ? base.T : base.model.maxT;
+    const GPT2Config& m = base.model;
+
+    // The rows, in the order each round measures them.
+    using E = DpRow::Engine;
     char bucket_name[64];
     std::snprintf(bucket_name, sizeof bucket_name, "DDP bucketed (%g MiB)", f.bucket_mb);
-    const std::vector<DpConfig> configs = {{"DDP naive (per tensor)", 0, 0}, {bucket_name, 0, f.bucket_mb},
-                                           {"ZeRO-1", 1, 0}, {"ZeRO-2", 2, 0}, {"ZeRO-3", 3, 0}};
+    std::vector<DpRow> rows;
+    rows.push_back({E::ours, "one rank", 1, 0, 0, {}, {}});
+    for (int n : f.ranks) {
+        rows.push_back({E::ours, "DDP naive (per tensor)", n, 0, 0, {}, {}});
+        rows.push_back({E::ours, bucket_name, n, 0, f.bucket_mb, {}, {}});
+        for (int z = 1; z <= 3; ++z) rows.push_back({E::ours, "ZeRO-" + std::to_string(z), n, z, 0, {}, {}});
+    }
+    if (!f.no_torch) {
+        rows.push_back({E::torch_one, "pytorch 1 process", 1, 0, 0, {}, {}});
+        rows.push_back({E::torch_ddp, "pytorch DDP gloo", 2, 0, 0, {}, {}});
+    }
 
-    const GPT2Config& m = base.model;
     std::printf("bench dp: data parallelism, %s (L=%d C=%d H=%d V=%d), T %d, fp32, threads backend\n", m.name.c_str(),
                 m.L, m.C, m.H, m.V, T);
     std::printf("  weak scaling: MBS %d per rank, so GBS = %d x ranks sequences per step; 1 BLAS thread per rank\n",
                 f.mbs, f.mbs);
-    std::printf("  %d warm-up + %d measured steps per row, median step; speed-up = tokens/s over one rank's, "
-                "efficiency = speed-up / ranks\n", f.warmup, f.steps);
+    std::printf("  %d rounds, each running every row once (%d warm-up + %d measured steps); median over all rounds' "
+                "steps\n", f.rounds, f.warmup, f.steps);
+    std::printf("  speed-up = tokens/s over one rank's (pytorch: over one pytorch process), efficiency = speed-up / "
+                "ranks\n");
     std::printf("  this machine has %d cores: rows with more ranks than cores oversubscribe them (ranks take turns)\n",
                 cores);
-    print_header();
+    std::fflush(stdout);
 
-    nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"cores", cores},
-                          {"scaling", "weak"}, {"rows", nlohmann::json::array()}};
-    auto measure = [&](const std::string& name, int ranks, int zero, double bucket_mb, double one_tps) {
-        TrainOptions o = base;
-        o.ranks = ranks;
-        o.zero = zero;
-        o.bucket_mb = bucket_mb;
-        TrainReport r = train(o, nullptr);
-        DpRow row{name, ranks, median(measured_steps_ms(r, f.warmup)), 0, 0};
-        row.tokens_per_s = double(r.gbs) * r.T / (row.median_ms / 1000.0);
-        row.speedup = one_tps > 0 ? row.tokens_per_s / one_tps : 1.0;
-        print_row(row, cores);
-        out["rows"].push_back({{"config", name}, {"ranks", ranks}, {"zero", zero}, {"bucket_mb", bucket_mb},
-                               {"median_ms", row.median_ms}, {"tokens_per_s", row.tokens_per_s},
-                               {"speedup", row.speedup}, {"efficiency", row.speedup / ranks}});
-        return row;
-    };
-
-    const DpRow one = measure("one rank", 1, 0, 0, 0);
-    DpRow ddp2_naive, ddp2_bucketed;
-    for (int n : f.ranks)
-        for (const DpConfig& c : configs) {
-            DpRow row = measure(c.name, n, c.zero, c.bucket_mb, one.tokens_per_s);
-            if (n == 2 && c.zero == 0) (c.bucket_mb > 0 ? ddp2_bucketed : ddp2_naive) = row;
-        }
-
-    if (!f.no_torch) {
-        const std::string dir = SS_SOURCE_DIR "/bench/";
-        nlohmann::json t1 = run_torch_script(dir + "torch_gpt2.py", torch_model_args(m, T, f.mbs, f.steps, f.warmup, 1), 1);
-        nlohmann::json t2 = run_torch_script(
-            dir + "torch_ddp.py", torch_model_args(m, T, f.mbs, f.steps, f.warmup, 1) + " --world 2", 1);
-        if (t1.is_object() && t2.is_object()) {
-            const std::string v = t1["torch"].get<std::string>();
-            const double tps1 = t1["tokens_per_s"].get<double>(), tps2 = t2["tokens_per_s"].get<double>();
-            print_row({"pytorch " + v + " 1 proc", 1, t1["median_ms"].get<double>(), tps1, 1.0}, cores);
-            print_row({"pytorch DDP gloo", 2, t2["median_ms"].get<double>(), tps2, tps2 / tps1}, cores);
-            out["pytorch"] = {{"one_process", t1}, {"ddp_gloo_2", t2}};
-            if (ddp2_naive.median_ms > 0) {
-                std::printf("ratio shardscope 2-rank DDP / pytorch DDP 2 processes (tokens/s): naive %.2f, bucketed "
-                            "%.2f  (target: >= 1.00)\n",
-                            ddp2_naive.tokens_per_s / tps2, ddp2_bucketed.tokens_per_s / tps2);
-                out["ratio_ddp2_vs_pytorch"] = {{"naive", ddp2_naive.tokens_per_s / tps2},
-                                                {"bucketed", ddp2_bucketed.tokens_per_s / tps2}};
+    const std::string dir = SS_SOURCE_DIR "/bench/";
+    const std::string torch_args = torch_model_args(m, T, f.mbs, f.steps, f.warmup, 1);
+    std::string torch_version;
+    bool torch_ok = !f.no_torch;
+    for (int round = 1; round <= f.rounds; ++round) {
+        for (DpRow& row : rows) {
+            std::vector<double> ms;
+            if (row.engine == E::ours) {
+                TrainOptions o = base;
+                o.ranks = row.ranks;
+                o.zero = row.zero;
+                o.bucket_mb = row.bucket_mb;
+                ms = measured_steps_ms(train(o, nullptr), f.warmup);
+            } else if (torch_ok) {
+                nlohmann::json j = row.engine == E::torch_one
+                                       ? run_torch_script(dir + "torch_gpt2.py", torch_args, 1)
+                                       : run_torch_script(dir + "torch_ddp.py", torch_args + " --world 2", 1);
+                if (!j.is_object()) {
+                    torch_ok = false;
+                    continue;
+                }
+                torch_version = j["torch"].get<std::string>();
+                ms = j["step_ms"].get<std::vector<double>>();
             }
-        } else {
-            std::printf("pytorch: not measured (needs torch with gloo for %s: apt-get install python3-torch)\n",
-                        kBenchPython);
+            row.step_ms.insert(row.step_ms.end(), ms.begin(), ms.end());
+            row.round_ms.push_back(median(ms));
         }
+        std::printf("  round %d/%d measured\n", round, f.rounds);
+        std::fflush(stdout);
+    }
+
+    std::printf("%-24s %5s %11s %11s %9s %11s\n", "config", "ranks", "median ms", "tokens/s", "speed-up", "efficiency");
+    nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"cores", cores},
+                          {"rounds", f.rounds}, {"scaling", "weak"}, {"rows", nlohmann::json::array()}};
+    auto tokens_per_s = [&](const DpRow& r) { return double(f.mbs) * r.ranks * T / (r.median_ms() / 1000.0); };
+    const double one_tps = tokens_per_s(rows[0]);
+    double torch_one_tps = 0;
+    for (const DpRow& r : rows) {
+        if (r.step_ms.empty()) continue;  // pytorch missing
+        const double tps = tokens_per_s(r);
+        if (r.engine == E::torch_one) torch_one_tps = tps;
+        const double speedup = tps / (r.engine == E::ours ? one_tps : torch_one_tps);
+        const std::string name = r.engine == E::torch_one ? "pytorch " + torch_version + " 1 proc" : r.name;
+        std::printf("%-24s %5d %11.2f %11.0f %8.2fx %10.0f%%%s\n", name.c_str(), r.ranks, r.median_ms(), tps, speedup,
+                    100.0 * speedup / r.ranks, r.ranks > cores ? "  (oversubscribed)" : "");
+        out["rows"].push_back({{"config", name}, {"ranks", r.ranks}, {"zero", r.zero}, {"bucket_mb", r.bucket_mb},
+                               {"median_ms", r.median_ms()}, {"tokens_per_s", tps}, {"speedup", speedup},
+                               {"efficiency", speedup / r.ranks}, {"round_median_ms", r.round_ms}});
+    }
+
+    // Our 2-rank DDP against PyTorch's, both 2 x MBS x T tokens per step, so the
+    // tokens/s ratio is the inverse ratio of step times.
+    const DpRow* torch_ddp = nullptr;
+    for (const DpRow& r : rows)
+        if (r.engine == E::torch_ddp && !r.step_ms.empty()) torch_ddp = &r;
+    if (torch_ddp) {
+        for (const DpRow& r : rows) {
+            if (r.engine != E::ours || r.ranks != 2 || r.zero != 0) continue;
+            std::printf("ratio %s 2 ranks / pytorch DDP 2 processes = %.2f  (target: >= 1.00; per round:",
+                        r.name.c_str(), torch_ddp->median_ms() / r.median_ms());
+            for (size_t i = 0; i < r.round_ms.size() && i < torch_ddp->round_ms.size(); ++i)
+                std::printf(" %.2f", torch_ddp->round_ms[i] / r.round_ms[i]);
+            std::printf(")\n");
+            out["ratio_vs_pytorch_ddp"][r.bucket_mb > 0 ? "bucketed" : "naive"] =
+                torch_ddp->median_ms() / r.median_ms();
+        }
+    } else if (!f.no_torch) {
+        std::printf("pytorch: not measured (needs torch with gloo for %s: apt-get install python3-torch)\n",
+                    kBenchPython);
     }
     std::fflush(stdout);
     if (!f.json.empty()) write_json_file(f.json, out);
@@ -160,8 +192,10 @@ void add_bench_dp_command(CLI::App& bench) {
     cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank (weak scaling: GBS = MBS x ranks)")
         ->capture_default_str();
     cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per row")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per row (not measured)")->capture_default_str();
+    cmd->add_option("--steps", f->steps, "Measured steps per row and round")->capture_default_str();
+    cmd->add_option("--warmup", f->warmup, "Warm-up steps per row and round (not measured)")->capture_default_str();
+    cmd->add_option("--rounds", f->rounds, "Rounds; each runs every row once, so load changes fall on all rows")
+        ->capture_default_str();
     cmd->add_option("--ranks", f->ranks, "World sizes to measure")->delimiter(',')->capture_default_str();
     cmd->add_option("--bucket-mb", f->bucket_mb, "Bucket size of the bucketed DDP row, MiB")->capture_default_str();
     cmd->add_flag("--no-torch", f->no_torch, "Do not run PyTorch (bench/torch_gpt2.py, bench/torch_ddp.py)");
