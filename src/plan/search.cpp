@@ -156,7 +156,8 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
             << " GB: the smallest peak is " << c.memory.total / 1e9 << " GB (TP " << c.mesh.tp << " x PP " << c.mesh.pp
             << " x SP " << c.mesh.sp << " x DP " << c.mesh.dp() << ", ZeRO-" << c.input.layout.zero << ", recompute "
             << recompute_name(c.input.layout.recompute) << ", MBS " << c.input.mbs
-            << "); use GPUs with at least that much memory (--gpu-mem-gb), more GPUs, or a smaller --mbs";
+            << "); the model states alone need " << int64_t(std::ceil(16.0 * double(num_params(m)) / base.hw.memory))
+            << " GPUs (16 bytes per parameter, ZeRO-3); use more GPUs, GPUs with more memory (--gpu-mem-gb), or a smaller --mbs";
         SS_FAIL(why.str());
     }
     std::sort(best.kept.begin(), best.kept.end(), [](const PlanResult& a, const PlanResult& b) {

@@ -1,0 +1,333 @@
+// test_plan.cpp — the planner against the papers' own examples, the GBS
+// arithmetic of the 512-GPU question, the search, and bad input. Fast: no rank
+// runs here (tests/test_plan_engine.cpp compares with the engine).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "comm/trace.h"
+#include "core/check.h"
+#include "plan/models.h"
+#include "plan/plan.h"
+#include "plan/report.h"
+#include "plan/search.h"
+
+using namespace ss;
+
+namespace {
+
+PlanInput gpu_question(const std::string& model, int gpus, int mbs) {
+    PlanInput in;
+    in.model = gpt3_model(model);
+    in.gpus = gpus;
+    in.hw = hardware_preset("h100");
+    in.mbs = mbs;
+    return in;
+}
+
+std::string error_of(const PlanInput& in) {
+    try {
+        plan(in);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+// The bytes each rank really sends, as the ZeRO paper counts volume: nccl-tests
+// bytes x bus factor, summed over the gradient and parameter traffic.
+double moved(const PlanResult& r) {
+    double v = 0;
+    for (const CommCall& c : r.comm)
+        if (c.payload == Payload::grad || c.payload == Payload::param) v += double(c.bytes) * busbw_factor(c.op, c.group);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO paper, figure 1: 7.5B parameters on 64 GPUs, K = 12", "[plan][paper]") {
+    // Rajbhandari et al. 2020, figure 1: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB per device.
+    const double psi = 7.5e9;
+    REQUIRE(zero_paper_bytes(psi, 0, 64, 12) / 1e9 == Approx(120.0));
+    REQUIRE(zero_paper_bytes(psi, 1, 64, 12) / 1e9 == Approx(31.4).margin(0.05));
+    REQUIRE(zero_paper_bytes(psi, 2, 64, 12) / 1e9 == Approx(16.6).margin(0.05));
+    REQUIRE(zero_paper_bytes(psi, 3, 64, 12) / 1e9 == Approx(1.9).margin(0.05));
+    // The planner's own accounting (per unit, padded) agrees with the formula
+    // whenever the units divide by N: GPT-3 1.3B's do for N = 64.
+    PlanInput in = gpu_question("gpt3-1.3b", 64, 1);
+    const double P = double(num_params(in.model));
+    for (int stage : {0, 1, 2, 3}) {
+        in.layout.zero = stage;
+        REQUIRE(double(plan(in).memory.states.total()) == zero_paper_bytes(P, stage, 64, 12));
+    }
+}
+
+TEST_CASE("ZeRO paper, section 7: 2 Psi for DDP and ZeRO-1/2, 3 Psi for ZeRO-3", "[plan][paper]") {
+    PlanInput in = gpu_question("gpt3-1.3b", 64, 1);  // units divide by 64: no padding
+    const double P = double(num_params(in.model)), N = 64, e = 2;
+    for (int stage : {0, 1, 2, 3}) {
+        in.layout.zero = stage;
+        const double volume = stage == 3 ? 3 : 2;
+        INFO("ZeRO-" << stage);
+        REQUIRE(moved(plan(in)) == Approx(volume * P * (N - 1) / N * e).epsilon(1e-12));
+    }
+    // Replicas: the shard group moves 2 (or 3) Psi (S-1)/S over S ranks, and only the
+    // shard S = Psi / 8 crosses the 8 replicas (an all_reduce: 2 (R-1)/R of it).
+    in.layout.zero = 3;
+    in.layout.dp_shard = 8;
+    in.layout.dp_rep = 8;
+    const double S = P / 8;
+    REQUIRE(moved(plan(in)) == Approx(3 * P * 7 / 8 * e + 2 * S * 7 / 8 * e).epsilon(1e-12));
+}
+
+TEST_CASE("Korthikanti et al. 2022: activation bytes per layer (table 2)", "[plan][paper]") {
+    // GPT-3 175B: s = 2048, h = 12288, a = 96; b = 1, t = 8.
+    const double s = 2048, b = 1, h = 12288, a = 96;
+    const int t = 8;
+    const double sbh = s * b * h;
+    REQUIRE(korthikanti_layer_bytes(s, b, h, a, 1, false, Recompute::none) == Approx(sbh * (34 + 5 * a * s / h)));
+    REQUIRE(korthikanti_layer_bytes(s, b, h, a, t, false, Recompute::none) ==
+            Approx(sbh * (10 + 24.0 / t + 5 * a * s / (h * t))));
+    REQUIRE(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::none) == Approx(sbh / t * (34 + 5 * a * s / h)));
+    REQUIRE(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::selective) == Approx(sbh / t * 34));
+    REQUIRE(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::full) == Approx(2 * sbh / t));
+    // Section 5: for GPT-3 the attention term 5as/h is 70% of the activations ...
+    const double none = korthikanti_layer_bytes(s, b, h, a, 1, false, Recompute::none);
+    const double sel = korthikanti_layer_bytes(s, b, h, a, 1, false, Recompute::selective);
+    REQUIRE(1 - sel / none == Approx(0.70).margin(0.005));
+    // ... and sequence parallelism with selective recompute needs ~5x less than TP alone.
+    const double tp_only = korthikanti_layer_bytes(s, b, h, a, t, false, Recompute::none);
+    const double sp_sel = korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::selective);
+    REQUIRE(tp_only / sp_sel > 5.0);
+    REQUIRE(tp_only / sp_sel < 5.5);
+}
+
+TEST_CASE("micro-batches in flight: 1F1B p, GPipe m, interleaved L(1 + (p-1)/(pv))", "[plan][paper]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 64, 1);  // L = 32
+    in.layout.pp = 4;
+    in.layout.tp = 8;
+    in.layout.sequence_parallel = true;
+    in.ga = 8;
+    const double L = 32;
+    auto sets = [&](Schedule s, int v) {
+        PlanInput x = in;
+        x.layout.schedule = s;
+        x.layout.pp_virtual = v;
+        MeshShape mesh;
+        GbsPlan g;
+        x = resolve(x, &mesh, &g);
+        return activation_bytes(x, mesh, g.ga, 0).layer_sets;
+    };
+    REQUIRE(sets(Schedule::one_f_one_b, 1) == L);  // p micro-batches of L/p layers
+    REQUIRE(sets(Schedule::gpipe, 1) == 8 * L / 4);  // all m
+    REQUIRE(sets(Schedule::interleaved, 2) == Approx(L * (1 + 3.0 / (4 * 2))));  // Korthikanti eq. 5
+}
+
+TEST_CASE("pipeline bubble: (p-1)/m, and (p-1)/(v m) interleaved (Narayanan et al. 2021)", "[plan][paper]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 64, 1);
+    in.layout.pp = 4;
+    in.ga = 8;
+    PlanResult r = plan(in);
+    REQUIRE(r.time.bubble_fraction == Approx(3.0 / 8));
+    REQUIRE(r.time.pipeline == Approx((8 + 3) * r.time.t_mb));
+    in.layout.schedule = Schedule::interleaved;
+    in.layout.pp_virtual = 2;
+    r = plan(in);
+    REQUIRE(r.time.bubble_fraction == Approx(3.0 / 16));
+    REQUIRE(r.time.pipeline == Approx((8 + 1.5) * r.time.t_mb));
+}
+
+TEST_CASE("Narayanan et al. 2021: GPT-3 175B FLOPs and its 34 days on 1024 A100s", "[plan][paper]") {
+    // Section 5.1: F = 96 B s l h^2 (1 + s/6h + V/16lh) with full recompute; V = 51,200 (padded).
+    const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+    const double F = narayanan_flops(B, s, l, h, V, Recompute::full);
+    REQUIRE(F == Approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))));
+    // The paper: 300B tokens at 140 TFLOP/s per GPU on 1024 GPUs take about 34 days.
+    const double days = 300e9 / (B * s) * F / (1024 * 140e12) / 86400;
+    REQUIRE(days == Approx(34).epsilon(0.03));
+    // Without recompute it is 3/4 of that for the layers (fwd + 2x bwd instead of 2x fwd + 2x bwd).
+    const double none = narayanan_flops(B, s, l, h, V, Recompute::none);
+    REQUIRE(none == Approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))));
+    // ~6 FLOPs per parameter per token (Kaplan et al. 2020) for the matmuls.
+    REQUIRE(none / (B * s) / (12 * l * h * h) == Approx(6 * (1 + s / (6 * h) + V / (12 * l * h))));
+}
+
+TEST_CASE("the 512-GPU question: MBS 16, pure ZeRO gives GBS 8192; TP, SP, PP bring it down", "[plan][gbs]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 512, 16);
+    in.layout.zero = 3;
+    PlanResult pure = plan(in);
+    REQUIRE(pure.gbs.gbs == 8192);
+    REQUIRE(pure.gbs.line() == "GBS = MBS 16 x GA 1 x DP 512 = 8192   (DP = 512 / (TP 1 x PP 1 x SP 1))");
+    // Replicas change memory and traffic, never the GBS.
+    in.layout.dp_shard = 8;
+    in.layout.dp_rep = 64;
+    REQUIRE(plan(in).gbs.gbs == 8192);
+    in.layout.dp_shard = in.layout.dp_rep = 0;
+    in.layout.tp = 4;
+    in.layout.sp = 4;
+    PlanResult r = plan(in);
+    REQUIRE(r.gbs.line() == "GBS = MBS 16 x GA 1 x DP 32 = 512   (DP = 512 / (TP 4 x PP 1 x SP 4))");
+    in.layout.sp = 8;
+    REQUIRE(plan(in).gbs.gbs == 256);
+    // A target GBS sets GA.
+    in.layout.sp = 2;
+    in.gbs = 2048;
+    REQUIRE(plan(in).gbs.ga == 2);
+    // Activations: without recompute pure ZeRO-3 does not fit 80 GB; full recompute does.
+    REQUIRE_FALSE(pure.memory.fits());
+    PlanInput full = gpu_question("gpt3-6.7b", 512, 16);
+    full.layout.zero = 3;
+    full.layout.recompute = Recompute::full;
+    REQUIRE(plan(full).memory.fits());
+}
+
+TEST_CASE("search: every result fits, keeps GBS under the cap, fastest first", "[plan][search]") {
+    SearchInput s;
+    s.base = gpu_question("gpt3-6.7b", 512, 16);
+    s.max_gbs = 1024;
+    s.top = 0;
+    SearchStats st;
+    std::vector<PlanResult> all = search(s, &st);
+    REQUIRE(all.size() > 100);
+    REQUIRE(st.evaluated >= int64_t(all.size()));
+    std::map<int64_t, int> gbs_seen;
+    for (size_t i = 0; i < all.size(); ++i) {
+        REQUIRE(all[i].memory.fits());
+        REQUIRE(all[i].gbs.gbs <= 1024);
+        REQUIRE(all[i].gbs.gbs == int64_t(16) * all[i].gbs.ga * all[i].mesh.dp());
+        if (i) REQUIRE(all[i - 1].time.tokens_per_s >= all[i].time.tokens_per_s);
+        ++gbs_seen[all[i].gbs.gbs];
+    }
+    REQUIRE(gbs_seen.count(1024));
+    REQUIRE(gbs_seen.count(512));
+    REQUIRE(gbs_seen.count(256));
+    // A held axis stays held; an exact GBS is met exactly.
+    s.sp = 2;
+    s.base.gbs = 256;
+    s.top = 5;
+    for (const PlanResult& r : search(s)) {
+        REQUIRE(r.mesh.sp == 2);
+        REQUIRE(r.gbs.gbs == 256);
+    }
+    // The engine's layouts are a search too (JSON has every field).
+    nlohmann::json j = search_json(s, search(s), st);
+    REQUIRE(j["results"].size() == 5);
+    REQUIRE(j["results"][0]["gbs"]["gbs"] == 256);
+}
+
+TEST_CASE("bad layouts say what would work", "[plan][errors]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 512, 16);  // L = 32, H = 32, T = 2048
+    PlanInput x = in;
+    x.layout.tp = 3;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("TP=3 does not divide n_head=32") &&
+                                  Catch::Matchers::Contains("choose TP in {1, 2, 4, 8, 16, 32}") &&
+                                  Catch::Matchers::Contains("nearest valid layouts: --tp 4 --pp 1 --sp 1"));
+    x = in;
+    x.layout.sp = 3;
+    x.layout.sp_mode = SpMode::ring;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("SP=3 does not divide the sequence T=2048"));
+    x = in;
+    x.layout.tp = 8;
+    x.layout.sp = 8;  // Ulysses: 32 / 8 = 4 heads per TP rank
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("Ulysses SP=8 does not divide the 4 heads") &&
+                                  Catch::Matchers::Contains("choose SP in {1, 2, 4}") &&
+                                  Catch::Matchers::Contains("--sp-mode ring"));
+    x = in;
+    x.layout.pp = 3;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("PP=3 does not divide L=32 layers") &&
+                                  Catch::Matchers::Contains("choose PP in {1, 2, 4, 8, 16, 32}"));
+    x = in;
+    x.gpus = 96;
+    x.layout.tp = 8;
+    x.layout.pp = 8;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("TP 8 x PP 8 x SP 1 = 64 does not divide 96 GPUs") &&
+                                  Catch::Matchers::Contains("--tp 8 --pp 4 --sp 1 (DP 3)"));
+    x = in;
+    x.gbs = 1000;
+    x.layout.tp = 8;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("GBS 1000 cannot be made") &&
+                                  Catch::Matchers::Contains("GBS 1024 (--ga 1)") &&
+                                  Catch::Matchers::Contains("no MBS makes GBS 1000 with DP 64"));
+    x = in;
+    x.gbs = 1536;
+    x.layout.tp = 8;  // DP 64: GBS 1536 = 24 per rank
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("nearest: GBS 1024 (--ga 1) or GBS 2048 (--ga 2)") &&
+                                  Catch::Matchers::Contains("--mbs in {1, 2, 3, 4, 6, 8, 12, 24}"));
+    x = in;
+    x.layout.dp_shard = 3;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("choose dp_shard in {1, 2, 4"));
+    x = in;
+    x.layout.schedule = Schedule::interleaved;
+    x.layout.pp = 4;
+    x.layout.pp_virtual = 3;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("does not divide L=32 layers into equal chunks"));
+    x = in;
+    x.layout.zero = 4;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("--zero 4 does not exist"));
+    REQUIRE_THROWS_WITH(hardware_preset("tpu"), Catch::Matchers::Contains("choose one of h100, h200, a100, cpu-local"));
+}
+
+TEST_CASE("a model that fits nowhere names the closest layout and what it needs", "[plan][errors]") {
+    SearchInput s;
+    s.base = gpu_question("gpt3-175b", 8, 1);  // 175B x 16 bytes = 2.8 TB on 8 GPUs of 80 GB
+    try {
+        search(s);
+        FAIL("no error");
+    } catch (const Error& e) {
+        REQUIRE_THAT(std::string(e.what()), Catch::Matchers::Contains("fits nowhere on 8 GPUs of 80 GB") &&
+                                                Catch::Matchers::Contains("the smallest peak is 350 GB (TP 8") &&
+                                                Catch::Matchers::Contains("model states alone need 35 GPUs"));
+    }
+    s.base = gpu_question("gpt3-6.7b", 512, 16);
+    s.max_gbs = 16;  // even TP x PP x SP = 512 leaves GBS 16 x 1: allowed; 8 is not
+    s.max_gbs = 8;
+    REQUIRE_THROWS_WITH(search(s), Catch::Matchers::Contains("the smallest GBS any of them makes is 16"));
+}
+
+TEST_CASE("links: a group stays in a node only if the grid keeps it there", "[plan][comm]") {
+    REQUIRE(axis_in_node(1, 8, 8));       // TP 8: ranks 0-7
+    REQUIRE_FALSE(axis_in_node(1, 16, 8));
+    REQUIRE(axis_in_node(4, 2, 8));       // SP 2 after TP 4
+    REQUIRE_FALSE(axis_in_node(8, 64, 8));  // DP after TP 8: across nodes
+    REQUIRE(axis_in_node(8, 1, 8));
+    // Alpha-beta: hops x alpha + bytes x factor / busbw.
+    Link link{100e9, 1e-6};
+    REQUIRE(collective_seconds("all_reduce", 1000000000, 1, 8, link) == Approx(6e-6 + 1e9 * 2 * 7 / 8 / 100e9));
+    REQUIRE(collective_seconds("all_gather", 0, 1, 1, link) == 0);
+}
+
+TEST_CASE("cpu-local reads the calibration file, and says what is wrong with a bad one", "[plan][hardware]") {
+    const std::string path = std::string(SS_BINARY_DIR) + "/test_plan_calibration.json";
+    {
+        std::ofstream f(path);
+        f << R"({"matmul_flops": 1.5e11, "efficiency": 0.4, "memory_bandwidth": 9e9, "comm_busbw": 3e9,
+                 "comm_alpha": 1e-5, "cores": 4, "memory": 1.6e10})";
+    }
+    Hardware h = hardware_preset("cpu-local", path);
+    REQUIRE(h.flops == 1.5e11);
+    REQUIRE(h.efficiency == 0.4);
+    REQUIRE(h.hbm_bw == 9e9);
+    REQUIRE(h.intra.busbw == 3e9);
+    REQUIRE(h.intra.alpha == 1e-5);
+    REQUIRE(h.cores == 4);
+    REQUIRE(h.memory == 1.6e10);
+    // No file: the documented defaults.
+    REQUIRE(hardware_preset("cpu-local", path + ".missing").flops == cpu_local_defaults().flops);
+    REQUIRE_THROWS_WITH(cpu_local_from_json("{\"matmul_flops\": -1}", "cal.json"),
+                        Catch::Matchers::Contains("cal.json: \"matmul_flops\" must be positive"));
+    REQUIRE_THROWS_WITH(cpu_local_from_json("[1,", "cal.json"), Catch::Matchers::Contains("cal.json is not JSON"));
+}
+
+TEST_CASE("the text report shows the arithmetic, every category and the verdict", "[plan][report]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 512, 16);
+    in.layout.tp = 8;
+    in.layout.sequence_parallel = true;
+    in.layout.zero = 1;
+    const std::string text = format_plan(plan(in));
+    REQUIRE_THAT(text, Catch::Matchers::Contains("GBS = MBS 16 x GA 1 x DP 64 = 1024   (DP = 512 / (TP 8 x PP 1 x SP 1))") &&
+                           Catch::Matchers::Contains("  params ") && Catch::Matchers::Contains("  acts ") &&
+                           Catch::Matchers::Contains("of 80.00 GB: fits") &&
+                           Catch::Matchers::Contains("dp_shard     reduce_scatter  grad") &&
+                           Catch::Matchers::Contains("throughput: "));
+}
