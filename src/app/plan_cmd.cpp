@@ -14,6 +14,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "plan/models.h"
 #include "plan/report.h"
 #include "plan/search.h"
 
@@ -57,6 +58,19 @@ Hardware make_hardware(const PlanFlags& f) {
     return h;
 }
 
+// --model: GPT-2's presets (model/config.h) or the GPT-3 shapes (plan/models.h), with overrides.
+GPT2Config resolve_model(const ModelFlags& f) {
+    if (!is_gpt3_model(f.model)) return f.resolve();
+    GPT2Config c = gpt3_model(f.model);
+    for (auto [v, field] : {std::pair{f.layers, &c.L}, {f.dim, &c.C}, {f.heads, &c.H}, {f.vocab, &c.V}, {f.max_seq, &c.maxT}})
+        if (v != 0) {
+            *field = v;
+            c.name = f.model + "+custom";
+        }
+    validate(c);
+    return c;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& root) {
@@ -64,7 +78,7 @@ void add_plan_command(CLI::App& root) {
     CLI::App* cmd = root.add_subcommand(
         "plan", "Predict GBS, memory per GPU, communication and step time of a layout on any cluster; --search ranks them all");
     PlanLayout& l = f->in.layout;
-    add_model_flags(*cmd, f->model);
+    add_model_flags(*cmd, f->model);  // --model also takes the GPT-3 shapes: gpt3-125m ... gpt3-175b
     cmd->add_option("--seq", f->in.T, "Sequence length T (default: the model's maxT)");
     cmd->add_option("--gpus", f->in.gpus, "World size: GPUs (or ranks)")->capture_default_str();
     cmd->add_option("--gpus-per-node", f->in.gpus_per_node, "GPUs per node (default: the hardware's, 8 for GPUs)");
@@ -105,7 +119,7 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--json", f->json, "Write the answer as JSON here");
     cmd->callback([f, tp, pp, sp, rep, zero] {
         PlanInput& in = f->in;
-        in.model = f->model.resolve();
+        in.model = resolve_model(f->model);
         in.hw = make_hardware(*f);
         in.dtype = parse_dtype(f->dtype);
         in.act_model = parse_act_model(f->acts);
