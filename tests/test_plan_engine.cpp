@@ -39,6 +39,11 @@ PlanLayout L(int tp, int dp_shard, int dp_rep, int zero, int pp = 1, int sp = 1)
     return l;
 }
 
+PlanLayout ring(PlanLayout l) {
+    l.sp_mode = SpMode::ring;
+    return l;
+}
+
 const EngineLayout kLayouts[] = {
     {"DDP x2", 2, L(1, 2, 1, 0), 1, true},
     {"DDP x4, GA 2", 4, L(1, 4, 1, 0), 2, true},
@@ -52,9 +57,13 @@ const EngineLayout kLayouts[] = {
     {"TP 2 x ZeRO-3 2", 4, L(2, 2, 1, 3), 2, false},
     {"TP 2 x ZeRO-1 2 x 2 replicas", 8, L(2, 2, 2, 1), 1, false},
     {"TP 4, GA 2", 4, L(4, 1, 1, 0), 2, false},
+    {"Ulysses SP 2 x ZeRO-1 2", 4, L(1, 2, 1, 1, 1, 2), 1, false},
+    {"Ulysses SP 4, DDP, GA 2", 4, L(1, 1, 1, 0, 1, 4), 2, false},
+    {"TP 2 x Ulysses SP 2 x ZeRO-3 2", 8, L(2, 2, 1, 3, 1, 2), 1, false},
+    {"Ulysses SP 2 x ZeRO-2 2 shards x 2 replicas", 8, L(1, 2, 2, 2, 1, 2), 1, false},
     // Join when the engine runs them (engine_options sets their fields):
+    {"ring SP 2", 4, ring(L(1, 2, 1, 1, 1, 2)), 1, false},
     {"PP 2 (1F1B)", 4, L(1, 2, 1, 1, 2), 2, false},
-    {"Ulysses SP 2", 4, L(1, 2, 1, 1, 1, 2), 1, false},
 };
 
 GPT2Config test_model(bool odd) {
@@ -72,10 +81,13 @@ GPT2Config test_model(bool odd) {
 // The train() options for @p el; false when the engine cannot run the layout yet.
 bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     const PlanLayout& l = el.layout;
-    if (l.pp > 1 || l.sp > 1) return false;  // pipeline / sequence parallel: add o.pp, o.sp here when they land
+    if (l.pp > 1) return false;  // pipeline parallel: add o.pp here when it lands
+    if (l.sp > 1 && l.sp_mode != SpMode::ulysses) return false;  // ring attention: add it here when it lands
     o.model = test_model(el.odd_model);
     o.ranks = el.ranks;
     o.tp = l.tp;
+    o.sp = l.sp;
+    o.sp_mode = sp_mode_name(l.sp_mode);
     o.dp_shard = l.dp_shard;
     o.dp_rep = l.dp_rep;
     o.zero = l.zero;
@@ -163,5 +175,5 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
             INFO("acts: Ledger " << acts << " planner " << p.memory.acts.total);
             CHECK(std::fabs(p.memory.acts.total - acts) <= 0.10 * acts);
         }
-    REQUIRE(ran >= 20);  // DP, ZeRO 1-3, replicas and TP in both dtypes
+    REQUIRE(ran >= 2 * 16);  // DP, ZeRO 1-3, replicas, TP and Ulysses in both dtypes
 }

@@ -107,10 +107,13 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         const int64_t hl = h / t;  // channels of this rank's heads
         const int64_t per_layer = layers * ga;
         if (l.sp_mode == SpMode::ulysses) {
-            const int64_t x = N * hl * ae, n4 = 4 * per_layer, redo = full ? n4 : 0;
-            k.add("sp", t, c, "all_to_all", act, Phase::fwd, n4, n4 * x, none, "Ulysses: q, k, v to whole sequences; output back");
-            k.add("sp", t, c, "all_to_all", act, Phase::bwd, redo, redo * x, none, "full recompute: the forward again");
-            k.add("sp", t, c, "all_to_all", act_grad, Phase::bwd, n4, n4 * x, none, "Ulysses backward");
+            // q, k, v and the output: 4 N h/t elements per layer each way, in 4 calls
+            // (DeepSpeed) or 2 (the engine sends q|k|v as one).
+            const int64_t x = 4 * N * hl * ae, calls = (engine ? 2 : 4) * per_layer;
+            const int64_t redo = full ? per_layer : 0;
+            k.add("sp", t, c, "all_to_all", act, Phase::fwd, calls, per_layer * x, none, "Ulysses: q, k, v to whole sequences; output back");
+            k.add("sp", t, c, "all_to_all", act, Phase::bwd, redo ? calls : 0, redo * x, none, "full recompute: the forward again");
+            k.add("sp", t, c, "all_to_all", act_grad, Phase::bwd, calls, per_layer * x, none, "Ulysses backward");
         } else {
             const int64_t kv = 2 * N * hl * ae, hops = per_layer * (c - 1);
             const int64_t again = hops * (full ? 2 : 1);  // backward passes K, V around again (and recompute does too)
@@ -178,7 +181,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, none,
               "ZeRO-1/2: the updated parameters back to everyone");
     if (last)
-        k.add("dp", c * t, dp, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss");
+        k.add(dp_axis, t, dp * c, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss");
     return k.out;
 }
 
