@@ -1,0 +1,94 @@
+// live.cpp — train() on a worker thread, its output captured line by line (see live.h).
+#include "viz/app/live.h"
+
+#include <exception>
+#include <filesystem>
+#include <ostream>
+#include <streambuf>
+
+#include "model/config.h"
+#include "train/train.h"
+
+namespace ss::viz {
+
+namespace {
+
+// A streambuf that appends to LiveRun::log under its mutex, so the UI can show
+// train()'s per-step lines while it runs.
+class LogBuf : public std::streambuf {
+public:
+    explicit LogBuf(LiveRun& run) : run_(run) {}
+
+protected:
+    int overflow(int c) override {
+        if (c != EOF) {
+            std::lock_guard<std::mutex> lock(run_.mu);
+            run_.log.push_back(char(c));
+        }
+        return c;
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        std::lock_guard<std::mutex> lock(run_.mu);
+        run_.log.append(s, size_t(n));
+        return n;
+    }
+
+private:
+    LiveRun& run_;
+};
+
+}  // namespace
+
+LiveRun::~LiveRun() {
+    if (worker.joinable()) worker.join();  // a run cannot be interrupted; it is a few seconds
+}
+
+void live_start(LiveUi& ui) {
+    if (ui.run && ui.run->running) return;
+    if (ui.run && ui.run->worker.joinable()) ui.run->worker.join();
+    ui.run = std::make_unique<LiveRun>();
+    LiveRun& run = *ui.run;
+    const LiveConfig c = ui.cfg;
+    TrainOptions o;
+    o.model = model_preset(model_preset_names()[size_t(c.model)]);
+    o.ranks = c.ranks;
+    o.tp = c.tp;
+    o.zero = c.zero;
+    o.dp_rep = c.dp_rep;
+    o.mbs = c.mbs;
+    o.ga = c.ga;
+    o.steps = c.steps;
+    o.dtype = c.dtype == 1 ? DType::bf16 : DType::f32;
+    o.bucket_mb = c.bucket_mb;
+    o.blas_threads = 1;
+    o.trace = (std::filesystem::path(ui.out_dir) / ("live-" + std::to_string(++ui.runs) + ".json")).string();
+    run.trace = o.trace;
+    run.running = true;
+    run.worker = std::thread([&run, o] {
+        LogBuf buf(run);
+        std::ostream out(&buf);
+        try {
+            out << "$ shardscope train --model " << o.model.name << " --ranks " << o.ranks << " --tp " << o.tp
+                << " --zero " << o.zero << " --dp-rep " << o.dp_rep << " --mbs " << o.mbs << " --ga " << o.ga
+                << " --steps " << o.steps << " --dtype " << (o.dtype == DType::bf16 ? "bf16" : "fp32")
+                << " --trace " << o.trace << "\n";
+            train(o, &out);
+        } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> lock(run.mu);
+            run.error = e.what();
+        }
+        run.running = false;
+        run.finished = true;
+    });
+}
+
+bool live_poll(LiveUi& ui, std::string& trace_path, std::string& error) {
+    if (!ui.run || !ui.run->finished.exchange(false)) return false;
+    if (ui.run->worker.joinable()) ui.run->worker.join();
+    std::lock_guard<std::mutex> lock(ui.run->mu);
+    trace_path = ui.run->trace;
+    error = ui.run->error;
+    return true;
+}
+
+}  // namespace ss::viz

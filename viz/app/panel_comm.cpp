@@ -1,0 +1,140 @@
+// panel_comm.cpp — the Comm summary panel: the trace's collectives added up.
+//
+// The same table as `shardscope trace summary FILE` (src/comm/trace_summary.cpp):
+// one row per (axis, op, payload), then one per payload, then the total, for all
+// ranks or one, all steps or one. Each rank records its own side of every call,
+// so calls, bytes and time are sums over the ranks' events.
+//
+//     bytes = per rank per call, as nccl-tests counts them (docs/trace-format.md)
+//     moved = bytes x busbw factor: what each rank really sends on a ring
+//             (the ZeRO paper's communication volume)
+//     algbw = bytes / time,   busbw = algbw x factor   (nccl-tests doc/PERFORMANCE.md)
+#include <cstdio>
+#include <string>
+
+#include "viz/app/panels.h"
+#include "viz/app/widgets.h"
+
+namespace ss::viz {
+
+namespace {
+
+struct Column {
+    const char* name;
+    const char* help;
+};
+const Column kColumns[] = {
+    {"axis", "The mesh axis of the group (args.axis): dp, dp_shard, dp_rep, tp, sp, pp, world."},
+    {"op", "The collective: all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send, recv, barrier."},
+    {"payload", "What the bytes are: param, grad, act, act_grad, optim, scalar (the timeline's colours)."},
+    {"calls", "Events: one per call per rank, summed over the ranks shown."},
+    {"bytes", "Sum of args.bytes: per rank per call as nccl-tests counts them - all_reduce: the buffer; "
+              "all_gather: the whole received buffer (count_per_rank x n x size); reduce_scatter: the whole "
+              "sent buffer; broadcast, send, recv: the message (docs/trace-format.md)."},
+    {"moved", "bytes x busbw factor: what each rank actually sends on a ring - all_reduce 2(n-1)/n, "
+              "all_gather / reduce_scatter / all_to_all (n-1)/n, broadcast / send / recv 1. This is the ZeRO "
+              "paper's communication volume: DDP moves 2 Psi per step, ZeRO-3 3 Psi (sec. 7)."},
+    {"time", "Time inside the calls, summed over ranks; it includes waiting for late peers."},
+    {"algbw", "algbw = bytes / time in GB/s (1e9 bytes/s), as nccl-tests reports it."},
+    {"busbw", "busbw = algbw x factor: the bandwidth each link carried, comparable to the hardware's link "
+              "bandwidth whatever n is (nccl-tests doc/PERFORMANCE.md)."},
+};
+
+void row(const CollectiveTotals& t, const char* axis, const char* op, bool show_payload, bool bold) {
+    ImGui::TableNextRow();
+    if (bold) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(60, 64, 80, 255));
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(axis);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(op);
+    ImGui::TableNextColumn();
+    if (show_payload) {
+        swatch(payload_color(t.payload));
+        ImGui::TextUnformatted(payload_name(t.payload));
+    }
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(fmt_int(t.calls).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(fmt_bytes(double(t.bytes)).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(fmt_bytes(t.bus_bytes).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(fmt_time_us(t.time_us).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(fmt_gbs(t.algbw_gbs()).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(fmt_gbs(t.busbw_gbs()).c_str());
+}
+
+}  // namespace
+
+void draw_comm(ViewerState& s, ImVec2 size) {
+    (void)size;
+    const ViewModel& vm = *s.vm;
+    CommUi& ui = s.comm;
+    heading("Comm summary");
+    ImGui::SameLine();
+    ImGui::TextDisabled("collectives by axis, op and payload");
+    // filters
+    ImGui::SetNextItemWidth(100);
+    const std::string rank_label = ui.filter.rank < 0 ? "all ranks" : "rank " + std::to_string(ui.filter.rank);
+    if (ImGui::BeginCombo("##comm_rank", rank_label.c_str())) {
+        if (ImGui::Selectable("all ranks", ui.filter.rank < 0)) ui.filter.rank = -1;
+        for (int r = 0; r < vm.timeline.world; ++r)
+            if (ImGui::Selectable(("rank " + std::to_string(r)).c_str(), ui.filter.rank == r)) ui.filter.rank = r;
+        ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(100);
+    const std::string step_label = ui.filter.step < 0 ? "all steps" : "step " + std::to_string(ui.filter.step);
+    if (ImGui::BeginCombo("##comm_step", step_label.c_str())) {
+        if (ImGui::Selectable("all steps", ui.filter.step < 0)) ui.filter.step = -1;
+        for (const StepSpan& st : vm.timeline.steps)
+            if (ImGui::Selectable(("step " + std::to_string(st.step)).c_str(), ui.filter.step == st.step))
+                ui.filter.step = st.step;
+        ImGui::EndCombo();
+    }
+    if (ui.filter.rank != ui.computed_for.rank || ui.filter.step != ui.computed_for.step) {
+        try {
+            ui.summary = summarize_trace(vm.trace, ui.filter);
+        } catch (const std::exception&) {  // a span with a non-integer "step" argument
+            ui.summary = TraceSummary{};
+        }
+        ui.computed_for = ui.filter;
+    }
+    const TraceSummary& sum = ui.summary;
+    ImGui::SameLine();
+    ImGui::Text("%s collectives, %s moved", fmt_int(sum.collectives).c_str(), fmt_bytes(sum.total.bus_bytes).c_str());
+    help_marker("Pick one rank and one step to read the per-step traffic of a rank, as the papers count it: "
+                "for DDP the 'moved' total is 2 Psi bytes (Psi = parameters x bytes each), for ZeRO-3 3 Psi "
+                "(params gathered in forward and in backward, grads reduce-scattered). Same numbers as "
+                "`shardscope trace summary FILE --rank R --step S`. Hover a column title for its formula.");
+
+    const float note_h = ImGui::GetTextLineHeightWithSpacing();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                                  ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersOuterH;
+    if (ImGui::BeginTable("comm_table", 9, flags, ImVec2(avail.x, avail.y - note_h))) {
+        ImGui::TableSetupScrollFreeze(0, 1);
+        for (const Column& c : kColumns) ImGui::TableSetupColumn(c.name);
+        ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+        for (int i = 0; i < 9; ++i) {
+            ImGui::TableSetColumnIndex(i);
+            ImGui::TableHeader(kColumns[i].name);
+            if (ImGui::IsItemHovered()) {
+                ImGui::BeginTooltip();
+                ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32);
+                ImGui::TextUnformatted(kColumns[i].help);
+                ImGui::PopTextWrapPos();
+                ImGui::EndTooltip();
+            }
+        }
+        for (const CollectiveTotals& t : sum.rows) row(t, t.axis.c_str(), t.op.c_str(), true, false);
+        for (const CollectiveTotals& t : sum.by_payload) row(t, "", "all ops", true, true);
+        row(sum.total, "total", "", false, true);
+        ImGui::EndTable();
+    }
+    source_note("drawn by viz/app/panel_comm.cpp from src/comm/trace_summary.cpp (summarize_trace)");
+}
+
+}  // namespace ss::viz

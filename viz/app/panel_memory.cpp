@@ -1,0 +1,275 @@
+// panel_memory.cpp — the Memory panel: what each rank holds, by Ledger category.
+//
+//   top left    one group of bars per rank: "now" (at the amber cursor of the
+//               timeline) and "peak" (the trace's sample with the highest total),
+//               each stacked params, grads, optim, acts, comm, workspace;
+//   top right   the selected rank's numbers, with the Ledger's own per-category peaks;
+//   bottom      the selected rank's memory over the timeline's window, stacked by
+//               category, with every rank's total as a line: ZeRO-3's saw-tooth
+//               is the comm band (gathered parameters) rising and falling per layer.
+//
+// Numbers come from the trace's "memory" counters (src/core/ledger.h books them,
+// src/comm/trace.cpp writes them) via viz/model/memory.cpp.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "viz/app/panels.h"
+#include "viz/app/widgets.h"
+
+namespace ss::viz {
+
+namespace {
+
+constexpr ImU32 kAxisText = IM_COL32(170, 175, 185, 255);
+constexpr ImU32 kGridLine = IM_COL32(255, 255, 255, 22);
+
+// A round step for a byte axis (1, 2, 5 x 2^10k-ish): at most ~5 lines.
+double byte_tick(double max_bytes) {
+    const double raw = max_bytes / 5;
+    const double p = std::pow(10.0, std::floor(std::log10(std::max(raw, 1.0))));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * p >= raw) return m * p;
+    return 10 * p;
+}
+
+// Stacks @p mem from y_bottom upwards at scale px_per_byte, between x0 and x1.
+void stacked_bar(ImDrawList* dl, float x0, float x1, float y_bottom, double px_per_byte,
+                 const std::array<uint64_t, kMemCategories>& mem) {
+    float y = y_bottom;
+    for (int c = 0; c < kMemCategories; ++c) {
+        const float h = float(double(mem[size_t(c)]) * px_per_byte);
+        if (h <= 0) continue;
+        dl->AddRectFilled(ImVec2(x0, y - h), ImVec2(x1, y), col(memory_color(Mem(c))));
+        y -= h;
+    }
+}
+
+void memory_tooltip(int rank, const char* what, double t, const std::array<uint64_t, kMemCategories>& mem) {
+    ImGui::BeginTooltip();
+    ImGui::Text("rank %d, %s (t = %s)", rank, what, fmt_time_us(t).c_str());
+    uint64_t total = 0;
+    for (int c = kMemCategories - 1; c >= 0; --c) {
+        swatch(memory_color(Mem(c)));
+        ImGui::Text("%-10s %s", mem_name(Mem(c)), fmt_bytes(double(mem[size_t(c)])).c_str());
+        total += mem[size_t(c)];
+    }
+    ImGui::Text("total      %s", fmt_bytes(double(total)).c_str());
+    ImGui::TextDisabled("click to plot this rank over time");
+    ImGui::EndTooltip();
+}
+
+void draw_bars(ViewerState& s, ImVec2 size) {
+    const ViewModel& vm = *s.vm;
+    const MemoryModel& mm = vm.memory;
+    const int world = int(mm.ranks.size());
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float axis_w = 64, label_h = ImGui::GetTextLineHeight() + 4;
+    const float x0 = o.x + axis_w, y_bottom = o.y + size.y - label_h, plot_h = size.y - label_h - 6;
+    const float plot_w = size.x - axis_w - 4;
+    ImGui::InvisibleButton("mem_bars", size);
+    const bool hovered = ImGui::IsItemHovered();
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+
+    const double top = std::max<double>(double(mm.max_total), 1.0) * 1.08;
+    const double px_per_byte = plot_h / top;
+    const double tick = byte_tick(top);
+    for (double b = 0; b <= top; b += tick) {
+        const float y = float(y_bottom - b * px_per_byte);
+        dl->AddLine(ImVec2(x0, y), ImVec2(x0 + plot_w, y), kGridLine);
+        const std::string l = fmt_bytes(b);
+        dl->AddText(ImVec2(o.x + axis_w - 6 - ImGui::CalcTextSize(l.c_str()).x, y - 8), kAxisText, l.c_str());
+    }
+    if (world == 0) return;
+    const float group_w = plot_w / float(world);
+    const float bar_w = std::min(group_w * 0.38f, 40.0f);
+    const int label_every = std::max(1, int(std::ceil(44.0f / group_w)));
+    for (int r = 0; r < world; ++r) {
+        const RankMemory& rm = mm.ranks[size_t(r)];
+        const float gx = x0 + group_w * float(r) + (group_w - 2 * bar_w - 2) / 2;
+        const MemPoint* now = sample_at(rm, s.cursor_t);
+        const MemPoint* peak = rm.peak >= 0 ? &rm.points[size_t(rm.peak)] : nullptr;
+        if (now) stacked_bar(dl, gx, gx + bar_w, y_bottom, px_per_byte, now->mem);
+        if (peak) stacked_bar(dl, gx + bar_w + 2, gx + 2 * bar_w + 2, y_bottom, px_per_byte, peak->mem);
+        if (r == s.memory.rank)
+            dl->AddRect(ImVec2(gx - 3, o.y), ImVec2(gx + 2 * bar_w + 5, y_bottom + 1), IM_COL32(255, 255, 255, 140));
+        if (r % label_every == 0) {
+            char l[16];
+            std::snprintf(l, sizeof l, "r%d", r);
+            dl->AddText(ImVec2(gx, y_bottom + 2), kAxisText, l);
+        }
+        if (hovered && mouse.x >= gx - 2 && mouse.x < gx + 2 * bar_w + 4) {
+            const bool on_peak = mouse.x >= gx + bar_w + 1;
+            const MemPoint* p = on_peak ? peak : now;
+            if (p) memory_tooltip(r, on_peak ? "at its peak" : "at the cursor", p->t, p->mem);
+            if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) s.memory.rank = r;
+        }
+    }
+}
+
+void draw_table(ViewerState& s) {
+    const ViewModel& vm = *s.vm;
+    const int r = s.memory.rank;
+    const RankMemory& rm = vm.memory.ranks[size_t(r)];
+    const MemPoint* now = sample_at(rm, s.cursor_t);
+    const MemPoint* peak = rm.peak >= 0 ? &rm.points[size_t(rm.peak)] : nullptr;
+    const bool has_ledger = size_t(r) < vm.run.ledger_peak.size();
+    ImGui::Text("rank %d", r);
+    ImGui::SameLine();
+    ImGui::TextDisabled("cursor %s, peak at %s", fmt_time_us(s.cursor_t).c_str(),
+                        peak ? fmt_time_us(peak->t).c_str() : "-");
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
+    if (ImGui::BeginTable("mem_table", has_ledger ? 4 : 3, flags)) {
+        ImGui::TableSetupColumn("category");
+        ImGui::TableSetupColumn("now");
+        ImGui::TableSetupColumn("at peak");
+        if (has_ledger) ImGui::TableSetupColumn("own peak");
+        ImGui::TableHeadersRow();
+        std::array<uint64_t, 3> totals{};
+        for (int c = 0; c < kMemCategories; ++c) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            swatch(memory_color(Mem(c)));
+            ImGui::TextUnformatted(mem_name(Mem(c)));
+            ImGui::TableNextColumn();
+            const uint64_t a = now ? now->mem[size_t(c)] : 0, b = peak ? peak->mem[size_t(c)] : 0;
+            ImGui::TextUnformatted(fmt_bytes(double(a)).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(fmt_bytes(double(b)).c_str());
+            totals[0] += a;
+            totals[1] += b;
+            if (has_ledger) {
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(fmt_bytes(double(vm.run.ledger_peak[size_t(r)][size_t(c)])).c_str());
+            }
+        }
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted("total");
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(fmt_bytes(double(totals[0])).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(fmt_bytes(double(totals[1])).c_str());
+        ImGui::EndTable();
+    }
+    help_marker("Live bytes per Ledger category (src/core/ledger.h): params and grads as the model reads them, "
+                "optim = fp32 master weights + Adam m and v, acts = saved activations, comm = communication "
+                "buffers and ZeRO-3's gathered parameters, workspace = scratch.\n\n"
+                "now = the sample in force at the amber cursor (click the timeline to move it); at peak = the "
+                "sample with the highest total (the trace keeps it even when it merges samples 20 us apart); "
+                "own peak = each category's highest value on its own, from the Ledger (they need not happen "
+                "at the same time, so they add up to more than the peak).\n\n"
+                "Model states per parameter (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1): bf16 2 + 2 + 12 "
+                "bytes, fp32 4 + 4 + 8. ZeRO-1 divides optim by N (the shard group), ZeRO-2 also grads, "
+                "ZeRO-3 also params.");
+    if (!vm.run.plan.is_null()) ImGui::TextDisabled("planner prediction: see the Comm summary / GBS panels");
+}
+
+void draw_over_time(ViewerState& s, ImVec2 size) {
+    const ViewModel& vm = *s.vm;
+    const MemoryModel& mm = vm.memory;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float axis_w = 64;
+    const float x0 = o.x + axis_w, w = std::max(size.x - axis_w - 4, 10.0f);
+    const float y_bottom = o.y + size.y - 2, h = size.y - 8;
+    ImGui::InvisibleButton("mem_time", size);
+    const TimeView& v = s.timeline.view;
+    const int n = std::max(1, int(w));
+    const double top = std::max<double>(double(mm.max_total), 1.0) * 1.08;
+    const double px_per_byte = h / top;
+    dl->AddRectFilled(ImVec2(x0, o.y), ImVec2(x0 + w, y_bottom), IM_COL32(30, 33, 40, 255));
+    const double tick = byte_tick(top);
+    for (double b = 0; b <= top; b += tick) {
+        const float y = float(y_bottom - b * px_per_byte);
+        dl->AddLine(ImVec2(x0, y), ImVec2(x0 + w, y), kGridLine);
+        const std::string l = fmt_bytes(b);
+        dl->AddText(ImVec2(o.x + axis_w - 6 - ImGui::CalcTextSize(l.c_str()).x, y - 8), kAxisText, l.c_str());
+    }
+    dl->PushClipRect(ImVec2(x0, o.y), ImVec2(x0 + w, y_bottom + 1), true);
+    // The selected rank, stacked by category, one column per pixel.
+    const RankMemory& sel = mm.ranks[size_t(s.memory.rank)];
+    columns(sel, v.t0, v.t1, n, s.memory.columns);
+    for (int c = 0; c < n; ++c) {
+        const MemColumn& mc = s.memory.columns[size_t(c)];
+        if (mc.top < 0) continue;
+        const float xa = x0 + float(c), xb = xa + 1.0f;
+        stacked_bar(dl, xa, xb, y_bottom, px_per_byte, sel.points[size_t(mc.top)].mem);
+    }
+    // Every rank's total as a thin line (its per-pixel highest value), the selected one on top.
+    const int world = int(mm.ranks.size());
+    std::vector<ImVec2> pts;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int r = 0; r < world; ++r) {
+            if ((r == s.memory.rank) != (pass == 1)) continue;
+            if (pass == 0 && world > 16 && r % (world / 16) != 0) continue;  // at most ~16 lines
+            columns(mm.ranks[size_t(r)], v.t0, v.t1, n, s.memory.columns);
+            pts.clear();
+            for (int c = 0; c < n; ++c) {
+                const MemColumn& mc = s.memory.columns[size_t(c)];
+                if (mc.top < 0) continue;
+                pts.emplace_back(x0 + float(c) + 0.5f, float(y_bottom - double(mc.hi) * px_per_byte));
+            }
+            if (pts.size() >= 2)
+                dl->AddPolyline(pts.data(), int(pts.size()),
+                                pass == 1 ? IM_COL32(255, 255, 255, 230) : col(rank_color(r), 150), 0,
+                                pass == 1 ? 1.5f : 1.0f);
+        }
+    }
+    const float cx = float(v.x_of(s.cursor_t));
+    dl->AddLine(ImVec2(cx, o.y), ImVec2(cx, y_bottom), IM_COL32(255, 200, 60, 255), 1.5f);
+    dl->PopClipRect();
+    char l[96];
+    std::snprintf(l, sizeof l, "rank %d over %s .. %s", s.memory.rank, fmt_time_us(v.t0).c_str(),
+                  fmt_time_us(v.t1).c_str());
+    dl->AddText(ImVec2(x0 + 6, o.y + 2), IM_COL32(230, 230, 235, 255), l);
+}
+
+}  // namespace
+
+void draw_memory(ViewerState& s, ImVec2 size) {
+    (void)size;
+    if (s.memory.rank >= int(s.vm->memory.ranks.size())) s.memory.rank = 0;
+    heading("Memory");
+    ImGui::SameLine();
+    ImGui::TextDisabled("bytes each rank holds, by what they are for");
+    ImGui::SameLine(0, 16);
+    for (int c = 0; c < kMemCategories; ++c) {
+        swatch(memory_color(Mem(c)));
+        ImGui::TextUnformatted(mem_name(Mem(c)));
+        ImGui::SameLine(0, 10);
+    }
+    ImGui::NewLine();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float note_h = ImGui::GetTextLineHeightWithSpacing();
+    const float top_h = (avail.y - note_h) * 0.52f;
+    const float table_w = std::min(avail.x * 0.42f, 420.0f);
+    // top: bars | table
+    ImGui::BeginGroup();
+    ImGui::TextUnformatted("per rank: now | at peak");
+    help_marker("Two bars per rank: at the amber cursor (left) and at that rank's peak (right), stacked by "
+                "category. With ZeRO-3 every rank holds 1/N of params, grads and optim, so the bottom of the "
+                "stack is small and equal on all ranks; what rises at the peak is acts (saved activations) "
+                "and comm (a whole layer's gathered parameters). Hover for numbers, click to pick the rank "
+                "plotted below.");
+    draw_bars(s, ImVec2(avail.x - table_w - 12, top_h - ImGui::GetTextLineHeightWithSpacing()));
+    ImGui::EndGroup();
+    ImGui::SameLine(0, 12);
+    ImGui::BeginChild("mem_table_child", ImVec2(table_w, top_h), false);
+    draw_table(s);
+    ImGui::EndChild();
+    // bottom: over time
+    ImGui::TextUnformatted("over time (the timeline's window; white = the selected rank's total)");
+    help_marker("The selected rank's memory, one column per pixel, stacked by category as above, under the "
+                "thin lines of every rank's total (each column shows the highest value in it, so a peak "
+                "narrower than a pixel still shows). ZeRO-3 gathers each layer's parameters before using it "
+                "and frees them after: the comm band rises and falls once per layer in forward and again in "
+                "backward - the saw-tooth. Zoom the timeline to zoom this plot.");
+    const ImVec2 rest = ImGui::GetContentRegionAvail();
+    draw_over_time(s, ImVec2(rest.x, std::max(rest.y - note_h, 40.0f)));
+    source_note("drawn by viz/app/panel_memory.cpp from viz/model/memory.cpp (the trace's memory counters)");
+}
+
+}  // namespace ss::viz

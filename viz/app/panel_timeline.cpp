@@ -1,0 +1,359 @@
+// panel_timeline.cpp — the Timeline panel: every rank's compute and collectives over time.
+//
+//     time ->      | 120 ms       | 125 ms       | 130 ms
+//     rank 0  compute [forward                        ][backward ...
+//             comm     |ag||ag| |ag|               |rs| |rs|      <- colour = payload
+//     rank 1  ...
+//
+// Collectives are coloured by what they carry (palette.h): a ZeRO-3 run is
+// blue (param all_gathers) and orange (grad reduce_scatters); tensor
+// parallelism adds green (act) all_reduces. Hover a bar for its fields; click
+// a collective to light up the same call on every rank of its group (and see
+// how far apart the ranks arrived). Wheel zooms about the mouse, drag pans,
+// Shift+wheel scrolls the ranks, double-click fits the whole run.
+//
+// The bars come from viz/model/timeline.cpp (lanes, instances, and
+// layout_lane(), which merges sub-pixel bars so a frame draws at most about
+// one rect per pixel per lane).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "viz/app/panels.h"
+#include "viz/app/widgets.h"
+
+namespace ss::viz {
+
+namespace {
+
+constexpr float kLabelW = 74.0f;  // rank labels on the left
+constexpr float kRulerH = 20.0f;  // time axis on top
+constexpr ImU32 kLaneBg = IM_COL32(32, 36, 44, 255);
+constexpr ImU32 kLaneBgAlt = IM_COL32(38, 42, 52, 255);
+constexpr ImU32 kCursor = IM_COL32(255, 200, 60, 255);
+
+// A "nice" tick interval (1, 2 or 5 x 10^k µs) giving ticks at least min_px apart.
+double tick_interval(const TimeView& v, float min_px) {
+    const double raw = (v.t1 - v.t0) * min_px / v.width;
+    const double p = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-6))));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * p >= raw) return m * p;
+    return 10 * p;
+}
+
+// Vertical layout of one rank's row.
+struct RowGeom {
+    float compute_y, compute_h;  // all compute depth rows together
+    float comm_y, comm_h;
+};
+RowGeom row_geom(float y, float rank_h) {
+    const float pad = std::max(1.0f, rank_h * 0.08f);
+    const float inner = rank_h - 2 * pad;
+    return {y + pad, inner * 0.42f, y + pad + inner * 0.46f, inner * 0.54f};
+}
+
+std::string group_str(const std::vector<int>& g) {
+    std::string s = "[";
+    for (size_t i = 0; i < g.size(); ++i) {
+        if (i == 8 && g.size() > 10) {
+            s += "..., " + std::to_string(g.back());
+            break;
+        }
+        s += (i ? ", " : "") + std::to_string(g[i]);
+    }
+    return s + "]";
+}
+
+void collective_tooltip(const TraceEvent& e) {
+    ImGui::BeginTooltip();
+    swatch(payload_color(e.label.payload));
+    ImGui::Text("%s of %s", e.name.c_str(), payload_name(e.label.payload));
+    ImGui::Text("axis %s, group %s (%zu ranks)", e.axis.c_str(), group_str(e.group).c_str(), e.group.size());
+    ImGui::Text("bytes %s per rank (%s B)", fmt_bytes(double(e.bytes)).c_str(), fmt_int(e.bytes).c_str());
+    ImGui::Text("layer %d, phase %s, micro-batch %d, step %d", e.label.layer, phase_name(e.label.phase),
+                e.label.microbatch, e.label.step);
+    ImGui::Text("start %s, time in the call %s", fmt_time_us(e.ts_us).c_str(), fmt_time_us(e.dur_us).c_str());
+    if (e.dur_us > 0) {
+        const double algbw = double(e.bytes) / e.dur_us * 1e-3;
+        const double f = busbw_factor(e.name, int(e.group.size()));
+        ImGui::Text("algbw = bytes / time = %s;  busbw = algbw x %.3f = %s", fmt_gbs(algbw).c_str(), f,
+                    fmt_gbs(algbw * f).c_str());
+    }
+    ImGui::TextDisabled("bytes as nccl-tests counts them; busbw factor 2(n-1)/n for all_reduce,\n"
+                        "(n-1)/n for all_gather, reduce_scatter, all_to_all (docs/trace-format.md).\n"
+                        "The time includes waiting for late peers. Click to light up this call on every rank.");
+    ImGui::EndTooltip();
+}
+
+void span_tooltip(const TraceEvent& e) {
+    ImGui::BeginTooltip();
+    swatch(span_color(e.cat));
+    ImGui::Text("%s  (%s)", e.name.c_str(), e.cat.c_str());
+    ImGui::Text("start %s, duration %s", fmt_time_us(e.ts_us).c_str(), fmt_time_us(e.dur_us).c_str());
+    if (!e.args.empty()) ImGui::TextDisabled("%s", e.args.dump().c_str());
+    ImGui::EndTooltip();
+}
+
+// Row 1 and 2 of the panel: payload legend (with filters), axes, step, fit.
+void draw_controls(ViewerState& s) {
+    TimelineUi& ui = s.timeline;
+    const TimelineModel& m = s.vm->timeline;
+    ImGui::TextUnformatted("payload:");
+    for (int p = 0; p < kPayloads; ++p) {
+        ImGui::SameLine();
+        const bool present = m.payload_calls[size_t(p)] > 0;
+        swatch(payload_color(Payload(p)), present);
+        bool on = (ui.filter.payload_mask >> p) & 1u;
+        char label[64];
+        std::snprintf(label, sizeof label, "%s %s##pl%d", payload_name(Payload(p)),
+                      fmt_int(m.payload_calls[size_t(p)]).c_str(), p);
+        ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(2, 1));
+        if (ImGui::Checkbox(label, &on)) ui.filter.payload_mask ^= 1u << p;
+        ImGui::PopStyleVar();
+    }
+    help_marker("Collectives are coloured by what their bytes are (the trace's payload): param = parameters "
+                "(ZeRO-3 gathers them before each layer), grad = gradients (DDP all_reduce, ZeRO "
+                "reduce_scatter), act / act_grad = activations and their gradients (tensor, sequence and "
+                "pipeline parallelism), optim = optimizer state, scalar = the loss. The number is how many "
+                "calls the trace holds, summed over ranks; an outlined square means none. Untick to hide. "
+                "Colours: Okabe-Ito (viz/model/palette.cpp).");
+
+    ImGui::TextUnformatted("axis:");
+    for (size_t a = 0; a < m.axes.size() && a < 32; ++a) {
+        ImGui::SameLine();
+        bool on = (ui.filter.axis_mask >> a) & 1u;
+        ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(2, 1));
+        if (ImGui::Checkbox((m.axes[a] + "##ax").c_str(), &on)) ui.filter.axis_mask ^= 1u << a;
+        ImGui::PopStyleVar();
+    }
+    ImGui::SameLine(0, 24);
+    ImGui::SetNextItemWidth(110);
+    std::string cur = ui.filter.step < 0 ? "all steps" : "step " + std::to_string(ui.filter.step);
+    if (ImGui::BeginCombo("##step", cur.c_str())) {
+        if (ImGui::Selectable("all steps", ui.filter.step < 0)) {
+            ui.filter.step = -1;
+            ui.view.fit(m.t_min, m.t_max);
+        }
+        for (const StepSpan& st : m.steps)
+            if (ImGui::Selectable(("step " + std::to_string(st.step)).c_str(), ui.filter.step == st.step)) {
+                ui.filter.step = st.step;
+                ui.view.fit(st.t0, st.t1);
+            }
+        ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    if (ImGui::SmallButton("fit all")) ui.view.fit(m.t_min, m.t_max);
+    ImGui::SameLine();
+    ImGui::TextDisabled("showing %s", fmt_time_us(ui.view.t1 - ui.view.t0).c_str());
+    help_marker("Mouse wheel: zoom about the mouse.  Drag: pan.  Shift + wheel: scroll through ranks.  "
+                "Double-click: fit the whole run.  Click a collective: light up the same call on every "
+                "rank of its group; click empty space to move the memory cursor (amber line) there.  "
+                "The view starts on step 2 (step 1 warms up).");
+}
+
+}  // namespace
+
+void draw_timeline(ViewerState& s, ImVec2 size) {
+    (void)size;
+    const ViewModel& vm = *s.vm;
+    const TimelineModel& m = vm.timeline;
+    TimelineUi& ui = s.timeline;
+    if (!ui.view_set) {
+        const auto w = default_window(m);
+        ui.view.fit(w[0], w[1]);
+        ui.view_set = true;
+    }
+    heading("Timeline");
+    ImGui::SameLine();
+    ImGui::TextDisabled("every rank's compute (top) and collectives (bottom) over time");
+    draw_controls(s);
+
+    // ---- geometry -----------------------------------------------------------------
+    const float note_h = ImGui::GetTextLineHeightWithSpacing() * (ui.selected_instance >= 0 ? 2 : 1);
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float canvas_h = std::max(avail.y - note_h, kRulerH + 20);
+    const float lanes_x = origin.x + kLabelW, lanes_w = std::max(avail.x - kLabelW, 10.0f);
+    const float lanes_y = origin.y + kRulerH, lanes_h = canvas_h - kRulerH;
+    const int world = m.world;
+    const float rank_h = std::max(lanes_h / float(std::max(world, 1)), 14.0f);
+    const float content_h = rank_h * float(world);
+    ui.scroll_y = std::clamp(ui.scroll_y, 0.0f, std::max(0.0f, content_h - lanes_h));
+    ui.view.x0 = lanes_x;
+    ui.view.width = lanes_w;
+
+    ImGui::InvisibleButton("timeline_canvas", ImVec2(avail.x, canvas_h));
+    const bool hovered = ImGui::IsItemHovered();
+    ImGuiIO& io = ImGui::GetIO();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+
+    // ---- interaction ----------------------------------------------------------------
+    const ImVec2 mouse = io.MousePos;
+    const bool in_lanes = hovered && mouse.x >= lanes_x && mouse.y >= lanes_y;
+    if (hovered && io.MouseWheel != 0) {
+        if (io.KeyShift)
+            ui.scroll_y = std::clamp(ui.scroll_y - io.MouseWheel * rank_h * 2, 0.0f,
+                                     std::max(0.0f, content_h - lanes_h));
+        else
+            ui.view.zoom(std::pow(1.25, double(io.MouseWheel)), std::max(double(mouse.x), double(lanes_x)));
+    }
+    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f)) {
+        ui.view.pan_pixels(io.MouseDelta.x);
+        ui.scroll_y = std::clamp(ui.scroll_y - io.MouseDelta.y, 0.0f, std::max(0.0f, content_h - lanes_h));
+    }
+    if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) ui.view.fit(m.t_min, m.t_max);
+
+    // What is under the mouse: rank, lane, depth row, bar.
+    int hover_rank = -1, hover_bar = -1;
+    bool hover_comm = false;
+    s.hover_t = -1;
+    if (in_lanes && !s.screenshot) {
+        s.hover_t = ui.view.t_of(mouse.x);
+        hover_rank = int((mouse.y - lanes_y + ui.scroll_y) / rank_h);
+        if (hover_rank >= 0 && hover_rank < world) {
+            const RowGeom g = row_geom(lanes_y - ui.scroll_y + float(hover_rank) * rank_h, rank_h);
+            if (mouse.y >= g.comm_y && mouse.y < g.comm_y + g.comm_h) {
+                hover_comm = true;
+                hover_bar = pick_bar(m.lane(hover_rank, true), ui.view, ui.filter, mouse.x, 0);
+            } else if (mouse.y >= g.compute_y && mouse.y < g.compute_y + g.compute_h) {
+                const Lane& lane = m.lane(hover_rank, false);
+                const int depth = int((mouse.y - g.compute_y) / (g.compute_h / float(lane.depths)));
+                hover_bar = pick_bar(lane, ui.view, ui.filter, mouse.x, depth);
+            }
+        } else {
+            hover_rank = -1;
+        }
+    }
+    if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+        io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 9.0f && in_lanes) {  // a click, not a drag
+        if (hover_bar >= 0 && hover_comm)
+            ui.selected_instance = m.lane(hover_rank, true).bars[size_t(hover_bar)].instance;
+        else {
+            ui.selected_instance = -1;
+            s.cursor_t = ui.view.t_of(mouse.x);
+        }
+    }
+
+    // ---- ruler ----------------------------------------------------------------------
+    const ImVec2 clip_a(lanes_x, origin.y), clip_b(lanes_x + lanes_w, origin.y + canvas_h);
+    dl->AddRectFilled(ImVec2(origin.x, origin.y), ImVec2(origin.x + avail.x, origin.y + kRulerH),
+                      IM_COL32(24, 27, 33, 255));
+    dl->PushClipRect(clip_a, clip_b, true);
+    const double tick = tick_interval(ui.view, 90);
+    for (double t = std::ceil(ui.view.t0 / tick) * tick; t <= ui.view.t1; t += tick) {
+        const float x = float(ui.view.x_of(t));
+        dl->AddLine(ImVec2(x, origin.y + kRulerH - 6), ImVec2(x, origin.y + kRulerH), IM_COL32(150, 150, 160, 255));
+        dl->AddText(ImVec2(x + 3, origin.y + 2), IM_COL32(170, 175, 185, 255), fmt_time_us(t).c_str());
+    }
+    dl->PopClipRect();
+    dl->AddText(ImVec2(origin.x + 4, origin.y + 2), IM_COL32(170, 175, 185, 255), "time");
+
+    // ---- lanes ----------------------------------------------------------------------
+    dl->PushClipRect(ImVec2(origin.x, lanes_y), ImVec2(origin.x + avail.x, lanes_y + lanes_h), true);
+    const int first = std::max(0, int(ui.scroll_y / rank_h));
+    const int last = std::min(world - 1, int((ui.scroll_y + lanes_h) / rank_h));
+    const float font_h = ImGui::GetFontSize();
+    for (int r = first; r <= last; ++r) {
+        const float y = lanes_y - ui.scroll_y + float(r) * rank_h;
+        const RowGeom g = row_geom(y, rank_h);
+        dl->AddRectFilled(ImVec2(origin.x, y), ImVec2(lanes_x + lanes_w, y + rank_h), r % 2 ? kLaneBgAlt : kLaneBg);
+        // labels
+        char label[32];
+        std::snprintf(label, sizeof label, "rank %d", r);
+        if (rank_h >= 2.2f * font_h) {
+            dl->AddText(ImVec2(origin.x + 4, g.compute_y + (g.compute_h - font_h) / 2), IM_COL32(220, 220, 230, 255),
+                        label);
+            dl->AddText(ImVec2(origin.x + 4, g.comm_y + (g.comm_h - font_h) / 2), IM_COL32(140, 145, 160, 255),
+                        "  comm");
+        } else if (rank_h >= font_h) {
+            dl->AddText(ImVec2(origin.x + 4, y + (rank_h - font_h) / 2), IM_COL32(220, 220, 230, 255), label);
+        }
+        dl->PushClipRect(ImVec2(lanes_x, y), ImVec2(lanes_x + lanes_w, y + rank_h), true);
+        for (int comm = 0; comm < 2; ++comm) {
+            const Lane& lane = m.lane(r, comm == 1);
+            ui.rects.clear();
+            layout_lane(lane, ui.view, ui.filter, ui.rects);
+            const float row_h = comm ? g.comm_h : g.compute_h / float(lane.depths);
+            const float top = comm ? g.comm_y : g.compute_y;
+            for (const DrawRect& d : ui.rects) {
+                const float y0 = top + row_h * float(d.depth);
+                const float y1 = y0 + row_h - (comm ? 0.0f : 1.0f);
+                dl->AddRectFilled(ImVec2(d.x0, y0), ImVec2(d.x1, y1), d.rgba);
+                if (d.merged == 1 && d.x1 - d.x0 > 56 && row_h >= font_h) {
+                    const TraceEvent& e = vm.trace.events[lane.bars[d.bar].event];
+                    std::string text = e.name;
+                    if (comm && e.label.layer >= 0) text += " L" + std::to_string(e.label.layer);
+                    dl->PushClipRect(ImVec2(d.x0, y0), ImVec2(d.x1 - 2, y1), true);
+                    dl->AddText(ImVec2(d.x0 + 3, y0 + (row_h - font_h) / 2), IM_COL32(255, 255, 255, 235),
+                                text.c_str());
+                    dl->PopClipRect();
+                }
+            }
+        }
+        dl->PopClipRect();
+    }
+    dl->PushClipRect(ImVec2(lanes_x, lanes_y), ImVec2(lanes_x + lanes_w, lanes_y + lanes_h), true);
+    // step boundaries
+    for (const StepSpan& st : m.steps) {
+        const float x = float(ui.view.x_of(st.t0));
+        if (x < lanes_x || x > lanes_x + lanes_w) continue;
+        dl->AddLine(ImVec2(x, lanes_y), ImVec2(x, lanes_y + lanes_h), IM_COL32(200, 200, 220, 70));
+        char t[24];
+        std::snprintf(t, sizeof t, "step %d", st.step);
+        dl->AddText(ImVec2(x + 3, lanes_y + 1), IM_COL32(200, 200, 220, 150), t);
+    }
+    // the selected collective on every rank of its group
+    if (ui.selected_instance >= 0 && size_t(ui.selected_instance) < m.instances.size()) {
+        for (uint32_t ei : m.instances[size_t(ui.selected_instance)]) {
+            const TraceEvent& e = vm.trace.events[ei];
+            const RowGeom g = row_geom(lanes_y - ui.scroll_y + float(e.rank) * rank_h, rank_h);
+            float x0 = float(ui.view.x_of(e.ts_us)), x1 = float(ui.view.x_of(e.ts_us + e.dur_us));
+            if (x1 - x0 < 3) x1 = x0 + 3;
+            dl->AddRect(ImVec2(x0 - 2, g.comm_y - 2), ImVec2(x1 + 2, g.comm_y + g.comm_h + 2),
+                        IM_COL32(255, 255, 255, 255), 0, 0, 2.0f);
+        }
+    }
+    // cursor and hover line
+    const float cx = float(ui.view.x_of(s.cursor_t));
+    dl->AddLine(ImVec2(cx, lanes_y), ImVec2(cx, lanes_y + lanes_h), kCursor, 1.5f);
+    if (s.hover_t >= 0)
+        dl->AddLine(ImVec2(mouse.x, lanes_y), ImVec2(mouse.x, lanes_y + lanes_h), IM_COL32(255, 255, 255, 60));
+    dl->PopClipRect();
+    dl->PopClipRect();
+    if (content_h > lanes_h) {  // a scroll indicator
+        const float bar_h = lanes_h * lanes_h / content_h;
+        const float bar_y = lanes_y + (lanes_h - bar_h) * ui.scroll_y / (content_h - lanes_h);
+        dl->AddRectFilled(ImVec2(origin.x + avail.x - 4, bar_y), ImVec2(origin.x + avail.x, bar_y + bar_h),
+                          IM_COL32(160, 160, 170, 160));
+    }
+
+    if (hover_bar >= 0) {
+        const TraceEvent& e = vm.trace.events[m.lane(hover_rank, hover_comm).bars[size_t(hover_bar)].event];
+        if (hover_comm)
+            collective_tooltip(e);
+        else
+            span_tooltip(e);
+    }
+
+    // ---- the selection, and where this panel comes from -------------------------------
+    if (ui.selected_instance >= 0 && size_t(ui.selected_instance) < m.instances.size()) {
+        const auto& inst = m.instances[size_t(ui.selected_instance)];
+        const TraceEvent& e = vm.trace.events[inst[0]];
+        double first_start = 1e300, last_start = -1e300;
+        for (uint32_t ei : inst) {
+            first_start = std::min(first_start, vm.trace.events[ei].ts_us);
+            last_start = std::max(last_start, vm.trace.events[ei].ts_us);
+        }
+        ImGui::Text("selected: %s of %s on %s %s, %s per rank, step %d; %zu of %zu ranks; arrival spread %s",
+                    e.name.c_str(), payload_name(e.label.payload), e.axis.c_str(), group_str(e.group).c_str(),
+                    fmt_bytes(double(e.bytes)).c_str(), e.label.step, inst.size(), e.group.size(),
+                    fmt_time_us(last_start - first_start).c_str());
+        help_marker("Arrival spread = latest start - earliest start of this call over its group. A collective "
+                    "cannot finish before its last member arrives, so the early ranks' bars include waiting: "
+                    "a long bar on one rank often means another rank came late.");
+    }
+    source_note("drawn by viz/app/panel_timeline.cpp from viz/model/timeline.cpp (lanes, instances, pixel merging)");
+}
+
+}  // namespace ss::viz
