@@ -35,8 +35,10 @@ struct Calls {
     std::vector<CommCall> out;
 
     // @p calls calls on an axis of @p n ranks spaced @p stride apart, @p bytes in all.
+    // @p axis_n: the ranks of the whole axis when the call is point-to-point inside it
+    // (a ring or a pipeline is as fast as its slowest hop). @p once: once per step.
     void add(const char* axis, int stride, int n, const char* op, Payload payload, Phase phase, int64_t calls,
-             int64_t bytes, Overlap overlap, const char* what) {
+             int64_t bytes, Overlap overlap, const char* what, int axis_n = 0, bool once = false) {
         if (n <= 1 || calls <= 0) return;
         CommCall c;
         c.axis = axis;
@@ -44,7 +46,8 @@ struct Calls {
         c.payload = payload;
         c.phase = phase;
         c.group = n;
-        c.intra_node = axis_in_node(stride, n, gpus_per_node);
+        c.each_microbatch = !once;
+        c.intra_node = axis_in_node(stride, axis_n > 0 ? axis_n : n, gpus_per_node);
         c.calls = calls;
         c.bytes = bytes;
         c.overlap = in.overlap ? overlap : Overlap::none;
@@ -118,12 +121,12 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             const int64_t kv = 2 * N * hl * ae, hops = per_layer * (c - 1);
             const int64_t again = hops * (full ? 2 : 1);  // backward passes K, V around again (and recompute does too)
             const Overlap att = Overlap::attention;
-            k.add("sp", t, 2, "send", act, Phase::fwd, hops, hops * kv, att, "ring: my K, V block to the next rank");
-            k.add("sp", t, 2, "recv", act, Phase::fwd, hops, hops * kv, att, "ring: a K, V block from the previous rank");
-            k.add("sp", t, 2, "send", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again");
-            k.add("sp", t, 2, "recv", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again");
-            k.add("sp", t, 2, "send", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks");
-            k.add("sp", t, 2, "recv", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks");
+            k.add("sp", t, 2, "send", act, Phase::fwd, hops, hops * kv, att, "ring: my K, V block to the next rank", c);
+            k.add("sp", t, 2, "recv", act, Phase::fwd, hops, hops * kv, att, "ring: a K, V block from the previous rank", c);
+            k.add("sp", t, 2, "send", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again", c);
+            k.add("sp", t, 2, "recv", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again", c);
+            k.add("sp", t, 2, "send", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks", c);
+            k.add("sp", t, 2, "recv", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks", c);
         }
     }
 
@@ -134,13 +137,13 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         const int stride = dp * c * t;
         // Every model chunk sends to the next stage, except the very last chunk.
         const int64_t sends = int64_t(last ? v - 1 : v) * ga, recvs = int64_t(first ? v - 1 : v) * ga;
-        k.add("pp", stride, 2, "send", act, Phase::fwd, sends, sends * x, none, "activations to the next stage");
-        k.add("pp", stride, 2, "recv", act, Phase::fwd, recvs, recvs * x, none, "activations from the previous stage");
-        k.add("pp", stride, 2, "send", act_grad, Phase::bwd, recvs, recvs * x, none, "their gradients back");
-        k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, none, "gradients from the next stage");
+        k.add("pp", stride, 2, "send", act, Phase::fwd, sends, sends * x, none, "activations to the next stage", p);
+        k.add("pp", stride, 2, "recv", act, Phase::fwd, recvs, recvs * x, none, "activations from the previous stage", p);
+        k.add("pp", stride, 2, "send", act_grad, Phase::bwd, recvs, recvs * x, none, "their gradients back", p);
+        k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, none, "gradients from the next stage", p);
         if (first || last)  // the tied wte lives on both ends (Megatron's embedding group)
-            k.add("pp", stride * (p - 1), 2, "all_reduce", Payload::grad, Phase::step, 1, (m.V + t - 1) / t * h * es,
-                  none, "tied embedding: first and last stage sum their wte gradients");
+            k.add("pp", stride, 2, "all_reduce", Payload::grad, Phase::step, 1, (m.V + t - 1) / t * h * es, none,
+                  "tied embedding: first and last stage sum their wte gradients", p, true);
     }
 
     // ---- data parallelism and ZeRO (parallel/zero.h) ----
@@ -155,11 +158,11 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     switch (l.zero) {
         case 0:  // all_reduce counts its buffer: Psi e in all, whatever the buckets
             k.add(dp_axis, t, dp * c, "all_reduce", grad, Phase::bwd, (P * es + bucket - 1) / bucket, P * es,
-                  Overlap::bwd, "DDP: average the gradients, bucket by bucket");
+                  Overlap::bwd, "DDP: average the gradients, bucket by bucket", 0, true);
             break;
-        case 1:
-            k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::step, units, shard_bytes, none,
-                  "ZeRO-1: each unit's gradients to their owners");
+        case 1:  // the engine reduce-scatters in the step; DeepSpeed and Megatron in backward buckets
+            k.add(shard_axis, t, n, "reduce_scatter", grad, engine ? Phase::step : Phase::bwd, units, shard_bytes,
+                  Overlap::bwd, "ZeRO-1: each unit's gradients to their owners", 0, true);
             break;
         case 2:
             k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
@@ -175,13 +178,15 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             break;
     }
     if (l.zero >= 1 && mesh.dp_rep > 1)
-        k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad, Phase::step, 1, S * es, none,
-              "replicas: average my gradient shard");
-    if (l.zero == 1 || l.zero == 2)
-        k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, none,
-              "ZeRO-1/2: the updated parameters back to everyone");
+        // FSDP's HYBRID_SHARD all-reduces each unit's shard right after its reduce-scatter.
+        k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad, Phase::step, 1, S * es,
+              Overlap::bwd, "replicas: average my gradient shard", 0, true);
+    if (l.zero == 1 || l.zero == 2)  // Megatron's --overlap-param-gather: under the next step's forward
+        k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, Overlap::fwd,
+              "ZeRO-1/2: the updated parameters back to everyone", 0, true);
     if (last)
-        k.add(dp_axis, t, dp * c, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss");
+        k.add(dp_axis, t, dp * c, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss", 0,
+              true);
     return k.out;
 }
 

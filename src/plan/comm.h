@@ -58,6 +58,7 @@ struct CommCall {
     int64_t bytes = 0;     ///< bytes per step, as nccl-tests and the trace count them (sum over calls)
     double seconds = 0;    ///< alpha-beta time of all the calls
     Overlap overlap = Overlap::none;  ///< what it can hide under
+    bool each_microbatch = true;      ///< issued for every micro-batch (else once per step)
     std::string what;      ///< what it is, for people
 };
 
@@ -74,7 +75,7 @@ double collective_seconds(const std::string& op, int64_t bytes, int64_t calls, i
 /// on the grid, lies inside one node of @p gpus_per_node ranks.
 bool axis_in_node(int stride, int n, int gpus_per_node);
 
-/// Everything global rank 0's pipeline stage (stage @p stage) issues in one step.
+/// Everything a rank of pipeline stage @p stage (global rank 0's for stage 0) issues in one step.
 std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, int stage = 0);
 
 }  // namespace ss

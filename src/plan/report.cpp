@@ -118,9 +118,9 @@ std::string format_plan(const PlanResult& r) {
     o << fmt("  TP/SP/PP comm    %10.1f ms  on the critical path of every micro-batch\n",
              r.gbs.ga * t.t_critical_mb * 1e3);
     o << fmt("  bubble           %10.1f ms  (p-1)/(v m) = %.3f\n", t.bubble * 1e3, t.bubble_fraction);
-    o << fmt("  DP comm exposed  %10.1f ms  what did not hide under compute\n",
+    o << fmt("  DP comm exposed  %10.1f ms  data-parallel traffic that did not hide under compute\n",
              (r.gbs.ga * t.t_dp_mb + t.dp_exposed) * 1e3);
-    o << fmt("  step comm        %10.1f ms  optimizer-step traffic (ZeRO-1/2 gathers, replicas, loss)\n",
+    o << fmt("  step comm        %10.1f ms  once-per-step traffic nothing hides (tied embeddings, the loss)\n",
              t.step_comm * 1e3);
     o << fmt("  optimizer        %10.1f ms  AdamW, memory-bound\n", t.optimizer * 1e3);
     o << fmt("  step             %10.1f ms\n", t.step * 1e3);

@@ -23,7 +23,7 @@ struct StageTime {
     double bwd = 0;       // backward compute (with recompute)
     double critical = 0;  // TP, SP, PP traffic that nothing hides
     double dp = 0;        // per-micro-batch ZeRO traffic that did not hide
-    double dp_once = 0;   // once-per-step DDP traffic that did not hide under the last backward
+    double dp_once = 0;   // once-per-step data-parallel traffic that did not hide under one micro-batch
     double step = 0;      // the optimizer step's traffic
 };
 
@@ -41,23 +41,20 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     st.bwd = (2 * (layers * layer_fwd + head_fwd) + redo) / rate;
     st.compute = st.fwd + st.bwd;
     const double ga = gbs.ga;
-    double ring = 0, zero_fwd = 0, zero_bwd = 0;
+    double ring = 0, zero_fwd = 0, zero_bwd = 0, once_fwd = 0, once_bwd = 0;
     for (const CommCall& c : plan_comm(in, mesh, gbs, stage)) {
         if (c.op == "recv") continue;  // a send and its recv cross a duplex link at the same time
-        if (c.phase == Phase::step) {
-            st.step += c.seconds;
-        } else if (c.overlap == Overlap::none) {
-            st.critical += c.seconds / ga;
-        } else if (c.overlap == Overlap::attention) {
-            ring += c.seconds / ga;
-        } else if (in.layout.zero == 0) {  // DDP: buckets overlap the last micro-batch's backward
-            st.dp_once += std::max(0.0, c.seconds - st.bwd);
-        } else if (c.overlap == Overlap::fwd) {
-            zero_fwd += c.seconds / ga;
-        } else {
-            zero_bwd += c.seconds / ga;
+        const double s = c.each_microbatch ? c.seconds / ga : c.seconds;
+        switch (c.overlap) {
+            case Overlap::none: (c.each_microbatch ? st.critical : st.step) += s; break;
+            case Overlap::attention: ring += s; break;
+            case Overlap::fwd: (c.each_microbatch ? zero_fwd : once_fwd) += s; break;
+            case Overlap::bwd: (c.each_microbatch ? zero_bwd : once_bwd) += s; break;
         }
     }
+    // Once-per-step traffic hides under one micro-batch: the last backward (gradients)
+    // or the next step's first forward (parameters).
+    st.dp_once = std::max(0.0, once_fwd - st.fwd) + std::max(0.0, once_bwd - st.bwd);
     // Ring attention passes the next K, V block while it computes on this one.
     const double core = layers * core_fwd * (3 + (r == Recompute::none ? 0 : 1)) / rate;
     st.critical += std::max(0.0, ring - core);

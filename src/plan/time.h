@@ -17,9 +17,12 @@
 //     (m + (p - 1) / v) x t_mb         bubble fraction (p - 1) / (v m)
 //
 // (GPipe and 1F1B have the same bubble; interleaving divides it by v.) Data-
-// parallel traffic hides under compute where it can (Overlap in comm.h): what
-// exceeds the compute it overlaps is added, and so is the step's own traffic
-// and the optimizer (memory-bound: ~30 bytes per parameter it updates).
+// parallel traffic hides under compute where it can (Overlap in comm.h):
+// ZeRO-2/3's per-unit traffic under each micro-batch's forward or backward,
+// gradient buckets (DDP, ZeRO-1, replicas) under the last backward, ZeRO-1/2's
+// parameter all-gather under the next forward; only what exceeds that compute
+// is added, and so is the traffic nothing hides and the optimizer
+// (memory-bound: ~30 bytes per parameter it updates).
 // MFU = model FLOPs (no recompute) / (step time x GPUs x peak) (Chowdhery et al. 2022, app. B).
 #pragma once
 
@@ -49,8 +52,8 @@ struct TimePlan {
     double pipeline = 0;       ///< (m + (p-1)/v) x t_mb
     double bubble = 0;         ///< (p-1)/v x t_mb
     double bubble_fraction = 0;  ///< (p-1) / (v m)
-    double dp_exposed = 0;     ///< once-per-step data-parallel traffic that did not hide (DDP's all-reduce)
-    double step_comm = 0;      ///< the optimizer step's traffic (ZeRO-1/2 gathers, replicas, the loss)
+    double dp_exposed = 0;     ///< once-per-step data-parallel traffic that did not hide under one micro-batch
+    double step_comm = 0;      ///< once-per-step traffic nothing hides (tied embeddings, the loss; all of it with overlap off)
     double optimizer = 0;      ///< AdamW over what this rank updates
     double step = 0;           ///< everything: one optimizer step
     double tokens_per_s = 0;   ///< GBS x T / step, whole cluster
