@@ -43,6 +43,8 @@ void add_train_command(CLI::App& root) {
         ->capture_default_str();
     cmd->add_option("--tp", opts->tp, "Tensor-parallel degree (Megatron): ranks that split every layer")
         ->capture_default_str();
+    cmd->add_flag("--sequence-parallel", opts->sequence_parallel,
+                  "Megatron sequence parallelism on the tp axis: LayerNorms and residuals on T/tp tokens");
     cmd->add_option("--sp", opts->sp, "Sequence-parallel degree: ranks that split every sequence")
         ->capture_default_str();
     cmd->add_option("--sp-mode", opts->sp_mode, "How SP splits attention: ulysses (all-to-all around attention)")

@@ -66,8 +66,9 @@ struct BlockActs {
 /// Everything a forward pass of B x T tokens saves for backward (Mem::acts).
 struct Activations {
     int B = 0;                       ///< batch size (sequences)
-    int T = 0;                       ///< sequence length (tokens)
-    Tensor encoded;                  ///< [B,T,C] x before block 0
+    int T = 0;                       ///< tokens of each sequence this rank computes the loss for
+    int Tl = 0;                      ///< tokens of each sequence in this rank's residual stream (T/t under Megatron-SP)
+    Tensor encoded;                  ///< [B,Tl,C] x before block 0
     std::vector<BlockActs> blocks;   ///< [L] what each block saved
     Tensor lnf;                      ///< [B,T,C] ln_f output (head input)
     Tensor lnf_mean;                 ///< [B,T] ln_f mean of each row
@@ -105,6 +106,16 @@ public:
     virtual void max_over_ranks(float* x, long n) { (void)x, (void)n; }
     /// Vocabulary-parallel loss: @p x (n values) becomes the elementwise sum over the TP ranks.
     virtual void sum_over_ranks(float* x, long n) { (void)x, (void)n; }
+
+    /// Megatron sequence parallelism (Korthikanti et al. 2022, section 4.2.2) is on:
+    /// the residual stream holds T/t tokens of each sequence, and the two
+    /// operators below replace f and g (forward all-gather / backward reduce-scatter,
+    /// and forward reduce-scatter / backward all-gather).
+    virtual bool sequence_parallel() const { return false; }
+    /// All-gather along the sequence: my [B, Tl, C] -> [B, Tl*t, C] (rank r's tokens at r*Tl).
+    virtual void gather_seq(const float* mine, float* all, int B, int Tl, int C, int layer, bool backward);
+    /// Reduce-scatter along the sequence: partial sums [B, Tl*t, C] -> the sum of my [B, Tl, C].
+    virtual void scatter_seq(const float* all, float* mine, int B, int Tl, int C, int layer, bool backward);
 };
 
 /// Ulysses sequence parallelism (DeepSpeed-Ulysses, Jacobs et al. 2023,

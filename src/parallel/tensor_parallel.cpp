@@ -5,8 +5,11 @@
 
 namespace ss {
 
-TensorParallelComm::TensorParallelComm(Comm& comm, Group tp_group)
-    : comm_(comm), group_(std::move(tp_group)), rank_(group_.index_of(comm.rank())) {}
+TensorParallelComm::TensorParallelComm(Comm& comm, Group tp_group, bool sequence_parallel)
+    : comm_(comm),
+      group_(std::move(tp_group)),
+      rank_(group_.index_of(comm.rank())),
+      sequence_parallel_(sequence_parallel) {}
 
 void TensorParallelComm::g_forward(float* x, long n, int layer) {
     if (size() == 1) return;
@@ -32,6 +35,30 @@ void TensorParallelComm::max_over_ranks(float* x, long n) {
 void TensorParallelComm::sum_over_ranks(float* x, long n) {
     if (size() == 1) return;
     comm_.all_reduce(x, size_t(n), group_, ReduceOp::sum, Label{Payload::act, -1, Phase::fwd, microbatch_, step_});
+}
+
+// The sequence axis of [B, T, C] is the middle one, so rank r's tokens of each
+// sequence are B separate runs: the collectives move [t][B][Tl][C] blocks and
+// we put the tokens in place around them.
+
+void TensorParallelComm::gather_seq(const float* mine, float* all, int B, int Tl, int C, int layer, bool backward) {
+    const int t = size();
+    const size_t block = size_t(B) * Tl * C, row = size_t(Tl) * C;
+    std::vector<float> recv(block * t);
+    comm_.all_gather(mine, recv.data(), block, group_, label(layer, backward));
+    for (int r = 0; r < t; ++r)
+        for (int b = 0; b < B; ++b)
+            std::copy(&recv[r * block + b * row], &recv[r * block + b * row] + row, all + (size_t(b) * t + r) * row);
+}
+
+void TensorParallelComm::scatter_seq(const float* all, float* mine, int B, int Tl, int C, int layer, bool backward) {
+    const int t = size();
+    const size_t block = size_t(B) * Tl * C, row = size_t(Tl) * C;
+    std::vector<float> send(block * t);
+    for (int r = 0; r < t; ++r)
+        for (int b = 0; b < B; ++b)
+            std::copy(all + (size_t(b) * t + r) * row, all + (size_t(b) * t + r) * row + row, &send[r * block + b * row]);
+    comm_.reduce_scatter(send.data(), mine, block, group_, ReduceOp::sum, label(layer, backward));
 }
 
 }  // namespace ss

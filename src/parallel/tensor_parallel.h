@@ -19,6 +19,16 @@
 // one more all-reduce in forward for the embedding, one in backward for the
 // head's input gradient, and three values per token for the loss.
 //
+// Megatron sequence parallelism (--sequence-parallel; Korthikanti et al. 2022,
+// arXiv:2205.05198, section 4.2.2) keeps the LayerNorms and residual additions
+// on T/t tokens per rank instead of repeating them on all T: f becomes an
+// all-gather along the sequence (backward: reduce-scatter) and g a
+// reduce-scatter (backward: all-gather). An all-reduce IS a reduce-scatter
+// plus an all-gather, so the volume is the same as TP's; what changes is that
+// the LayerNorm and bias gradients now come from T/t tokens each and are
+// summed over the tp group (ZeroModel does that). This engine keeps the
+// gathered LayerNorm outputs for backward instead of gathering them again.
+//
 // Compare ZeRO-3 (parallel/zero.h), which also splits every layer's
 // parameters: it gathers them (`param`) and runs the whole layer on its own
 // micro-batch. TP never moves parameters, and its ranks share one micro-batch,
@@ -33,8 +43,9 @@ namespace ss {
 /// The f and g operators over a tp group, with the Comm of this rank.
 class TensorParallelComm final : public TensorParallel {
 public:
-    /// @p tp_group: this rank's tensor-parallel group (axis "tp").
-    TensorParallelComm(Comm& comm, Group tp_group);
+    /// @p tp_group: this rank's tensor-parallel group (axis "tp"); @p sequence_parallel
+    /// turns on Megatron sequence parallelism (Korthikanti et al. 2022).
+    TensorParallelComm(Comm& comm, Group tp_group, bool sequence_parallel = false);
 
     int size() const override { return group_.size(); }
     int rank() const override { return rank_; }
@@ -46,6 +57,12 @@ public:
     void max_over_ranks(float* x, long n) override;
     /// Sum over the group (all_reduce).
     void sum_over_ranks(float* x, long n) override;
+    /// Megatron-SP is on.
+    bool sequence_parallel() const override { return sequence_parallel_; }
+    /// all_gather along the sequence (forward act, or backward act_grad).
+    void gather_seq(const float* mine, float* all, int B, int Tl, int C, int layer, bool backward) override;
+    /// reduce_scatter(sum) along the sequence (forward act, or backward act_grad).
+    void scatter_seq(const float* all, float* mine, int B, int Tl, int C, int layer, bool backward) override;
 
     /// The group.
     const Group& group() const { return group_; }
@@ -56,9 +73,14 @@ public:
     }
 
 private:
+    Label label(int layer, bool backward) const {
+        return Label{backward ? Payload::act_grad : Payload::act, layer, backward ? Phase::bwd : Phase::fwd,
+                     microbatch_, step_};
+    }
     Comm& comm_;
     Group group_;
     int rank_;
+    bool sequence_parallel_;
     int microbatch_ = -1, step_ = -1;
 };
 

@@ -271,7 +271,24 @@ float* ZeroModel::grads(int u) {
     return (unit_grads_[u] = Tensor(ledger_, Mem::workspace, {us.chunk * plan_.n})).f32();
 }
 
+void ZeroModel::sum_sequence_parallel_grads(int u, float* unit_grads) {
+    // Megatron-SP: each TP rank saw T/t tokens, so the gradients of what it
+    // holds whole (LayerNorms, row-parallel biases, wpe) are partial: sum them
+    // over the tp group (Korthikanti et al. 2022, section 4.2.2).
+    const Unit& unit = units_[u];
+    for (const ParamSpec& s : layout_.specs)
+        if (s.split == Split::none && s.offset >= unit.begin && s.offset < unit.end)
+            comm_.all_reduce(unit_grads + (s.offset - unit.begin), size_t(s.numel), tp_->group(), ReduceOp::sum,
+                             Label{Payload::grad, s.layer, Phase::bwd, micro_, step_ + 1});
+}
+
 void ZeroModel::grads_ready(int u) {
+    if (tp_ && tp_->sequence_parallel()) {
+        if (zc_.stage >= 2)
+            sum_sequence_parallel_grads(u, unit_grads_[u].f32());  // this micro-batch's unit gradients
+        else if (last_micro_)                                    // the accumulated gradients, once
+            sum_sequence_parallel_grads(u, (st() == DType::bf16 ? grad_acc_.f32() : grads_.f32()) + units_[u].begin);
+    }
     if (zc_.stage == 0 && zc_.bucketed && last_micro_) {
         const Unit& unit = units_[u];
         if (st() == DType::bf16)

@@ -155,6 +155,7 @@ private:
     void* storage_at(Tensor& t, int64_t elem);
     void all_reduce_grads_naive();
     void launch_ready_buckets(int64_t ready_from);
+    void sum_sequence_parallel_grads(int u, float* unit_grads);
     void reduce_scatter_unit(int u, const float* unit_grads);
     void gather_unit(int u, const void* my_chunk, void* out_unit, const Label& label);
     void assemble_params(Tensor& pshard, Payload payload, int step);

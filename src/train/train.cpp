@@ -150,7 +150,7 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.bucketed = opts.bucket_mb > 0;
     zc.bucket_mb = opts.bucket_mb;
     zc.replica_sync_every = opts.replica_sync_every;
-    TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group());
+    TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
     UlyssesComm sp(comm, mpu.get_sequence_parallel_group());
     // sp ranks hold the same parameters and see different tokens: gradients are
     // averaged over dp x sp and ZeRO shards over dp_shard x sp.
@@ -273,6 +273,13 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     SS_CHECK(opts.sp >= 1, "--sp must be at least 1 (got " << opts.sp << ")");
     SS_CHECK(opts.sp_mode == "ulysses", "--sp-mode " << opts.sp_mode
                                                      << " is not available; this engine implements --sp-mode ulysses");
+    if (opts.sequence_parallel) {
+        SS_CHECK(opts.tp > 1, "--sequence-parallel splits the sequence over the tp ranks; it needs --tp 2 or more "
+                              "(for a sequence axis of its own use --sp N --sp-mode ulysses)");
+        SS_CHECK(opts.sp == 1, "--sequence-parallel (Megatron, on the tp axis) and --sp " << opts.sp
+                                   << " (Ulysses) cannot be combined here; choose one");
+        check_divides("TP with --sequence-parallel", opts.tp, "the sequence length T", r.T);
+    }
     if (opts.sp > 1) {
         check_divides("SP", opts.sp, "the sequence length T", r.T);
         SS_CHECK(opts.model.H % opts.tp == 0 && (opts.model.H / opts.tp) % opts.sp == 0,
@@ -315,7 +322,9 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         *out << buf;
         if (r.world > 1) {
             *out << "ranks: " << r.world << " (" << opts.backend << "), ";
-            if (r.tp > 1) *out << "TP " << r.tp << " (tensor parallel: shares each micro-batch) x ";
+            if (r.tp > 1)
+                *out << "TP " << r.tp << (opts.sequence_parallel ? " with Megatron-SP" : "")
+                     << " (tensor parallel: shares each micro-batch) x ";
             if (r.sp > 1) *out << "SP " << r.sp << " (Ulysses: splits each sequence) x ";
             *out << "DP = dp_shard " << r.dp_shard << " x dp_rep " << r.dp_rep << ", ";
             *out << (opts.zero == 0 ? std::string(opts.bucket_mb > 0 ? "DDP, bucketed" : "DDP, one all-reduce per tensor")

@@ -59,6 +59,7 @@ struct TrainOptions {
     int dp_rep = 0;                ///< replicas of the shard group (0: the rest of the world, usually 1)
     int zero = 0;                  ///< ZeRO stage 0 (DDP), 1, 2 or 3
     int tp = 1;                    ///< tensor-parallel degree (Megatron; parallel/tensor_parallel.h)
+    bool sequence_parallel = false;  ///< Megatron sequence parallelism on the tp axis (needs tp > 1)
     int sp = 1;                    ///< sequence-parallel degree (parallel/sequence_parallel.h)
     std::string sp_mode = "ulysses";  ///< how the sp axis splits attention: ulysses
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
