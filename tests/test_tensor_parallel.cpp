@@ -31,6 +31,8 @@ double rel_max(const StFile& a, const StFile& b) {
 
 struct Layout {
     int ranks, tp, dp_shard, dp_rep, zero;
+    bool sequence_parallel = false;
+    int ga = 1;
 };
 
 void check_equals_one_rank(const Layout& l) {
@@ -39,7 +41,8 @@ void check_equals_one_rank(const Layout& l) {
     one.model = model_preset("tiny");
     one.steps = steps;
     one.quiet = true;
-    one.mbs = gbs;
+    one.mbs = gbs / l.ga;
+    one.ga = l.ga;
     one.dump_grads = out_path("grads_one.safetensors");
     one.save = out_path("end_one.safetensors");
     TrainOptions par = one;
@@ -48,13 +51,14 @@ void check_equals_one_rank(const Layout& l) {
     par.dp_shard = l.dp_shard;
     par.dp_rep = l.dp_rep;
     par.zero = l.zero;
+    par.sequence_parallel = l.sequence_parallel;
     const int dp = l.ranks / l.tp;
-    par.mbs = gbs / dp;  // the same global batch
+    par.mbs = gbs / dp / l.ga;  // the same global batch
     par.dump_grads = out_path("grads_par.safetensors");
     par.save = out_path("end_par.safetensors");
     TrainReport a = train(par, nullptr), b = train(one, nullptr);
     INFO("ranks " << l.ranks << " tp " << l.tp << " dp_shard " << l.dp_shard << " dp_rep " << l.dp_rep << " ZeRO-"
-                  << l.zero);
+                  << l.zero << (l.sequence_parallel ? " Megatron-SP" : "") << " GA " << l.ga);
     REQUIRE(a.gbs == b.gbs);
     // Tolerances as in test_zero.cpp: the TP ranks add partial sums of the
     // same products (fp32 summation order only), for the loss 1e-4 after 10
@@ -105,6 +109,51 @@ TEST_CASE("TP composes with DP, ZeRO 1-3 and replica groups", "[tp][zero]") {
     check_equals_one_rank({8, 2, 2, 2, 2});  // dp_rep 2 x dp_shard 2 x tp 2
 }
 
+TEST_CASE("Megatron sequence parallelism equals one rank, alone and with DP, ZeRO and GA", "[tp][msp]") {
+    check_equals_one_rank({2, 2, 0, 0, 0, true});
+    check_equals_one_rank({4, 4, 0, 0, 0, true});
+    check_equals_one_rank({4, 2, 2, 1, 3, true});     // dp 2 x tp 2 (SP) x ZeRO-3
+    check_equals_one_rank({4, 2, 2, 1, 1, true, 2});  // ZeRO-1, GA 2: LayerNorm grads summed once per step
+    check_equals_one_rank({4, 2, 2, 1, 2, true, 2});  // ZeRO-2, GA 2: summed per micro-batch, before the scatter
+}
+
+TEST_CASE("Megatron-SP moves the same activation volume as TP, as all-gathers and reduce-scatters", "[tp][msp][trace]") {
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.steps = 2;
+    o.quiet = true;
+    o.ranks = 2;
+    o.tp = 2;
+    o.sequence_parallel = true;
+    o.mbs = 2;
+    o.T = 32;
+    o.trace = out_path("trace_msp.json");
+    train(o, nullptr);
+    Trace t = read_chrome_trace(o.trace);
+    const uint64_t B = 2, T = 32, C = 64, L = 2, N = B * T, f32 = 4;
+    std::map<std::string, uint64_t> got;
+    for (const TraceEvent& e : t.events)
+        if (e.kind == TraceEvent::Kind::collective && e.rank == 0 && e.label.step == 2 && e.axis == "tp")
+            got[std::string(payload_name(e.label.payload)) + "/" + phase_name(e.label.phase) + "/" + e.name] += e.bytes;
+    // Per block, forward: 2 all-gathers (before the column-parallel layers) and 2
+    // reduce-scatters (after the row-parallel ones) of B*T*C; backward the same,
+    // swapped (Korthikanti et al. 2022, section 4.2.2). Outside the blocks: the
+    // embedding's reduce-scatter and ln_f's all-gather in forward, their mirror
+    // images in backward; the loss's max (all_gather) and two sums as with TP.
+    // Then the gradients of what each rank holds whole (LayerNorms, row-parallel
+    // biases, wpe), computed from T/t tokens each, summed over tp.
+    const uint64_t ln_bias = L * (4 * C + 2 * C) + uint64_t(o.model.maxT) * C + 2 * C;  // ln_1, ln_2, 2 biases; wpe; ln_f
+    std::map<std::string, uint64_t> want = {
+        {"act/fwd/all_gather", (2 * L + 1) * N * C * f32 + 2 * N * f32},
+        {"act/fwd/reduce_scatter", (2 * L + 1) * N * C * f32},
+        {"act/fwd/all_reduce", 2 * N * f32},
+        {"act_grad/bwd/all_gather", (2 * L + 1) * N * C * f32},
+        {"act_grad/bwd/reduce_scatter", (2 * L + 1) * N * C * f32},
+        {"grad/bwd/all_reduce", ln_bias * f32},
+    };
+    REQUIRE(got == want);
+}
+
 TEST_CASE("TP moves activations only, in Megatron's volumes", "[tp][trace]") {
     TrainOptions o;
     o.model = model_preset("tiny");
@@ -141,6 +190,17 @@ TEST_CASE("TP moves activations only, in Megatron's volumes", "[tp][trace]") {
 }
 
 TEST_CASE("bad tensor-parallel layouts get clear errors", "[tp][errors]") {
+    {
+        TrainOptions o;
+        o.model = model_preset("tiny");
+        o.steps = 1;
+        o.sequence_parallel = true;
+        REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("--sequence-parallel splits the sequence over the tp"));
+        o.ranks = 4;
+        o.tp = 2;
+        o.sp = 2;
+        REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("cannot be combined"));
+    }
     TrainOptions o;
     o.model = model_preset("tiny");  // H = 4
     o.steps = 1;
