@@ -7,6 +7,7 @@
 // dp take the rest of the world. With --search the layout flags that are given
 // hold that axis fixed and the others are searched.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -133,19 +134,23 @@ void add_plan_command(CLI::App& root) {
             PlanResult r = plan(in);
             std::cout << format_plan(r);
             if (!r.memory.fits()) {
-                // Say what would work: the fastest layouts of the same world and batch that fit.
+                // Say what would work: the fastest layouts of the same world, MBS and GBS that fit.
                 SearchInput s;
                 s.base = in;
                 s.base.layout = PlanLayout{};
-                s.max_gbs = r.gbs.gbs;
-                s.base.gbs = 0;
+                s.base.ga = 0;
+                s.base.gbs = r.gbs.gbs;
                 s.top = 3;
                 try {
                     std::vector<PlanResult> alt = search(s);
-                    std::cout << "\nlayouts of " << in.gpus << " GPUs with GBS <= " << r.gbs.gbs << " that fit:\n";
-                    for (const PlanResult& a : alt)
-                        std::cout << "  " << a.layout_str() << ", MBS " << a.input.mbs << " GA " << a.gbs.ga << ": "
-                                  << a.memory.total / 1e9 << " GB, " << commas(int64_t(a.time.tokens_per_s)) << " tokens/s\n";
+                    std::cout << "\nlayouts of " << in.gpus << " GPUs with MBS " << in.mbs << " and GBS " << r.gbs.gbs
+                              << " that fit:\n";
+                    for (const PlanResult& a : alt) {
+                        char buf[320];
+                        std::snprintf(buf, sizeof buf, "  %s, GA %d: %.1f GB, %s tokens/s\n", a.layout_str().c_str(),
+                                      a.gbs.ga, a.memory.total / 1e9, commas(int64_t(a.time.tokens_per_s)).c_str());
+                        std::cout << buf;
+                    }
                 } catch (const Error& e) {
                     std::cout << "\n" << e.what() << "\n";
                 }

@@ -36,6 +36,9 @@ std::string human(double bytes) {
     return fmt("%.0f B", bytes);
 }
 
+// Exact below 1 MB (small runs are compared with traces byte for byte), else decimal units.
+std::string comm_bytes(int64_t b) { return b < 1000000 ? commas(b) + " B" : human(double(b)); }
+
 std::string flops_str(double f) { return f >= 1e12 ? fmt("%.0f TFLOP/s", f / 1e12) : fmt("%.1f GFLOP/s", f / 1e9); }
 
 const char* overlap_name(Overlap o) {
@@ -107,14 +110,16 @@ std::string format_plan(const PlanResult& r) {
     for (const CommCall& c : r.comm)
         o << fmt("  %-12s %-15s %-9s %-5s %6d %-6s %8lld %12s %10.3f  %s\n", c.axis.c_str(), c.op.c_str(),
                  payload_name(c.payload), phase_name(c.phase), c.group, c.intra_node ? "node" : "net",
-                 (long long)c.calls, human(double(c.bytes)).c_str(), c.seconds * 1e3, overlap_name(c.overlap));
+                 (long long)c.calls, comm_bytes(c.bytes).c_str(), c.seconds * 1e3, overlap_name(c.overlap));
     o << fmt("  %-60s %12s\n\n", "total", human(double(r.comm_bytes())).c_str());
 
     const double per_gpu_flops = t.hw_flops / r.gbs.world;
     o << "time per step (predicted)\n";
-    o << fmt("  compute          %10.1f ms  %d micro-batch%s x %.1f ms; %.3g TFLOP per GPU at %s\n",
+    o << fmt("  compute          %10.1f ms  %d micro-batch%s x %.1f ms; %s per GPU at %s\n",
              r.gbs.ga * t.t_compute_mb * 1e3, r.gbs.ga, r.gbs.ga > 1 ? "es" : "", t.t_compute_mb * 1e3,
-             per_gpu_flops / 1e12, flops_str(t.flops_per_s).c_str());
+             per_gpu_flops >= 1e12 ? fmt("%.1f TFLOP", per_gpu_flops / 1e12).c_str()
+                                   : fmt("%.2f GFLOP", per_gpu_flops / 1e9).c_str(),
+             flops_str(t.flops_per_s).c_str());
     o << fmt("  TP/SP/PP comm    %10.1f ms  on the critical path of every micro-batch\n",
              r.gbs.ga * t.t_critical_mb * 1e3);
     o << fmt("  bubble           %10.1f ms  (p-1)/(v m) = %.3f\n", t.bubble * 1e3, t.bubble_fraction);
