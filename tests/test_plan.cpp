@@ -199,9 +199,7 @@ TEST_CASE("search: every result fits, keeps GBS under the cap, fastest first", "
         if (i) REQUIRE(all[i - 1].time.tokens_per_s >= all[i].time.tokens_per_s);
         ++gbs_seen[all[i].gbs.gbs];
     }
-    REQUIRE(gbs_seen.count(1024));
-    REQUIRE(gbs_seen.count(512));
-    REQUIRE(gbs_seen.count(256));
+    REQUIRE(gbs_seen.count(1024));  // GA: the most micro-batches under the cap (fewer only when they need recompute)
     // A held axis stays held; an exact GBS is met exactly.
     s.sp = 2;
     s.base.gbs = 256;

@@ -59,7 +59,7 @@ struct CommCall {
     double seconds = 0;    ///< alpha-beta time of all the calls
     Overlap overlap = Overlap::none;  ///< what it can hide under
     bool each_microbatch = true;      ///< issued for every micro-batch (else once per step)
-    std::string what;      ///< what it is, for people
+    const char* what = "";  ///< what it is, for people (a string literal)
 };
 
 /// Hops of one call in the latency term: 2 ceil(log2 n) for all_reduce, ceil(log2 n)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "core/check.h"
@@ -42,7 +43,8 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
     Best best;
     best.closest.memory.total = INT64_MAX;
 
-    auto consider = [&](PlanInput in, const MeshShape& mesh, const GbsPlan& gbs) {
+    // Keeps @p in with the least recompute that fits; returns that recompute, or nullopt.
+    auto consider = [&](PlanInput in, const MeshShape& mesh, const GbsPlan& gbs) -> std::optional<Recompute> {
         best.any_valid = true;
         in.gbs = gbs.gbs;
         for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -67,8 +69,9 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
             res.memory = std::move(mem);
             res.time = plan_time(in, mesh, gbs, res.memory);
             best.kept.push_back(std::move(res));
-            return;  // more recompute only costs time
+            return r;  // more recompute only costs time
         }
+        return std::nullopt;
     };
 
     for (int tp : choices(s.tp, m.H, world)) {
@@ -88,13 +91,15 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                             if (dp % rep != 0) continue;
                             MeshShape mesh{pp, rep, dp / rep, sp, tp};
                             for (int mbs : mbs_list) {
-                                // GA: exactly the target GBS; or every power of two under the cap; or as given.
+                                // GA: exactly the target GBS; or the largest power of two under the cap
+                                // (more micro-batches amortise the step's fixed costs and shrink the
+                                // bubble), falling back to fewer only while that needs recompute; or as given.
                                 std::vector<int> gas;
                                 const int64_t per_ga = int64_t(mbs) * dp;
                                 if (base.gbs > 0) {
                                     if (base.gbs % per_ga == 0) gas.push_back(int(base.gbs / per_ga));
                                 } else if (s.max_gbs > 0) {
-                                    for (int64_t ga = 1; ga * per_ga <= s.max_gbs; ga *= 2) gas.push_back(int(ga));
+                                    for (int64_t ga = 1; ga * per_ga <= s.max_gbs; ga *= 2) gas.insert(gas.begin(), int(ga));
                                 } else {
                                     gas.push_back(base.ga > 0 ? base.ga : 1);
                                 }
@@ -115,19 +120,23 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                                     l.zero = zero;
                                     l.sequence_parallel = tp > 1;
                                     const GbsPlan gbs = make_gbs(world, mesh, mbs, ga, 0, T);
+                                    bool without_recompute = false;
+                                    auto keep = [&](std::optional<Recompute> r) {
+                                        without_recompute |= r && *r == Recompute::none;
+                                    };
                                     if (pp == 1) {
-                                        consider(in, mesh, gbs);
-                                        continue;
+                                        keep(consider(in, mesh, gbs));
+                                    } else {
+                                        l.schedule = Schedule::one_f_one_b;
+                                        keep(consider(in, mesh, gbs));
+                                        for (int v : {2, 4}) {
+                                            if (m.L % (pp * v) != 0 || ga % pp != 0) continue;
+                                            l.schedule = Schedule::interleaved;
+                                            l.pp_virtual = v;
+                                            keep(consider(in, mesh, gbs));
+                                        }
                                     }
-                                    l.schedule = Schedule::one_f_one_b;
-                                    consider(in, mesh, gbs);
-                                    for (int v : {2, 4}) {
-                                        if (m.L % (pp * v) != 0 || ga % pp != 0) continue;
-                                        l.schedule = Schedule::interleaved;
-                                        l.pp_virtual = v;
-                                        consider(in, mesh, gbs);
-                                    }
-                                    l.pp_virtual = 1;
+                                    if (without_recompute) break;  // fewer micro-batches would only be slower
                                 }
                             }
                         }

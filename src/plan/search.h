@@ -10,6 +10,10 @@
 //         recompute = the least of none, selective, full that fits
 //         rank by tokens/s (ties: less memory)
 //
+// Under a GBS cap GA is the largest power of two that keeps GBS under it
+// (more micro-batches amortise the step's fixed traffic and shrink the
+// bubble); a smaller GA is tried only while the larger one needs recompute.
+//
 // Dominated choices are not evaluated: Megatron's sequence parallelism is
 // always on with TP > 1 (same traffic as plain TP, less memory), GPipe never
 // beats 1F1B (same bubble, more memory) and more recompute is only tried when
