@@ -2,7 +2,7 @@
 # Sourced by scripts/test and scripts/demo. Set SS_NO_APT=1 to skip.
 ss_install_deps() {
   local pkgs=(cmake ninja-build g++ pkg-config libopenblas-dev catch2 libcli11-dev nlohmann-json3-dev
-              libopenmpi-dev openmpi-bin doxygen libimgui-dev libglfw3-dev xvfb xauth imagemagick "$@")
+              libopenmpi-dev openmpi-bin doxygen libimgui-dev libstb-dev libglfw3-dev xvfb xauth imagemagick "$@")
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -400,6 +400,14 @@ TEST_CASE("memory series: the sample in force, the peak, and pixel columns that 
     columns(r0, 100, 200, 1, cols);
     REQUIRE(cols[0].lo == 2048);
     REQUIRE(cols[0].hi == 2048);
+    // Only the comm category: the tooth is 0 -> 4096 -> 0, and its column keeps the tooth's sample.
+    const uint32_t comm_only = 1u << int(Mem::comm);
+    REQUIRE(masked_total(r0.points[1], comm_only) == 4096);
+    REQUIRE(masked_total(r0.points[1], kAllCategories) == 6144);
+    columns(r0, 0, 1000, 1, cols, comm_only);
+    REQUIRE(cols[0].lo == 0);
+    REQUIRE(cols[0].hi == 4096);
+    REQUIRE(cols[0].top == 1);
     // Before the first sample: nothing.
     columns(r0, -100, -50, 1, cols);
     REQUIRE(cols[0].top == -1);

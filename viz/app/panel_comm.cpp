@@ -113,7 +113,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
     const float note_h = ImGui::GetTextLineHeightWithSpacing();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
-                                  ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersOuterH;
+                                  ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollX;
     if (ImGui::BeginTable("comm_table", 9, flags, ImVec2(avail.x, avail.y - note_h))) {
         ImGui::TableSetupScrollFreeze(0, 1);
         for (const Column& c : kColumns) ImGui::TableSetupColumn(c.name);

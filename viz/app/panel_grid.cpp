@@ -83,7 +83,7 @@ void groups_table(const ViewModel& vm, int rank) {
     if (ImGui::BeginTable("groups", 4, flags)) {
         ImGui::TableSetupColumn("group");
         ImGui::TableSetupColumn("members");
-        ImGui::TableSetupColumn("moved in trace");
+        ImGui::TableSetupColumn("bytes in trace");
         ImGui::TableSetupColumn("mpu call");
         ImGui::TableHeadersRow();
         struct Row {
@@ -119,7 +119,7 @@ void groups_table(const ViewModel& vm, int rank) {
         }
         ImGui::EndTable();
     }
-    help_marker("Every group this rank belongs to, sliced from the one grid (ProcessMesh::group). 'moved in "
+    help_marker("Every group this rank belongs to, sliced from the one grid (ProcessMesh::group). 'bytes in "
                 "trace' = bytes of all collectives on that axis, summed over ranks and steps (bytes as "
                 "nccl-tests counts them). The calls are the mpu interface DeepSpeed accepts and Megatron's "
                 "parallel_state uses (Mpu in src/mesh/process_mesh.h).");

@@ -25,13 +25,16 @@ namespace {
 constexpr ImU32 kAxisText = IM_COL32(170, 175, 185, 255);
 constexpr ImU32 kGridLine = IM_COL32(255, 255, 255, 22);
 
-// A round step for a byte axis (1, 2, 5 x 2^10k-ish): at most ~5 lines.
+// A round step for a byte axis: 1, 2 or 5 x 10^k of the binary unit (B, KiB, MiB, GiB)
+// the axis is read in, so the labels are "2.0 MiB", "4.0 MiB", ... (at most ~6 lines).
 double byte_tick(double max_bytes) {
-    const double raw = max_bytes / 5;
-    const double p = std::pow(10.0, std::floor(std::log10(std::max(raw, 1.0))));
+    double unit = 1;
+    while (max_bytes / unit >= 1024 && unit < 1e15) unit *= 1024;
+    const double raw = std::max(max_bytes / unit / 5, 1e-9);
+    const double p = std::pow(10.0, std::floor(std::log10(raw)));
     for (double m : {1.0, 2.0, 5.0, 10.0})
-        if (m * p >= raw) return m * p;
-    return 10 * p;
+        if (m * p >= raw) return m * p * unit;
+    return 10 * p * unit;
 }
 
 // Stacks @p mem from y_bottom upwards at scale px_per_byte, between x0 and x1.
@@ -66,7 +69,7 @@ void draw_bars(ViewerState& s, ImVec2 size) {
     const int world = int(mm.ranks.size());
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 o = ImGui::GetCursorScreenPos();
-    const float axis_w = 64, label_h = ImGui::GetTextLineHeight() + 4;
+    const float axis_w = ImGui::CalcTextSize("000.0 KiB").x + 12, label_h = ImGui::GetTextLineHeight() + 4;
     const float x0 = o.x + axis_w, y_bottom = o.y + size.y - label_h, plot_h = size.y - label_h - 6;
     const float plot_w = size.x - axis_w - 4;
     ImGui::InvisibleButton("mem_bars", size);
@@ -170,15 +173,28 @@ void draw_table(ViewerState& s) {
 void draw_over_time(ViewerState& s, ImVec2 size) {
     const ViewModel& vm = *s.vm;
     const MemoryModel& mm = vm.memory;
+    MemoryUi& ui = s.memory;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 o = ImGui::GetCursorScreenPos();
-    const float axis_w = 64;
+    const float axis_w = ImGui::CalcTextSize("000.0 KiB").x + 12;
     const float x0 = o.x + axis_w, w = std::max(size.x - axis_w - 4, 10.0f);
     const float y_bottom = o.y + size.y - 2, h = size.y - 8;
     ImGui::InvisibleButton("mem_time", size);
     const TimeView& v = s.timeline.view;
     const int n = std::max(1, int(w));
-    const double top = std::max<double>(double(mm.max_total), 1.0) * 1.08;
+    const int world = int(mm.ranks.size());
+
+    // Columns of every rank drawn (the selected one, and up to ~16 others as lines), then
+    // a y scale that fits what is in the window, so a zoomed saw-tooth fills the plot.
+    const int line_every = world > 16 ? world / 16 : 1;
+    ui.rank_columns.resize(size_t(world));
+    uint64_t top_bytes = 1;
+    for (int r = 0; r < world; ++r) {
+        if (r != ui.rank && r % line_every != 0) continue;
+        columns(mm.ranks[size_t(r)], v.t0, v.t1, n, ui.rank_columns[size_t(r)], ui.plot_mask);
+        for (const MemColumn& c : ui.rank_columns[size_t(r)]) top_bytes = std::max(top_bytes, c.hi);
+    }
+    const double top = double(top_bytes) * 1.1;
     const double px_per_byte = h / top;
     dl->AddRectFilled(ImVec2(x0, o.y), ImVec2(x0 + w, y_bottom), IM_COL32(30, 33, 40, 255));
     const double tick = byte_tick(top);
@@ -189,26 +205,25 @@ void draw_over_time(ViewerState& s, ImVec2 size) {
         dl->AddText(ImVec2(o.x + axis_w - 6 - ImGui::CalcTextSize(l.c_str()).x, y - 8), kAxisText, l.c_str());
     }
     dl->PushClipRect(ImVec2(x0, o.y), ImVec2(x0 + w, y_bottom + 1), true);
-    // The selected rank, stacked by category, one column per pixel.
-    const RankMemory& sel = mm.ranks[size_t(s.memory.rank)];
-    columns(sel, v.t0, v.t1, n, s.memory.columns);
+    // The selected rank, stacked by category (those ticked), one column per pixel.
+    const RankMemory& sel = mm.ranks[size_t(ui.rank)];
+    const std::vector<MemColumn>& sc = ui.rank_columns[size_t(ui.rank)];
     for (int c = 0; c < n; ++c) {
-        const MemColumn& mc = s.memory.columns[size_t(c)];
-        if (mc.top < 0) continue;
-        const float xa = x0 + float(c), xb = xa + 1.0f;
-        stacked_bar(dl, xa, xb, y_bottom, px_per_byte, sel.points[size_t(mc.top)].mem);
+        if (sc[size_t(c)].top < 0) continue;
+        std::array<uint64_t, kMemCategories> mem = sel.points[size_t(sc[size_t(c)].top)].mem;
+        for (int k = 0; k < kMemCategories; ++k)
+            if (!((ui.plot_mask >> k) & 1u)) mem[size_t(k)] = 0;
+        stacked_bar(dl, x0 + float(c), x0 + float(c) + 1.0f, y_bottom, px_per_byte, mem);
     }
-    // Every rank's total as a thin line (its per-pixel highest value), the selected one on top.
-    const int world = int(mm.ranks.size());
+    // Every rank's (masked) total as a thin line of its per-pixel highest value, the selected one on top.
     std::vector<ImVec2> pts;
     for (int pass = 0; pass < 2; ++pass) {
         for (int r = 0; r < world; ++r) {
-            if ((r == s.memory.rank) != (pass == 1)) continue;
-            if (pass == 0 && world > 16 && r % (world / 16) != 0) continue;  // at most ~16 lines
-            columns(mm.ranks[size_t(r)], v.t0, v.t1, n, s.memory.columns);
+            if ((r == ui.rank) != (pass == 1)) continue;
+            if (pass == 0 && r % line_every != 0) continue;
             pts.clear();
             for (int c = 0; c < n; ++c) {
-                const MemColumn& mc = s.memory.columns[size_t(c)];
+                const MemColumn& mc = ui.rank_columns[size_t(r)][size_t(c)];
                 if (mc.top < 0) continue;
                 pts.emplace_back(x0 + float(c) + 0.5f, float(y_bottom - double(mc.hi) * px_per_byte));
             }
@@ -222,8 +237,7 @@ void draw_over_time(ViewerState& s, ImVec2 size) {
     dl->AddLine(ImVec2(cx, o.y), ImVec2(cx, y_bottom), IM_COL32(255, 200, 60, 255), 1.5f);
     dl->PopClipRect();
     char l[96];
-    std::snprintf(l, sizeof l, "rank %d over %s .. %s", s.memory.rank, fmt_time_us(v.t0).c_str(),
-                  fmt_time_us(v.t1).c_str());
+    std::snprintf(l, sizeof l, "rank %d, %s .. %s", ui.rank, fmt_time_us(v.t0).c_str(), fmt_time_us(v.t1).c_str());
     dl->AddText(ImVec2(x0 + 6, o.y + 2), IM_COL32(230, 230, 235, 255), l);
 }
 
@@ -261,12 +275,27 @@ void draw_memory(ViewerState& s, ImVec2 size) {
     draw_table(s);
     ImGui::EndChild();
     // bottom: over time
-    ImGui::TextUnformatted("over time (the timeline's window; white = the selected rank's total)");
+    ImGui::TextUnformatted("over time:");
+    for (int c = 0; c < kMemCategories; ++c) {
+        ImGui::SameLine(0, 8);
+        swatch(memory_color(Mem(c)), (s.memory.plot_mask >> c) & 1u);
+        bool on = (s.memory.plot_mask >> c) & 1u;
+        ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(2, 0));
+        if (ImGui::Checkbox((std::string(mem_name(Mem(c))) + "##plot").c_str(), &on)) s.memory.plot_mask ^= 1u << c;
+        ImGui::PopStyleVar();
+    }
+    ImGui::SameLine(0, 8);
+    if (ImGui::SmallButton("ZeRO-3 view")) s.memory.plot_mask = (1u << int(Mem::params)) | (1u << int(Mem::comm));
+    ImGui::SameLine();
+    if (ImGui::SmallButton("all")) s.memory.plot_mask = kAllCategories;
     help_marker("The selected rank's memory, one column per pixel, stacked by category as above, under the "
                 "thin lines of every rank's total (each column shows the highest value in it, so a peak "
                 "narrower than a pixel still shows). ZeRO-3 gathers each layer's parameters before using it "
                 "and frees them after: the comm band rises and falls once per layer in forward and again in "
-                "backward - the saw-tooth. Zoom the timeline to zoom this plot.");
+                "backward - the saw-tooth. 'ZeRO-3 view' plots params + comm only, so the teeth fill the plot. "
+                "The white line is the selected rank's total of the ticked categories; the thin coloured "
+                "lines are the other ranks' (at most 16). The plot follows the timeline's window: zoom the "
+                "timeline to zoom it; the y axis fits what is in the window.");
     const ImVec2 rest = ImGui::GetContentRegionAvail();
     draw_over_time(s, ImVec2(rest.x, std::max(rest.y - note_h, 40.0f)));
     source_note("drawn by viz/app/panel_memory.cpp from viz/model/memory.cpp (the trace's memory counters)");

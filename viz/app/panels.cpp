@@ -31,7 +31,7 @@ void tile(ViewerState& s, const char* id, ImVec2 size, DrawFn fn) {
 
 void draw_overview(ViewerState& s, ImVec2 size) {
     const float gap = ImGui::GetStyle().ItemSpacing.x;
-    const float left_w = (size.x - gap) * 0.62f, right_w = size.x - gap - left_w;
+    const float left_w = (size.x - gap) * 0.60f, right_w = size.x - gap - left_w;
     const float top_h = (size.y - gap) * 0.56f;
     ImGui::BeginGroup();
     tile(s, "ov_timeline", ImVec2(left_w, top_h), draw_timeline);

@@ -32,13 +32,22 @@ void set_trace(ViewerState& s, LoadResult r, const std::string& path) {
         return;
     }
     s.load_seconds = r.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // Fresh UI state for the new trace; the cursor starts at rank 0's peak (the most telling moment).
+    // Fresh UI state for the new trace.
     s.timeline = TimelineUi{};
     s.memory = MemoryUi{};
     s.comm = CommUi{};
     s.grid.focus_rank = 0;
-    const RankMemory* m0 = s.vm->memory.ranks.empty() ? nullptr : &s.vm->memory.ranks[0];
-    s.cursor_t = (m0 && m0->peak >= 0) ? m0->points[size_t(m0->peak)].t : s.vm->timeline.t_min;
+    // The cursor starts at rank 0's highest memory within the first window (step 2): the most
+    // telling moment of a step, and in view.
+    const auto w = default_window(s.vm->timeline);
+    s.cursor_t = w[0];
+    uint64_t best = 0;
+    if (!s.vm->memory.ranks.empty())
+        for (const MemPoint& p : s.vm->memory.ranks[0].points)
+            if (p.t >= w[0] && p.t <= w[1] && p.total > best) {
+                best = p.total;
+                s.cursor_t = p.t;
+            }
 }
 
 void open_trace(ViewerState& s, const std::string& path) { set_trace(s, load_trace(path, s.limits), path); }

@@ -40,7 +40,8 @@ struct TimelineUi {
 /// Memory panel.
 struct MemoryUi {
     int rank = 0;                       ///< rank whose categories are plotted over time
-    std::vector<MemColumn> columns;     ///< scratch
+    uint32_t plot_mask = kAllCategories;  ///< categories in the plot over time (bit int(Mem))
+    std::vector<std::vector<MemColumn>> rank_columns;  ///< scratch: per rank, one per pixel
 };
 
 /// Comm summary panel: its filter and the summary it last computed.

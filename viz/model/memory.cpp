@@ -42,7 +42,15 @@ const MemPoint* sample_at(const RankMemory& r, double t) {
     return i < 0 ? nullptr : &r.points[size_t(i)];
 }
 
-void columns(const RankMemory& r, double t0, double t1, int n, std::vector<MemColumn>& out) {
+uint64_t masked_total(const MemPoint& p, uint32_t mask) {
+    if (mask == kAllCategories) return p.total;
+    uint64_t t = 0;
+    for (int c = 0; c < kMemCategories; ++c)
+        if ((mask >> c) & 1u) t += p.mem[size_t(c)];
+    return t;
+}
+
+void columns(const RankMemory& r, double t0, double t1, int n, std::vector<MemColumn>& out, uint32_t mask) {
     out.assign(size_t(std::max(n, 0)), MemColumn{});
     if (n <= 0 || t1 <= t0 || r.points.empty()) return;
     const double dt = (t1 - t0) / n;
@@ -51,7 +59,7 @@ void columns(const RankMemory& r, double t0, double t1, int n, std::vector<MemCo
         const double end = t0 + (c + 1) * dt;
         MemColumn col;
         auto take = [&](int k) {
-            const uint64_t v = r.points[size_t(k)].total;
+            const uint64_t v = masked_total(r.points[size_t(k)], mask);
             if (col.top < 0) {
                 col.lo = col.hi = v;
                 col.top = k;

@@ -54,11 +54,19 @@ const MemPoint* sample_at(const RankMemory& r, double t);
 
 /// One pixel column of a memory plot.
 struct MemColumn {
-    uint64_t lo = 0, hi = 0;  ///< lowest and highest total in force during the column
+    uint64_t lo = 0, hi = 0;  ///< lowest and highest value (total, or masked total) in force during the column
     int top = -1;             ///< index of the sample that reached hi; -1: no sample yet (before the first)
 };
 
-/// Splits [@p t0, @p t1) into @p n columns of equal time and fills @p out with each column's range.
-void columns(const RankMemory& r, double t0, double t1, int n, std::vector<MemColumn>& out);
+/// Every category: the mask that makes a column's value the sample's total.
+constexpr uint32_t kAllCategories = (1u << kMemCategories) - 1;
+
+/// The bytes of @p p in the categories of @p mask (bit int(Mem)).
+uint64_t masked_total(const MemPoint& p, uint32_t mask);
+
+/// Splits [@p t0, @p t1) into @p n columns of equal time and fills @p out with each
+/// column's range of masked_total(sample, @p mask) (the total, by default).
+void columns(const RankMemory& r, double t0, double t1, int n, std::vector<MemColumn>& out,
+             uint32_t mask = kAllCategories);
 
 }  // namespace ss::viz
