@@ -83,16 +83,17 @@ TEST_CASE("bench trace: off and on alternated, the overhead, and a trace file", 
                                  " --json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
-    REQUIRE_THAT(r.output, Contains("on 4 ranks (threads backend, DDP naive (per tensor))"));
-    REQUIRE_THAT(r.output, Contains("tracing    median ms   each run's median ms, in order"));
+    REQUIRE_THAT(r.output, Contains("on 4 rank(s) (threads backend, DDP naive (per tensor))"));
+    REQUIRE_THAT(r.output, Contains("tracing    median ms   faults / step   each run's median ms, in order"));
     const std::string num = R"(\s+[0-9.]+)";
-    REQUIRE(count_lines(r.output, "off" + num + num + num) == 1);  // the median, then one per round
-    REQUIRE(count_lines(r.output, "on" + num + num + num) == 1);
+    REQUIRE(count_lines(r.output, "off" + num + num + num + num) == 1);  // median, faults, then one per round
+    REQUIRE(count_lines(r.output, "on" + num + num + num + num) == 1);
     REQUIRE_THAT(r.output, Contains("overhead = (on - off) / off = "));
     REQUIRE(read_json(trace)["traceEvents"].size() > 0);  // the traced runs wrote a Chrome trace
     nlohmann::json j = read_json(json);
     REQUIRE(j["off_run_medians_ms"].size() == 2);
     REQUIRE(j["on_run_medians_ms"].size() == 2);
+    REQUIRE(j["on_minor_faults_per_step"].size() == 2);
 }
 
 TEST_CASE("bench without a subcommand is still the one-rank run; bench comm is wired", "[cli][bench]") {

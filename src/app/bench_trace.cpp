@@ -13,7 +13,9 @@
 //
 // where each median is over the measured steps of all rounds. The trace is
 // written after the last step, so writing the file is not in the steps; its
-// size is shown. Naive DDP is the default because it makes the most
+// size is shown. Beside the times, each run's minor page faults per step
+// (getrusage, the whole process): a figure the machine's load does not move,
+// which shows when tracing makes the ranks touch fresh memory. Naive DDP is the default because it makes the most
 // collectives per step (one all_reduce per tensor), so the most events.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <sys/resource.h>
 
 #include "app/bench.h"
 #include "app/model_flags.h"
@@ -31,6 +34,13 @@
 namespace ss::app {
 
 namespace {
+
+// Minor page faults of this process so far (first touches of fresh pages).
+long minor_faults() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
 
 struct BenchTraceFlags {
     ModelFlags model{"small"};
@@ -57,7 +67,7 @@ void run_bench_trace(const BenchTraceFlags& f) {
     const GPT2Config& m = o.model;
     const std::string strategy = f.zero > 0 ? "ZeRO-" + std::to_string(f.zero)
                                             : (f.bucket_mb > 0 ? "DDP bucketed" : "DDP naive (per tensor)");
-    std::printf("bench trace: cost of --trace, %s (L=%d C=%d H=%d V=%d) on %d ranks (threads backend, %s), "
+    std::printf("bench trace: cost of --trace, %s (L=%d C=%d H=%d V=%d) on %d rank(s) (threads backend, %s), "
                 "MBS %d per rank, 1 BLAS thread per rank\n",
                 m.name.c_str(), m.L, m.C, m.H, m.V, f.ranks, strategy.c_str(), f.mbs);
     std::printf("  %d rounds of (off, on) alternated; %d warm-up + %d measured steps per run; trace written to %s\n",
@@ -66,25 +76,27 @@ void run_bench_trace(const BenchTraceFlags& f) {
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns)\n", cores, f.ranks);
     std::fflush(stdout);
 
-    std::vector<double> off_all, on_all, off_runs, on_runs;
+    std::vector<double> off_all, on_all, off_runs, on_runs, off_faults, on_faults;
     for (int round = 0; round < f.rounds; ++round) {
         for (bool traced : {false, true}) {
             o.trace = traced ? f.trace : "";
+            const long faults0 = minor_faults();
             std::vector<double> ms = measured_steps_ms(train(o, nullptr), f.warmup);
+            (traced ? on_faults : off_faults).push_back(double(minor_faults() - faults0) / o.steps);
             (traced ? on_all : off_all).insert((traced ? on_all : off_all).end(), ms.begin(), ms.end());
             (traced ? on_runs : off_runs).push_back(median(ms));
         }
     }
     const double off = median(off_all), on = median(on_all), overhead = 100.0 * (on - off) / off;
 
-    auto row = [](const char* name, double med, const std::vector<double>& runs) {
-        std::printf("%-8s %11.2f   ", name, med);
+    auto row = [](const char* name, double med, double faults, const std::vector<double>& runs) {
+        std::printf("%-8s %11.2f %15.0f   ", name, med, faults);
         for (double r : runs) std::printf(" %.1f", r);
         std::printf("\n");
     };
-    std::printf("%-8s %11s   %s\n", "tracing", "median ms", "each run's median ms, in order");
-    row("off", off, off_runs);
-    row("on", on, on_runs);
+    std::printf("%-8s %11s %15s   %s\n", "tracing", "median ms", "faults / step", "each run's median ms, in order");
+    row("off", off, median(off_faults), off_runs);
+    row("on", on, median(on_faults), on_runs);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(f.trace, ec);
     std::printf("overhead = (on - off) / off = %+.1f%%  (target: <= 3%%); trace file %.1f MiB\n", overhead,
@@ -93,7 +105,8 @@ void run_bench_trace(const BenchTraceFlags& f) {
     if (!f.json.empty())
         write_json_file(f.json, {{"model", m.name}, {"ranks", f.ranks}, {"strategy", strategy}, {"rounds", f.rounds},
                                  {"off_median_ms", off}, {"on_median_ms", on}, {"overhead_percent", overhead},
-                                 {"off_run_medians_ms", off_runs}, {"on_run_medians_ms", on_runs}});
+                                 {"off_run_medians_ms", off_runs}, {"on_run_medians_ms", on_runs},
+                                 {"off_minor_faults_per_step", off_faults}, {"on_minor_faults_per_step", on_faults}});
 }
 
 }  // namespace
