@@ -47,7 +47,7 @@ void add_train_command(CLI::App& root) {
                   "Megatron sequence parallelism on the tp axis: LayerNorms and residuals on T/tp tokens");
     cmd->add_option("--sp", opts->sp, "Sequence-parallel degree: ranks that split every sequence")
         ->capture_default_str();
-    cmd->add_option("--sp-mode", opts->sp_mode, "How SP splits attention: ulysses (all-to-all around attention)")
+    cmd->add_option("--sp-mode", opts->sp_mode, "How SP splits attention: ulysses (all-to-all around attention) or ring (K, V round the ring)")
         ->capture_default_str();
     cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
     cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group (HSDP / ZeRO++ hpZ; default: 1)");

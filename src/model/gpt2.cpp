@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/encoder.h"
 #include "kernels/cpu/gelu.h"
@@ -58,6 +59,21 @@ void TensorParallel::gather_seq(const float* mine, float* all, int B, int Tl, in
 
 void TensorParallel::scatter_seq(const float* all, float* mine, int B, int Tl, int C, int, bool) {
     std::memcpy(mine, all, sizeof(float) * size_t(B) * Tl * C);
+}
+
+void SequenceParallel::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int) {
+    std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
+    attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
+    attention_block_forward(m.data(), l.data(), out, qkv, qkv + C, qkv + 2 * C, 3 * C, B, Tl, Tl, 0, 0, C, NH);
+    attention_block_finish(out, lse, m.data(), l.data(), out, B, Tl, C, NH);
+}
+
+void SequenceParallel::ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                     const float* lse, int B, int Tl, int C, int NH, int) {
+    std::vector<float> D(size_t(B) * NH * Tl);
+    attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
+    attention_block_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C, 3 * C, lse, D.data(), B,
+                             Tl, Tl, 0, 0, C, NH);
 }
 
 ModelParallel ModelParallel::none() {
@@ -118,12 +134,13 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
     const int t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
     const int Tf = msp ? T * t : T, Nl = B * T, N = B * Tf;  // Tf: tokens the column/row layers see
     // Attention runs on Ta tokens of Ca channels: all Tf*sp tokens and my heads under Ulysses.
-    const int s = sp.size(), Ta = Tf * s, Ca = Cl / s, Ha = Hl / s;
+    const bool ring = sp.ring();  // ring attention: my tokens' queries, keys and values come round
+    const int s = ring ? 1 : sp.size(), Ta = Tf * s, Ca = Cl / s, Ha = Hl / s;
     ba.ln1 = act(ledger, {B, Tf, C});  // under Megatron-SP: the gathered input of c_attn
     ba.ln1_mean = act(ledger, {B, T});
     ba.ln1_rstd = act(ledger, {B, T});
     ba.qkv = act(ledger, {B, Ta, 3 * Ca});
-    ba.att = act(ledger, {B, Ha, Ta, Ta});
+    ba.att = ring ? act(ledger, {B, Hl, Tf}) : act(ledger, {B, Ha, Ta, Ta});  // ring: log-sum-exp per query
     ba.atty = act(ledger, {B, Tf, Cl});
     ba.x_mid = act(ledger, {B, T, C});
     ba.ln2 = act(ledger, {B, Tf, C});
@@ -155,7 +172,10 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
 
     // Attention: x_mid = x_in + g(c_proj_row(attention(c_attn_col(f(ln_1(x_in))))))
     layernorm_then_gather(ba.ln1, ba.ln1_mean, ba.ln1_rstd, x_in, w.ln1_w, w.ln1_b);
-    if (s == 1) {
+    if (ring) {
+        matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
+        sp.ring_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl, l);
+    } else if (s == 1) {
         matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
         attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl);
     } else {  // Ulysses: my tokens -> all-to-all -> my heads of all tokens -> attention -> all-to-all back
@@ -260,7 +280,8 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     const bool msp = tp.sequence_parallel();
     const int t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
     const int Tf = msp ? T * t : T, Nl = B * T, N = B * Tf;
-    const int s = sp.size(), Ta = Tf * s, Ca = Cl / s, Ha = Hl / s;
+    const bool ring = sp.ring();
+    const int s = ring ? 1 : sp.size(), Ta = Tf * s, Ca = Cl / s, Ha = Hl / s;
 
     // The row-parallel layer's output gradient: my tokens' dx, all-gathered under
     // Megatron-SP (the backward of its reduce-scatter); its bias saw only my tokens.
@@ -305,11 +326,13 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     const float* dproj = proj_grad(dproj_full, g.attnproj_b);
     Tensor datty = scratch(ledger, {B, Tf, Cl});
     Tensor dqkv = scratch(ledger, {B, Tf, 3 * Cl});
-    Tensor datt_scratch = Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
+    Tensor datt_scratch = ring ? Tensor() : Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
     Tensor dln1 = scratch(ledger, {B, Tf, C});
     matmul_backward(datty.f32(), g.attnproj_w, msp ? nullptr : g.attnproj_b, dproj, ba.atty.f32(), w.attnproj_w, N,
                     Cl, C);
-    if (s == 1) {
+    if (ring) {
+        sp.ring_backward(dqkv.f32(), datty.f32(), ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), B, Tf, Cl, Hl, l);
+    } else if (s == 1) {
         attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, Tf, Cl, Hl);
     } else {  // the two all-to-alls in reverse
         Tensor dy_heads = scratch(ledger, {B, Ta, Ca});

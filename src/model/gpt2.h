@@ -135,16 +135,29 @@ public:
     virtual int size() const { return 1; }
     /// This rank's index in its SP group: it holds tokens [rank * T/sp, (rank + 1) * T/sp).
     virtual int rank() const { return 0; }
+    /// The micro-batch and step that collectives are labelled with from now on.
+    virtual void set_position(int microbatch, int step) { (void)microbatch, (void)step; }
     /// [B, Tl, P*C] -> [B, Tl*size(), P*C/size()] (see above). @p backward labels the traffic act_grad.
     virtual void seq_to_heads(const float* src, float* dst, int B, int Tl, int C, int parts, int layer, bool backward);
     /// [B, Tl*size(), P*C/size()] -> [B, Tl, P*C], the inverse of seq_to_heads.
     virtual void heads_to_seq(const float* src, float* dst, int B, int Tl, int C, int parts, int layer, bool backward);
+
+    /// Ring attention (context parallelism; Liu et al. 2023) instead of Ulysses: attention
+    /// is computed by ring_forward / ring_backward on this rank's Tl queries while the
+    /// keys and values travel round the sp ranks.
+    virtual bool ring() const { return false; }
+    /// Causal attention of my Tl queries over the whole sequence: out [B,Tl,C], lse [B,NH,Tl].
+    /// (The base class is one rank: one block, the whole sequence.)
+    virtual void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer);
+    /// Its backward: adds into dqkv [B,Tl,3C].
+    virtual void ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                               int B, int Tl, int C, int NH, int layer);
 };
 
 /// The model-parallel operators one pass uses: tensor and sequence parallelism.
 struct ModelParallel {
     TensorParallel& tp;  ///< f, g and the vocabulary-parallel loss
-    SequenceParallel& sp;  ///< Ulysses all-to-alls
+    SequenceParallel& sp;  ///< Ulysses all-to-alls, or ring attention
     /// One rank: every operator is the identity.
     static ModelParallel none();
 };

@@ -39,7 +39,7 @@ public:
                       bool backward) override;
 
     /// Labels use this micro-batch and step from now on.
-    void set_position(int microbatch, int step) {
+    void set_position(int microbatch, int step) override {
         microbatch_ = microbatch;
         step_ = step;
     }

@@ -56,7 +56,7 @@ int unit_layer(int u) { return u - 1; }
 
 ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
                      Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
-                     TensorParallelComm* tp, UlyssesComm* sp)
+                     TensorParallelComm* tp, SequenceParallel* sp)
     : cfg_(cfg),
       tp_(tp),
       sp_(sp),

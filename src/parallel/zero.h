@@ -52,6 +52,7 @@
 #include "model/gpt2.h"
 #include "optim/adamw.h"
 #include "parallel/data_parallel.h"
+#include "parallel/ring_attention.h"
 #include "parallel/sequence_parallel.h"
 #include "parallel/tensor_parallel.h"
 
@@ -100,11 +101,12 @@ public:
     /// above). @p dp_group = @p shard_group x @p rep_group, all containing comm.rank().
     /// With @p tp (tensor parallelism, parallel/tensor_parallel.h) this rank holds its TP
     /// slice of the model, and ZeRO partitions that slice over the shard group. With @p sp
-    /// (Ulysses, parallel/sequence_parallel.h) the passes take this rank's T/sp tokens, and
+    /// (Ulysses, parallel/sequence_parallel.h, or ring attention, parallel/ring_attention.h)
+    /// the passes take this rank's T/sp tokens, and
     /// the dp / shard groups given here must include the sp ranks (dp+sp, dp_shard+sp).
     ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
               Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
-              TensorParallelComm* tp = nullptr, UlyssesComm* sp = nullptr);
+              TensorParallelComm* tp = nullptr, SequenceParallel* sp = nullptr);
     /// Frees everything (the Ledger sees it go).
     ~ZeroModel() override;
 
@@ -168,7 +170,7 @@ private:
 
     GPT2Config cfg_;
     TensorParallelComm* tp_;     // null: no tensor parallelism
-    UlyssesComm* sp_;            // null: no sequence parallelism
+    SequenceParallel* sp_;       // null: no sequence parallelism (else Ulysses or ring)
     ModelParallel parallel_;     // what the passes call: tp_ and sp_, or the identity
     ParamLayout layout_;
     std::vector<Unit> units_;

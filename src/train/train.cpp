@@ -151,14 +151,16 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.bucket_mb = opts.bucket_mb;
     zc.replica_sync_every = opts.replica_sync_every;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
-    UlyssesComm sp(comm, mpu.get_sequence_parallel_group());
+    UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
+    RingAttention ring(comm, mpu.get_sequence_parallel_group());
+    SequenceParallel* sp = opts.sp_mode == "ring" ? static_cast<SequenceParallel*>(&ring) : &ulysses;
     // sp ranks hold the same parameters and see different tokens: gradients are
     // averaged over dp x sp and ZeRO shards over dp_shard x sp.
     // (With sp = 1 these are the plain dp and dp_shard groups, and the trace says so.)
     const Group grad_group = r.sp > 1 ? mpu.get_sequence_data_parallel_group() : mpu.get_data_parallel_group();
     const Group shard_group = r.sp > 1 ? mpu.dp_shard_sp_group() : mpu.dp_shard_group();
     ZeroModel model(opts.model, opts.dtype, zc, comm, grad_group, shard_group, mpu.dp_rep_group(), ledger,
-                    adamw_params(opts), r.tp > 1 ? &tp : nullptr, r.sp > 1 ? &sp : nullptr);
+                    adamw_params(opts), r.tp > 1 ? &tp : nullptr, r.sp > 1 ? sp : nullptr);
     if (opts.init.empty())
         model.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
@@ -271,8 +273,9 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     SS_CHECK(opts.tp >= 1, "--tp must be at least 1 (got " << opts.tp << ")");
     SS_CHECK(opts.sp >= 1, "--sp must be at least 1 (got " << opts.sp << ")");
-    SS_CHECK(opts.sp_mode == "ulysses", "--sp-mode " << opts.sp_mode
-                                                     << " is not available; this engine implements --sp-mode ulysses");
+    SS_CHECK(opts.sp_mode == "ulysses" || opts.sp_mode == "ring",
+             "--sp-mode " << opts.sp_mode << " is not a mode; use ulysses (all-to-all around attention) or ring "
+                          << "(keys and values passed round the sp ranks)");
     if (opts.sequence_parallel) {
         SS_CHECK(opts.tp > 1, "--sequence-parallel splits the sequence over the tp ranks; it needs --tp 2 or more "
                               "(for a sequence axis of its own use --sp N --sp-mode ulysses)");
@@ -282,7 +285,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     if (opts.sp > 1) {
         check_divides("SP", opts.sp, "the sequence length T", r.T);
-        SS_CHECK(opts.model.H % opts.tp == 0 && (opts.model.H / opts.tp) % opts.sp == 0,
+        SS_CHECK(opts.sp_mode == "ring" || (opts.model.H % opts.tp == 0 && (opts.model.H / opts.tp) % opts.sp == 0),
                  "Ulysses SP=" << opts.sp << " must divide the heads each TP rank holds, H/TP = " << opts.model.H
                                << "/" << opts.tp << "; choose SP from the divisors of "
                                << (opts.model.H % opts.tp == 0 ? opts.model.H / opts.tp : opts.model.H));
@@ -325,7 +328,9 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
             if (r.tp > 1)
                 *out << "TP " << r.tp << (opts.sequence_parallel ? " with Megatron-SP" : "")
                      << " (tensor parallel: shares each micro-batch) x ";
-            if (r.sp > 1) *out << "SP " << r.sp << " (Ulysses: splits each sequence) x ";
+            if (r.sp > 1)
+                *out << "SP " << r.sp << (opts.sp_mode == "ring" ? " (ring attention" : " (Ulysses")
+                     << ": splits each sequence) x ";
             *out << "DP = dp_shard " << r.dp_shard << " x dp_rep " << r.dp_rep << ", ";
             *out << (opts.zero == 0 ? std::string(opts.bucket_mb > 0 ? "DDP, bucketed" : "DDP, one all-reduce per tensor")
                                     : "ZeRO-" + std::to_string(opts.zero) + " over each shard group of " +

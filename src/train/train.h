@@ -61,7 +61,7 @@ struct TrainOptions {
     int tp = 1;                    ///< tensor-parallel degree (Megatron; parallel/tensor_parallel.h)
     bool sequence_parallel = false;  ///< Megatron sequence parallelism on the tp axis (needs tp > 1)
     int sp = 1;                    ///< sequence-parallel degree (parallel/sequence_parallel.h)
-    std::string sp_mode = "ulysses";  ///< how the sp axis splits attention: ulysses
+    std::string sp_mode = "ulysses";  ///< how the sp axis splits attention: ulysses or ring
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
 };

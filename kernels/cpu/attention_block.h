@@ -1,0 +1,44 @@
+// attention_block.h — causal attention one key block at a time, with the
+// online softmax (Milakov & Gimelshein 2018; FlashAttention, Dao et al. 2022,
+// algorithm 1), as ring attention needs it (Liu et al. 2023, arXiv:2310.01889):
+// a rank holds its queries and sees the keys and values of the sequence one
+// block at a time, as they come round the ring.
+//
+// Layout as attention.h: q rows are the q part of [q | k | v] rows of width
+// 3C; keys and values are read from k_rows and v_rows with a row stride of
+// kv_stride floats (3C in the rank's own qkv, 2C in a packed [k | v] block
+// that came round the ring); head h owns columns [h*hs, (h+1)*hs) of each. Queries are Tq rows at global
+// positions q_pos + i; a key block is Tk rows at positions k_pos + k; a query
+// may see keys at positions <= its own (causal).
+//
+// Forward, per (b, h, i), over the blocks in any order:
+//   s_k = q_i . k_k / sqrt(hs)            (allowed k only)
+//   m'  = max(m, max_k s_k)
+//   acc = acc e^(m - m') + sum_k e^(s_k - m') v_k,   l = l e^(m - m') + sum_k e^(s_k - m')
+// then out_i = acc / l and lse_i = m + log l (block_finish).
+//
+// Backward, with D_i = dout_i . out_i and p_ik = e^(s_ik - lse_i):
+//   dv_k += p_ik dout_i;  ds = p_ik (dout_i . v_k - D_i)
+//   dq_i += ds k_k / sqrt(hs);  dk_k += ds q_i / sqrt(hs)
+#pragma once
+
+namespace ss::cpu {
+
+/// Starts the online softmax: m = -inf, l = 0, acc = 0. m, l: [B,NH,Tq]; acc: [B,Tq,C].
+void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, int NH);
+/// Folds one key block into the running state (see the file comment).
+void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
+                             const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos, int k_pos, int C,
+                             int NH);
+/// out = acc / l, lse = m + log l (out may alias acc).
+void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc, int B, int Tq,
+                            int C, int NH);
+/// D[b,h,i] = dout_i . out_i over head h's columns: [B,NH,Tq].
+void attention_block_delta(float* D, const float* dout, const float* out, int B, int Tq, int C, int NH);
+/// One key block's share of the backward: adds into dq_rows ([B,Tq,3C], the q part) and
+/// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows).
+void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
+                              const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
+                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH);
+
+}  // namespace ss::cpu
