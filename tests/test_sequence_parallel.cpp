@@ -29,6 +29,7 @@ double rel_max(const StFile& a, const StFile& b) {
 
 struct Layout {
     int ranks, sp, tp, zero;
+    std::string mode = "ulysses";
 };
 
 void check_equals_one_rank(const Layout& l) {
@@ -45,12 +46,13 @@ void check_equals_one_rank(const Layout& l) {
     par.sp = l.sp;
     par.tp = l.tp;
     par.zero = l.zero;
+    par.sp_mode = l.mode;
     const int dp = l.ranks / (l.sp * l.tp);
     par.mbs = gbs / dp;  // sp and tp ranks share their samples
     par.dump_grads = out_path("grads_par.safetensors");
     par.save = out_path("end_par.safetensors");
     TrainReport a = train(par, nullptr), b = train(one, nullptr);
-    INFO("ranks " << l.ranks << " sp " << l.sp << " tp " << l.tp << " ZeRO-" << l.zero);
+    INFO("ranks " << l.ranks << " sp " << l.sp << " (" << l.mode << ") tp " << l.tp << " ZeRO-" << l.zero);
     REQUIRE(a.gbs == b.gbs);
     REQUIRE(a.dp == dp);
     // Tolerances as in test_zero.cpp (fp32 summation order only): each SP rank
@@ -72,6 +74,52 @@ TEST_CASE("Ulysses composes with DP, ZeRO and TP", "[sp][zero][tp]") {
     check_equals_one_rank({4, 2, 1, 3});  // dp 2 x sp 2 x ZeRO-3
     check_equals_one_rank({4, 2, 2, 0});  // sp 2 x tp 2
     check_equals_one_rank({8, 2, 2, 1});  // dp 2 x sp 2 x tp 2 x ZeRO-1
+}
+
+TEST_CASE("ring attention over 2 and 4 ranks, and with DP, ZeRO and TP, equals one rank", "[sp][ring]") {
+    check_equals_one_rank({2, 2, 1, 0, "ring"});
+    check_equals_one_rank({4, 4, 1, 0, "ring"});
+    check_equals_one_rank({4, 2, 1, 3, "ring"});  // dp 2 x sp 2 x ZeRO-3
+    check_equals_one_rank({4, 2, 2, 0, "ring"});  // sp 2 x tp 2
+}
+
+TEST_CASE("ring attention sends keys and values round the ring; the causal work is uneven", "[sp][ring][trace]") {
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.steps = 2;
+    o.quiet = true;
+    o.ranks = 4;
+    o.sp = 4;
+    o.sp_mode = "ring";
+    o.mbs = 2;
+    o.T = 32;
+    o.trace = out_path("trace_ring.json");
+    train(o, nullptr);
+    Trace t = read_chrome_trace(o.trace);
+    const uint64_t B = 2, Tl = 8, C = 64, L = 2, s = 4, f32 = 4, kv = B * Tl * 2 * C * f32;
+    for (int rank = 0; rank < 4; ++rank) {
+        std::map<std::string, uint64_t> got;
+        int fwd_blocks = 0;
+        for (const TraceEvent& e : t.events) {
+            if (e.rank != rank) continue;
+            if (e.kind == TraceEvent::Kind::collective && e.label.step == 2 && e.axis == "sp")
+                got[std::string(payload_name(e.label.payload)) + "/" + phase_name(e.label.phase) + "/" + e.name] +=
+                    e.bytes;
+            if (e.kind == TraceEvent::Kind::span && e.name == "ring block" && e.cat == "fwd") ++fwd_blocks;
+        }
+        INFO("rank " << rank);
+        // Per block: forward passes each K,V block s-1 hops; backward again, and the
+        // key/value gradients s hops (the last one brings them home).
+        std::map<std::string, uint64_t> want = {{"act/fwd/send", L * (s - 1) * kv},
+                                                {"act/fwd/recv", L * (s - 1) * kv},
+                                                {"act/bwd/send", L * (s - 1) * kv},
+                                                {"act/bwd/recv", L * (s - 1) * kv},
+                                                {"act_grad/bwd/send", L * s * kv},
+                                                {"act_grad/bwd/recv", L * s * kv}};
+        REQUIRE(got == want);
+        // Causal: rank r computes r + 1 of the 4 blocks per layer, in each of 2 steps.
+        REQUIRE(fwd_blocks == int(L) * (rank + 1) * 2);
+    }
 }
 
 TEST_CASE("Ulysses moves activations with all-to-alls, in the paper's volumes", "[sp][trace]") {
@@ -110,6 +158,6 @@ TEST_CASE("bad sequence-parallel layouts get clear errors", "[sp][errors]") {
     REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("must divide the heads"));
     o.sp = 2;
     o.ranks = 2;
-    o.sp_mode = "ring";
-    REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("--sp-mode ring is not available"));
+    o.sp_mode = "zigzag";
+    REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("--sp-mode zigzag is not a mode; use ulysses"));
 }

@@ -15,7 +15,7 @@ namespace {
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_zero_mpirun_" + name; }
 }  // namespace
 
-TEST_CASE("DDP, ZeRO 1-3, TP and Ulysses SP under mpirun -np 4 equal one rank", "[zero][tp][sp][mpi]") {
+TEST_CASE("DDP, ZeRO 1-3, TP (+Megatron-SP), Ulysses and ring SP under mpirun -np 4 equal one rank", "[zero][tp][sp][mpi]") {
     TrainOptions one;
     one.model = model_preset("tiny");
     one.steps = 10;
@@ -28,7 +28,8 @@ TEST_CASE("DDP, ZeRO 1-3, TP and Ulysses SP under mpirun -np 4 equal one rank", 
     for (const std::string flags :
          {"--mbs 2 --zero 0", "--mbs 2 --zero 0 --bucket-mb 0.05", "--mbs 2 --zero 1", "--mbs 2 --zero 2",
           "--mbs 2 --zero 3", "--mbs 2 --zero 3 --dp-shard 2 --dp-rep 2", "--mbs 4 --tp 2 --zero 3", "--mbs 8 --tp 4",
-          "--mbs 4 --sp 2 --zero 2", "--mbs 8 --sp 2 --tp 2"}) {
+          "--mbs 4 --sp 2 --zero 2", "--mbs 8 --sp 2 --tp 2", "--mbs 8 --sp 4 --sp-mode ring",
+          "--mbs 4 --tp 2 --sequence-parallel --zero 1"}) {
         std::string json = out_path("run.json"), save = out_path("run.safetensors");
         std::remove(json.c_str());
         CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
