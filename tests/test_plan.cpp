@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "cli_run.h"
 #include "comm/trace.h"
 #include "core/check.h"
 #include "plan/models.h"
@@ -328,4 +329,33 @@ TEST_CASE("the text report shows the arithmetic, every category and the verdict"
                            Catch::Matchers::Contains("of 80.00 GB: fits") &&
                            Catch::Matchers::Contains("dp_shard     reduce_scatter  grad") &&
                            Catch::Matchers::Contains("throughput: "));
+}
+
+TEST_CASE("shardscope plan: errors exit 1 with the message, --json writes every number", "[plan][cli]") {
+    CliResult bad = run_shardscope("plan --gpus 512 --model gpt3-6.7b --mbs 16 --tp 3");
+    REQUIRE(bad.code == 1);
+    REQUIRE_THAT(bad.output, Catch::Matchers::Contains("shardscope: error: TP=3 does not divide n_head=32"));
+    CliResult gbs = run_shardscope("plan --gpus 512 --model gpt3-6.7b --mbs 16 --tp 8 --gbs 1000");
+    REQUIRE(gbs.code == 1);
+    REQUIRE_THAT(gbs.output, Catch::Matchers::Contains("GBS 1000 cannot be made"));
+    CliResult cap = run_shardscope("plan --gpus 512 --model gpt3-6.7b --max-gbs 1024");
+    REQUIRE(cap.code == 1);
+    REQUIRE_THAT(cap.output, Catch::Matchers::Contains("--max-gbs is a --search constraint"));
+
+    const std::string path = std::string(SS_BINARY_DIR) + "/test_plan_search.json";
+    CliResult ok = run_shardscope("plan --gpus 64 --model gpt3-1.3b --mbs 4 --search --max-gbs 256 --top 3 --json " + path);
+    INFO(ok.output);
+    REQUIRE(ok.code == 0);
+    std::ifstream f(path);
+    nlohmann::json j = nlohmann::json::parse(f);
+    REQUIRE(j["results"].size() == 3);
+    for (const auto& r : j["results"]) {
+        REQUIRE(r["gbs"]["gbs"].get<int64_t>() <= 256);
+        REQUIRE(r["memory"]["fits"] == true);
+        REQUIRE(r["memory"]["total"].get<int64_t>() ==
+                r["memory"]["params"].get<int64_t>() + r["memory"]["grads"].get<int64_t>() +
+                    r["memory"]["optim"].get<int64_t>() + r["memory"]["acts"].get<int64_t>() +
+                    r["memory"]["comm"].get<int64_t>());
+        REQUIRE(r["comm"].size() > 0);
+    }
 }

@@ -61,8 +61,10 @@ const EngineLayout kLayouts[] = {
     {"Ulysses SP 4, DDP, GA 2", 4, L(1, 1, 1, 0, 1, 4), 2, false},
     {"TP 2 x Ulysses SP 2 x ZeRO-3 2", 8, L(2, 2, 1, 3, 1, 2), 1, false},
     {"Ulysses SP 2 x ZeRO-2 2 shards x 2 replicas", 8, L(1, 2, 2, 2, 1, 2), 1, false},
+    {"ring SP 2 x ZeRO-1 2", 4, ring(L(1, 2, 1, 1, 1, 2)), 1, false},
+    {"ring SP 4, DDP, GA 2", 4, ring(L(1, 1, 1, 0, 1, 4)), 2, false},
+    {"TP 2 x ring SP 2 x ZeRO-3 2", 8, ring(L(2, 2, 1, 3, 1, 2)), 1, false},
     // Join when the engine runs them (engine_options sets their fields):
-    {"ring SP 2", 4, ring(L(1, 2, 1, 1, 1, 2)), 1, false},
     {"PP 2 (1F1B)", 4, L(1, 2, 1, 1, 2), 2, false},
 };
 
@@ -82,7 +84,6 @@ GPT2Config test_model(bool odd) {
 bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     const PlanLayout& l = el.layout;
     if (l.pp > 1) return false;  // pipeline parallel: add o.pp here when it lands
-    if (l.sp > 1 && l.sp_mode != SpMode::ulysses) return false;  // ring attention: add it here when it lands
     o.model = test_model(el.odd_model);
     o.ranks = el.ranks;
     o.tp = l.tp;
@@ -175,5 +176,5 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
             INFO("acts: Ledger " << acts << " planner " << p.memory.acts.total);
             CHECK(std::fabs(p.memory.acts.total - acts) <= 0.10 * acts);
         }
-    REQUIRE(ran >= 2 * 16);  // DP, ZeRO 1-3, replicas, TP and Ulysses in both dtypes
+    REQUIRE(ran >= 2 * 19);  // DP, ZeRO 1-3, replicas, TP, Ulysses and ring in both dtypes
 }

@@ -87,11 +87,13 @@ namespace {
 // The engine (model/gpt2.h BlockActs), fp32, per token of a rank:
 //   ln1, x_mid, ln2, x_out: 4C (whole on every TP rank), 4 LayerNorm statistics,
 //   qkv 3C/t, atty C/t, fch 4C/t, fch_gelu 4C/t: 12C/t,  att: (H/t) x T.
+// Ring attention (parallel/ring_attention.h) never stores the scores: it keeps the
+// log-sum-exp of each query and head (a/t per token) and recomputes blocks in backward.
 double engine_layer_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
-                          Recompute recompute) {
+                          Recompute recompute, bool blockwise) {
     const double whole = (4 * h + 4) / (sequence_parallel ? t : 1);
     if (recompute == Recompute::full) return 4 * s * b * h / (sequence_parallel ? t : 1);
-    const double quad = recompute == Recompute::selective ? 0.0 : a * s / t;
+    const double quad = blockwise ? a / t : recompute == Recompute::selective ? 0.0 : a * s / t;
     return 4 * s * b * (whole + 12 * h / t + quad);
 }
 
@@ -116,8 +118,13 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     const bool seqpar = l.sequence_parallel && t > 1;
     const bool engine = in.act_model == ActModel::engine;
     ActivationBytes r;
-    r.per_layer = (engine ? engine_layer_bytes(s, b, h, a, t, seqpar, l.recompute)
-                          : korthikanti_layer_bytes(s, b, h, a, t, seqpar, l.recompute)) /
+    // Ring attention is blockwise (online softmax): the scores are never stored, as with
+    // selective recompute, only an fp32 log-sum-exp per query and head.
+    const bool blockwise = c > 1 && l.sp_mode == SpMode::ring;
+    const Recompute paper_r = blockwise && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
+    const double lse = blockwise && l.recompute != Recompute::full ? 4 * s * b * a / t : 0;
+    r.per_layer = (engine ? engine_layer_bytes(s, b, h, a, t, seqpar, l.recompute, blockwise)
+                          : korthikanti_layer_bytes(s, b, h, a, t, seqpar, paper_r) + lse) /
                   c;
     const double chunks = chunks_in_flight(l, ga, stage);
     const int v = l.schedule == Schedule::interleaved ? l.pp_virtual : 1;
@@ -136,14 +143,17 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     }
     r.total = r.per_layer * r.layer_sets + r.embedding + r.head;
     char buf[160];
-    if (engine)
-        std::snprintf(buf, sizeof buf, "4 sb(%s%s)%s (engine, fp32)", seqpar ? "(4h+4)/t" : "4h+4",
-                      l.recompute == Recompute::none ? " + 12h/t + as/t" : " + 12h/t", c > 1 ? " / sp" : "");
+    if (engine && l.recompute == Recompute::full)
+        std::snprintf(buf, sizeof buf, "4 sbh%s%s (engine, fp32, full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
+    else if (engine)
+        std::snprintf(buf, sizeof buf, "4 sb(%s + 12h/t%s)%s (engine, fp32)", seqpar ? "(4h+4)/t" : "4h+4",
+                      blockwise ? " + a/t" : l.recompute == Recompute::none ? " + as/t" : "", c > 1 ? " / sp" : "");
     else if (l.recompute == Recompute::full)
         std::snprintf(buf, sizeof buf, "2sbh%s%s (full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
     else
         std::snprintf(buf, sizeof buf, "sbh(%s%s)%s", seqpar ? "34/t" : (t > 1 ? "10 + 24/t" : "34"),
-                      l.recompute == Recompute::selective ? "" : " + 5as/(ht)", c > 1 ? " / sp" : "");
+                      blockwise ? " + 4as/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
+                      c > 1 ? " / sp" : "");
     r.formula = buf;
     return r;
 }

@@ -35,7 +35,11 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     const double core_fwd = 4 * b * s * s * h / split;  // QK^T and scores x V
     const double head_fwd = stage == mesh.pp - 1 ? 2 * b * s * h * V / split : 0;
     const Recompute r = in.layout.recompute;
-    const double redo = r == Recompute::full ? layers * layer_fwd : r == Recompute::selective ? layers * core_fwd : 0;
+    // Ring attention's backward recomputes each block's scores (it never stored them), as selective recompute does.
+    const bool blockwise = mesh.sp > 1 && in.layout.sp_mode == SpMode::ring;
+    const double redo = r == Recompute::full                       ? layers * layer_fwd
+                        : r == Recompute::selective || blockwise ? layers * core_fwd
+                                                                 : 0;
     StageTime st;
     st.fwd = (layers * layer_fwd + head_fwd) / rate;
     st.bwd = (2 * (layers * layer_fwd + head_fwd) + redo) / rate;
