@@ -12,20 +12,7 @@ struct CliResult {
     std::string output;  ///< stdout and stderr together
 };
 
-/// Runs `shardscope ARGS` (the binary this build made) with stderr merged into stdout.
-inline CliResult run_shardscope(const std::string& args) {
-    std::string cmd = std::string("OPENBLAS_NUM_THREADS=1 ") + SS_SHARDSCOPE_EXE + " " + args + " 2>&1";
-    CliResult r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
-    int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-}
-
-/// Runs a shell command line and captures its output the same way.
+/// Runs a shell command line and captures its output (stderr merged into stdout) and exit status.
 inline CliResult run_shell(const std::string& cmdline) {
     CliResult r;
     FILE* p = popen((cmdline + " 2>&1").c_str(), "r");
@@ -35,4 +22,9 @@ inline CliResult run_shell(const std::string& cmdline) {
     int status = pclose(p);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
+}
+
+/// Runs `shardscope ARGS` (the binary this build made), one BLAS thread.
+inline CliResult run_shardscope(const std::string& args) {
+    return run_shell(std::string("OPENBLAS_NUM_THREADS=1 ") + SS_SHARDSCOPE_EXE + " " + args);
 }

@@ -8,24 +8,13 @@
 #include "comm/trace.h"
 #include "model/safetensors.h"
 #include "train/train.h"
+#include "equivalence.h"
 
 using namespace ss;
 
 namespace {
 
-std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_sp_" + name; }
-
-double rel_max(const StFile& a, const StFile& b) {
-    double err = 0, scale = 1e-30;
-    for (const auto& [name, t] : b.tensors) {
-        std::vector<float> x = st_to_f32(a.get(name)), y = st_to_f32(t);
-        for (size_t i = 0; i < y.size(); ++i) {
-            err = std::max(err, std::fabs(double(x[i]) - y[i]));
-            scale = std::max(scale, std::fabs(double(y[i])));
-        }
-    }
-    return err / scale;
-}
+std::string out_path(const std::string& name) { return test_file("test_sp_" + name); }
 
 struct Layout {
     int ranks, sp, tp, zero;
@@ -33,10 +22,10 @@ struct Layout {
 };
 
 void check_equals_one_rank(const Layout& l) {
-    const int steps = 10, gbs = 8;
+    const int gbs = 8;
     TrainOptions one;
     one.model = model_preset("tiny");
-    one.steps = steps;
+    one.steps = 10;
     one.quiet = true;
     one.mbs = gbs;
     one.dump_grads = out_path("grads_one.safetensors");
@@ -51,15 +40,11 @@ void check_equals_one_rank(const Layout& l) {
     par.mbs = gbs / dp;  // sp and tp ranks share their samples
     par.dump_grads = out_path("grads_par.safetensors");
     par.save = out_path("end_par.safetensors");
-    TrainReport a = train(par, nullptr), b = train(one, nullptr);
-    INFO("ranks " << l.ranks << " sp " << l.sp << " (" << l.mode << ") tp " << l.tp << " ZeRO-" << l.zero);
-    REQUIRE(a.gbs == b.gbs);
-    REQUIRE(a.dp == dp);
-    // Tolerances as in test_zero.cpp (fp32 summation order only): each SP rank
-    // averages over its T/sp tokens, and dp x sp averages those means.
-    for (int i = 0; i < steps; ++i) REQUIRE(a.steps[i].loss == Approx(b.steps[i].loss).margin(1e-4));
-    REQUIRE(rel_max(read_safetensors(par.dump_grads), read_safetensors(one.dump_grads)) < 1e-5);
-    REQUIRE(rel_max(read_safetensors(par.save), read_safetensors(one.save)) < 1e-4);
+    INFO("ranks " << l.ranks << " sp " << l.sp << " (" << l.mode << ") tp " << l.tp << " ZeRO-" << l.zero << ", dp "
+                  << dp);
+    // Each SP rank averages over its T/sp tokens and dp x sp averages those
+    // means: the same sum in another order (tolerances in equivalence.h).
+    require_same_training(par, one);
 }
 
 }  // namespace

@@ -10,24 +10,13 @@
 #include "model/params.h"
 #include "model/safetensors.h"
 #include "train/train.h"
+#include "equivalence.h"
 
 using namespace ss;
 
 namespace {
 
-std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_tp_" + name; }
-
-double rel_max(const StFile& a, const StFile& b) {
-    double err = 0, scale = 1e-30;
-    for (const auto& [name, t] : b.tensors) {
-        std::vector<float> x = st_to_f32(a.get(name)), y = st_to_f32(t);
-        for (size_t i = 0; i < y.size(); ++i) {
-            err = std::max(err, std::fabs(double(x[i]) - y[i]));
-            scale = std::max(scale, std::fabs(double(y[i])));
-        }
-    }
-    return err / scale;
-}
+std::string out_path(const std::string& name) { return test_file("test_tp_" + name); }
 
 struct Layout {
     int ranks, tp, dp_shard, dp_rep, zero;
@@ -36,10 +25,10 @@ struct Layout {
 };
 
 void check_equals_one_rank(const Layout& l) {
-    const int steps = 10, gbs = 8;
+    const int gbs = 8;
     TrainOptions one;
     one.model = model_preset("tiny");
-    one.steps = steps;
+    one.steps = 10;
     one.quiet = true;
     one.mbs = gbs / l.ga;
     one.ga = l.ga;
@@ -56,17 +45,10 @@ void check_equals_one_rank(const Layout& l) {
     par.mbs = gbs / dp / l.ga;  // the same global batch
     par.dump_grads = out_path("grads_par.safetensors");
     par.save = out_path("end_par.safetensors");
-    TrainReport a = train(par, nullptr), b = train(one, nullptr);
     INFO("ranks " << l.ranks << " tp " << l.tp << " dp_shard " << l.dp_shard << " dp_rep " << l.dp_rep << " ZeRO-"
                   << l.zero << (l.sequence_parallel ? " Megatron-SP" : "") << " GA " << l.ga);
-    REQUIRE(a.gbs == b.gbs);
-    // Tolerances as in test_zero.cpp: the TP ranks add partial sums of the
-    // same products (fp32 summation order only), for the loss 1e-4 after 10
-    // AdamW steps, for the first gradients 1e-5 and final parameters 1e-4 of
-    // the largest value.
-    for (int i = 0; i < steps; ++i) REQUIRE(a.steps[i].loss == Approx(b.steps[i].loss).margin(1e-4));
-    REQUIRE(rel_max(read_safetensors(par.dump_grads), read_safetensors(one.dump_grads)) < 1e-5);
-    REQUIRE(rel_max(read_safetensors(par.save), read_safetensors(one.save)) < 1e-4);
+    // The TP ranks add partial sums of the same products: tolerances in equivalence.h.
+    require_same_training(par, one);
 }
 
 }  // namespace

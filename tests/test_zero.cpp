@@ -14,12 +14,13 @@
 #include "model/safetensors.h"
 #include "parallel/zero.h"
 #include "train/train.h"
+#include "equivalence.h"
 
 using namespace ss;
 
 namespace {
 
-std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_zero_" + name; }
+std::string out_path(const std::string& name) { return test_file("test_zero_" + name); }
 
 struct Layout {
     int ranks, dp_shard, dp_rep, zero, ga;
@@ -33,19 +34,6 @@ TrainOptions make_opts(const std::string& model, int steps) {
     o.quiet = true;
     o.lr = 1e-3f;
     return o;
-}
-
-// Largest |a-b| relative to the largest |b| of the whole model.
-double rel_max(const StFile& a, const StFile& b) {
-    double err = 0, scale = 1e-30;
-    for (const auto& [name, t] : b.tensors) {
-        std::vector<float> x = st_to_f32(a.get(name)), y = st_to_f32(t);
-        for (size_t i = 0; i < y.size(); ++i) {
-            err = std::max(err, std::fabs(double(x[i]) - y[i]));
-            scale = std::max(scale, std::fabs(double(y[i])));
-        }
-    }
-    return err / scale;
 }
 
 void check_equals_one_rank(const std::string& model, const Layout& l, int steps = 10) {
@@ -64,22 +52,8 @@ void check_equals_one_rank(const std::string& model, const Layout& l, int steps 
                       (l.bucket_mb > 0 ? "_b" : "");
     par.save = out_path(tag + ".safetensors");
     one.save = out_path(model + "_one_" + std::to_string(one.mbs) + "_ga" + std::to_string(l.ga) + ".safetensors");
-    TrainReport a = train(par, nullptr), b = train(one, nullptr);
     INFO(tag);
-    REQUIRE(a.gbs == b.gbs);
-    for (int i = 0; i < steps; ++i) {
-        INFO("step " << i + 1 << ": " << a.steps[i].loss << " vs one rank " << b.steps[i].loss);
-        // Same tokens, same math; only the order of fp32 sums differs (per-rank
-        // means, ring reductions, shard boundaries): ~1e-7 relative per step.
-        // Adam divides by sqrt(v), which can magnify that for near-zero
-        // gradients, so after 10 steps we allow 1e-4 absolute on a loss of ~5.
-        REQUIRE(a.steps[i].loss == Approx(b.steps[i].loss).margin(1e-4));
-    }
-    // The final parameters, as whole HF tensors (gathered from the shards).
-    // Tolerance: 1e-4 of the largest parameter, for the same reason.
-    double err = rel_max(read_safetensors(par.save), read_safetensors(one.save));
-    INFO("final params rel_max " << err);
-    REQUIRE(err < 1e-4);
+    require_same_training(par, one);  // tolerances and their reasons: equivalence.h
 }
 
 }  // namespace
