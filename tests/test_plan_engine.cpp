@@ -39,6 +39,11 @@ PlanLayout L(int tp, int dp_shard, int dp_rep, int zero, int pp = 1, int sp = 1)
     return l;
 }
 
+PlanLayout megatron_sp(PlanLayout l) {
+    l.sequence_parallel = true;
+    return l;
+}
+
 PlanLayout ring(PlanLayout l) {
     l.sp_mode = SpMode::ring;
     return l;
@@ -57,6 +62,9 @@ const EngineLayout kLayouts[] = {
     {"TP 2 x ZeRO-3 2", 4, L(2, 2, 1, 3), 2, false},
     {"TP 2 x ZeRO-1 2 x 2 replicas", 8, L(2, 2, 2, 1), 1, false},
     {"TP 4, GA 2", 4, L(4, 1, 1, 0), 2, false},
+    {"TP 2 + Megatron-SP", 2, megatron_sp(L(2, 1, 1, 0)), 1, false},
+    {"TP 4 + Megatron-SP x ZeRO-2 2, GA 2", 8, megatron_sp(L(4, 2, 1, 2)), 2, false},
+    {"TP 2 + Megatron-SP x ZeRO-3 2 shards x 2 replicas", 8, megatron_sp(L(2, 2, 2, 3)), 2, false},
     {"Ulysses SP 2 x ZeRO-1 2", 4, L(1, 2, 1, 1, 1, 2), 1, false},
     {"Ulysses SP 4, DDP, GA 2", 4, L(1, 1, 1, 0, 1, 4), 2, false},
     {"TP 2 x Ulysses SP 2 x ZeRO-3 2", 8, L(2, 2, 1, 3, 1, 2), 1, false},
@@ -87,6 +95,7 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     o.model = test_model(el.odd_model);
     o.ranks = el.ranks;
     o.tp = l.tp;
+    o.sequence_parallel = l.sequence_parallel;
     o.sp = l.sp;
     o.sp_mode = sp_mode_name(l.sp_mode);
     o.dp_shard = l.dp_shard;
@@ -176,5 +185,5 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
             INFO("acts: Ledger " << acts << " planner " << p.memory.acts.total);
             CHECK(std::fabs(p.memory.acts.total - acts) <= 0.10 * acts);
         }
-    REQUIRE(ran >= 2 * 19);  // DP, ZeRO 1-3, replicas, TP, Ulysses and ring in both dtypes
+    REQUIRE(ran >= 2 * 22);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses and ring in both dtypes
 }

@@ -96,6 +96,17 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             k.add("tp", 1, t, "all_reduce", act, Phase::bwd, redo, redo * x, none, "full recompute: the forward again");
             k.add("tp", 1, t, "all_reduce", act_grad, Phase::bwd, bwd, bwd * x, none, "f: input gradients of c_attn, c_fc and the head");
         }
+        if (seqpar) {
+            // Each TP rank saw 1/t of the tokens, so the gradients of what it holds whole
+            // (LayerNorms, row-parallel biases; the engine's wpe too, added after the
+            // scatter) are partial: all-reduced over tp in fp32, per tensor, once per step
+            // (the engine: per micro-batch under ZeRO-2/3, with each unit's gradients).
+            const int64_t tensors = 6 * layers + (last ? 2 : 0) + (first && engine ? 1 : 0);
+            const int64_t elems = 6 * h * layers + (last ? 2 * h : 0) + (first && engine ? int64_t(m.maxT) * h : 0);
+            const int64_t rounds = engine && l.zero >= 2 ? ga : 1;
+            k.add("tp", 1, t, "all_reduce", Payload::grad, Phase::bwd, rounds * tensors, rounds * elems * 4, none,
+                  "SP: sum the LayerNorm and bias gradients of my 1/t of the tokens", 0, rounds == 1);
+        }
         if (last && engine) {
             // The engine's vocabulary-parallel loss: the max by an all_gather, two sums (kernels/cpu/vocab_parallel.h).
             k.add("tp", 1, t, "all_gather", act, Phase::fwd, ga, ga * N * t * 4, none, "loss: max logit of each token");

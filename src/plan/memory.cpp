@@ -87,11 +87,14 @@ namespace {
 // The engine (model/gpt2.h BlockActs), fp32, per token of a rank:
 //   ln1, x_mid, ln2, x_out: 4C (whole on every TP rank), 4 LayerNorm statistics,
 //   qkv 3C/t, atty C/t, fch 4C/t, fch_gelu 4C/t: 12C/t,  att: (H/t) x T.
+// Under Megatron-SP x_mid, x_out and the statistics are on T/t tokens, but the
+// engine keeps the GATHERED ln1 and ln2 outputs (2C) instead of gathering them
+// again in backward (parallel/tensor_parallel.h), which Megatron does.
 // Ring attention (parallel/ring_attention.h) never stores the scores: it keeps the
 // log-sum-exp of each query and head (a/t per token) and recomputes blocks in backward.
 double engine_layer_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
                           Recompute recompute, bool blockwise) {
-    const double whole = (4 * h + 4) / (sequence_parallel ? t : 1);
+    const double whole = sequence_parallel ? 2 * h + (2 * h + 4) / t : 4 * h + 4;
     if (recompute == Recompute::full) return 4 * s * b * h / (sequence_parallel ? t : 1);
     const double quad = blockwise ? a / t : recompute == Recompute::selective ? 0.0 : a * s / t;
     return 4 * s * b * (whole + 12 * h / t + quad);
@@ -133,12 +136,12 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     const double tok = s * b / c;  // tokens of one micro-batch on this rank
     const double hs = seqpar ? t : 1;
     if (stage == 0)  // paper: the embedding's dropout mask (1 byte); engine: x before block 0 (fp32)
-        r.embedding = mbs_in_flight * (engine ? 4 * tok * h : tok * h / hs);
+        r.embedding = mbs_in_flight * (engine ? 4 * tok * h / hs : tok * h / hs);
     if (stage == p - 1) {
         const double head_mbs = l.schedule == Schedule::gpipe ? ga : 1;
         // paper (sec. 4.3): ln_f and projection inputs 4sbh/t, fp32 logits 4sbv/t;
         // engine: lnf (C) + 2 statistics + probs (V/t) + losses (1), fp32.
-        r.head = head_mbs * (engine ? 4 * tok * (h + 2 + std::ceil(V / t) + 1)
+        r.head = head_mbs * (engine ? 4 * tok * (h + 2 / hs + std::ceil(V / t) + 1)
                                     : 4 * tok * h / hs + 4 * tok * std::ceil(V / t));
     }
     r.total = r.per_layer * r.layer_sets + r.embedding + r.head;
@@ -146,7 +149,7 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     if (engine && l.recompute == Recompute::full)
         std::snprintf(buf, sizeof buf, "4 sbh%s%s (engine, fp32, full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
     else if (engine)
-        std::snprintf(buf, sizeof buf, "4 sb(%s + 12h/t%s)%s (engine, fp32)", seqpar ? "(4h+4)/t" : "4h+4",
+        std::snprintf(buf, sizeof buf, "4 sb(%s + 12h/t%s)%s (engine, fp32)", seqpar ? "2h + (2h+4)/t" : "4h+4",
                       blockwise ? " + a/t" : l.recompute == Recompute::none ? " + as/t" : "", c > 1 ? " / sp" : "");
     else if (l.recompute == Recompute::full)
         std::snprintf(buf, sizeof buf, "2sbh%s%s (full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
