@@ -13,6 +13,7 @@
 
 #include "comm/trace.h"
 #include "core/check.h"
+#include "plan/for_run.h"
 #include "plan/plan.h"
 #include "train/train.h"
 
@@ -110,19 +111,6 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     return true;
 }
 
-PlanInput plan_input(const EngineLayout& el, DType dtype) {
-    PlanInput in;
-    in.model = test_model(el.odd_model);
-    in.gpus = el.ranks;
-    in.hw = hardware_preset("cpu-local", "");
-    in.layout = el.layout;
-    in.mbs = 2;
-    in.ga = el.ga;
-    in.dtype = dtype;
-    in.act_model = ActModel::engine;
-    return in;
-}
-
 // Bytes of step @p step's collectives of @p rank by "axis/payload/op". One-rank
 // groups are left out: the trace records them, but they move nothing (the
 // nccl-tests bus factor (n-1)/n is 0), and the planner lists only traffic.
@@ -159,7 +147,7 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
             }
             o.trace = std::string(SS_BINARY_DIR) + "/test_plan_engine_trace.json";
             const TrainReport rep = train(o, nullptr);
-            const PlanResult p = plan(plan_input(el, dtype));
+            const PlanResult p = plan(plan_input_for(o, ""));
             INFO(el.name << ", " << dtype_name(dtype) << ": planner says " << p.layout_str());
             ++ran;
 

@@ -1,0 +1,21 @@
+// for_run.h — the planner's question for a `shardscope train` run: the same
+// model, batch, layout and dtype, on this machine (cpu-local), counting the
+// engine's own activation layout. plan(plan_input_for(opts)) is what the
+// planner predicts for that run; tests/test_plan_engine.cpp compares the two,
+// and a trace can carry it beside what was measured.
+#pragma once
+
+#include <string>
+
+#include "plan/input.h"
+#include "train/train.h"
+
+namespace ss {
+
+/// The PlanInput matching @p opts (ranks, dp_shard, dp_rep, zero, tp, Megatron-SP, sp and
+/// its mode, mbs, ga, T, dtype, bucket size), with --hw cpu-local read from @p calibration
+/// and ActModel::engine. Local SGD (replica_sync_every > 1) is not modelled: its traffic is
+/// predicted as the synchronous replicas'.
+PlanInput plan_input_for(const TrainOptions& opts, const std::string& calibration = "out/calibration.json");
+
+}  // namespace ss
