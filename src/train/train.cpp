@@ -17,6 +17,8 @@
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
 #include "parallel/tensor_parallel.h"
+#include "plan/for_run.h"
+#include "plan/report.h"
 #include "parallel/zero.h"
 #include "core/atomic_file.h"
 
@@ -364,6 +366,8 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     if (!opts.trace.empty()) {
         nlohmann::json other = r.to_json();
+        // The planner's prediction for this very run, so a viewer can show it beside the measurement.
+        other["prediction"] = plan_json(plan(plan_input_for(opts)));
         other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                          {"tp", r.tp}};
         if (mpi)
