@@ -13,6 +13,8 @@
 #include "comm/comm.h"
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
+#include "core/ledger.h"
+#include "viz/model/fast_load.h"
 #include "viz/model/gbs.h"
 #include "viz/model/grid.h"
 #include "viz/model/load.h"
@@ -181,6 +183,126 @@ TEST_CASE("a million events are refused quickly, before parsing, with the way ou
     REQUIRE_THAT(load_trace(small, tiny).error, Catch::Contains("MiB is more than this viewer reads"));
 }
 
+namespace {
+
+void require_same(const Trace& a, const Trace& b) {
+    REQUIRE(a.events.size() == b.events.size());
+    for (size_t i = 0; i < a.events.size(); ++i) {
+        const TraceEvent& x = a.events[i];
+        const TraceEvent& y = b.events[i];
+        INFO("event " << i << " " << x.name);
+        REQUIRE(x.kind == y.kind);
+        REQUIRE(x.rank == y.rank);
+        REQUIRE(x.tid == y.tid);
+        REQUIRE(x.name == y.name);
+        REQUIRE(x.cat == y.cat);
+        REQUIRE(x.ts_us == y.ts_us);
+        REQUIRE(x.dur_us == y.dur_us);
+        REQUIRE(x.axis == y.axis);
+        REQUIRE(x.group == y.group);
+        REQUIRE(x.bytes == y.bytes);
+        REQUIRE(x.count == y.count);
+        REQUIRE(x.dtype == y.dtype);
+        REQUIRE(x.label.payload == y.label.payload);
+        REQUIRE(x.label.layer == y.label.layer);
+        REQUIRE(x.label.phase == y.label.phase);
+        REQUIRE(x.label.microbatch == y.label.microbatch);
+        REQUIRE(x.label.step == y.label.step);
+        REQUIRE(x.peer == y.peer);
+        REQUIRE(x.mem == y.mem);
+        REQUIRE(x.args == y.args);
+    }
+    REQUIRE(a.other_data == b.other_data);
+}
+
+// A real 4-rank run: collectives on tp and dp groups, send/recv, spans, memory from a Ledger.
+std::string four_rank_trace_file() {
+    auto tracers = make_tracers(4, 0);
+    CommOptions opts{10, {}};
+    for (auto& t : tracers) opts.tracers.push_back(t.get());
+    std::vector<Ledger> ledgers(4);
+    run_threads(4, [&](Comm& comm) {
+        const int r = comm.rank();
+        Ledger& ledger = ledgers[size_t(r)];
+        comm.tracer()->attach_ledger(ledger);
+        ledger.alloc(Mem::params, 1000);
+        const Group tp{"tp", {r / 2 * 2, r / 2 * 2 + 1}};
+        const Group dp{"dp", {r % 2, r % 2 + 2}};
+        std::vector<float> a(64, 1.0f), g(128);
+        {
+            ScopedSpan span(comm.tracer(), "h.0 forward", "fwd", {{"layer", 0}, {"shape", {4, 64}}, {"step", 1}});
+            ledger.alloc(Mem::comm, 512);
+            for (int i = 0; i < 3; ++i)
+                comm.all_reduce(a.data(), 64, tp, ReduceOp::sum, {Payload::act, i, Phase::fwd, 0, 1});
+            ledger.release(Mem::comm, 512);
+        }
+        comm.all_gather(a.data(), g.data(), 64, dp, {Payload::param, 0, Phase::fwd, 0, 1});
+        if (r == 0) comm.send(a.data(), 8, 1, {Payload::act, 0, Phase::fwd, 0, 1}, "pp");
+        if (r == 1) comm.recv(a.data(), 8, 0, {Payload::act, 0, Phase::fwd, 0, 1}, "pp");
+        comm.tracer()->detach_ledger(ledger);
+    }, opts);
+    std::vector<const Tracer*> ts;
+    for (auto& t : tracers) ts.push_back(t.get());
+    const std::string path = temp_path("four.json");
+    write_chrome_trace(path, ts, json{{"mesh", {{"world", 4}, {"tp", 2}, {"dp_shard", 2}, {"dp_rep", 1}, {"pp", 1},
+                                                {"sp", 1}}},
+                                      {"note", "x"}});
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("the streaming reader gives the same Trace as read_chrome_trace, and steps aside when unsure",
+          "[viz][load]") {
+    const std::string path = four_rank_trace_file();
+    Trace fast;
+    std::ifstream is(path);
+    const std::string text((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
+    REQUIRE(fast_parse_chrome_trace(text, fast));
+    require_same(fast, read_chrome_trace(path));
+    REQUIRE(load_trace(path).fast);  // load_trace takes the fast path for the engine's own files
+
+    REQUIRE(fast_parse_chrome_trace(two_rank_trace(), fast));
+    require_same(fast, parse_chrome_trace(two_rank_trace()));
+
+    // Fields in another order, unknown fields of every shape, a scalar otherData, no otherData.
+    const std::string odd = R"({"otherData": 7, "junk": {"a": [1, {"b": 2}]}, "traceEvents": [
+        {"args": {"step": 3, "list": [1, 2.5, "x"]}, "ts": 1.5, "unused": [[1]], "dur": 2, "pid": 1, "ph": "X",
+         "name": "s", "extra": {"deep": {"x": 1}}},
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": {"nested": true}}},
+        {"ph": "C", "name": "other_counter", "pid": 0, "ts": 3, "args": {"v": 1}},
+        {"ph": "C", "name": "memory", "pid": 0, "ts": 4, "args": {"acts": 12, "params": 0}}]})";
+    REQUIRE(fast_parse_chrome_trace(odd, fast));
+    require_same(fast, parse_chrome_trace(odd));
+    REQUIRE(fast.other_data == 7);
+    REQUIRE(fast_parse_chrome_trace(R"({"traceEvents": []})", fast));
+    REQUIRE(fast.other_data == json::object());
+
+    // Where the full reader has something to say, the fast one steps aside.
+    for (const char* bad : {
+             R"({"traceEvents": [{"ph": "X", "name": "s", "pid": 0, "ts": 1}]})",                       // no dur
+             R"({"traceEvents": [{"ph": "X", "name": "s", "pid": "0", "ts": 1, "dur": 1}]})",          // pid a string
+             R"({"traceEvents": [{"ph": "X", "name": "s", "pid": 0, "ts": 1, "dur": 1, "args": 5}]})",  // args
+             R"({"traceEvents": [{"ph": "X", "name": "s", "pid": 0, "ts": 1, "dur": 1, "args": [1]}]})",
+             R"({"traceEvents": [{"ph": "X", "cat": "comm", "tid": 1, "name": "all_reduce", "pid": 0, "ts": 1,
+                 "dur": 1, "args": {"axis": "dp", "group": [0], "bytes": 4, "payload": "bits", "layer": 0,
+                 "phase": "fwd", "microbatch": 0, "step": 0}}]})",                                      // payload
+             R"({"traceEvents": [{"ph": "C", "name": "memory", "pid": 0, "ts": 1, "args": {"acts": -1}}]})",
+             R"({"traceEvents": [3]})", R"({"traceEvents": {}})", R"([1])", R"({"traceEvents": [)", "nope",
+             R"({"other": 1})"}) {
+        INFO(bad);
+        REQUIRE(!fast_parse_chrome_trace(bad, fast));
+    }
+    // Nested span args are valid: the fast reader declines, the full one reads them.
+    const std::string nested = R"({"traceEvents": [{"ph": "X", "name": "s", "pid": 0, "ts": 1, "dur": 1,
+                                   "args": {"shape": {"B": 4}}}]})";
+    REQUIRE(!fast_parse_chrome_trace(nested, fast));
+    LoadResult r = load_trace_text(nested, "nested.json");
+    REQUIRE(r.ok);
+    REQUIRE(!r.fast);
+    REQUIRE(r.trace.events[0].args["shape"]["B"] == 4);
+}
+
 TEST_CASE("count_events_fast counts \"ph\" keys only", "[viz][load]") {
     REQUIRE(count_events_fast(R"({"traceEvents":[{"ph":"X"},{"ph":"C","name":"ph"}]})") == 2);
     REQUIRE(count_events_fast("") == 0);
@@ -329,6 +451,12 @@ TEST_CASE("layout_lane: known bars give known rects; sub-pixel bars merge", "[vi
     REQUIRE(out[0].x1 == 5);
     REQUIRE(out[1].x0 == 15);
     REQUIRE(out[1].x1 == 20);
+
+    // Painting a pixel row: pixel i covers [x0 + i, x0 + i + 1).
+    std::vector<DrawRect> rs = {{2.0f, 4.0f, 5, 0, 1, 0}, {3.5f, 6.0f, 6, 1, 1, 0}, {1.0f, 9.0f, 9, 2, 1, 1}};
+    std::vector<uint32_t> row(8, 77);
+    paint_row(rs, 0, 1.0f, 8, row.data());  // depth 0 only; the later rect wins a shared pixel
+    REQUIRE(row == std::vector<uint32_t>{0, 5, 6, 6, 6, 0, 0, 0});
 
     // Picking: x = 60 is on bar 0 (t = 5); x = 80 (t = 15) is 10 px from either: nothing.
     REQUIRE(pick_bar(lane, v, {}, 60, 0) == 0);

@@ -170,6 +170,8 @@ void draw_table(ViewerState& s) {
     if (!vm.run.plan.is_null()) ImGui::TextDisabled("planner prediction: see the Comm summary / GBS panels");
 }
 
+// The plot over time is painted into a texture (pixel_texture.h): one column per pixel,
+// the selected rank's categories stacked, and every drawn rank's total as a step line.
 void draw_over_time(ViewerState& s, ImVec2 size) {
     const ViewModel& vm = *s.vm;
     const MemoryModel& mm = vm.memory;
@@ -177,11 +179,10 @@ void draw_over_time(ViewerState& s, ImVec2 size) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const float axis_w = ImGui::CalcTextSize("000.0 KiB").x + 12;
-    const float x0 = o.x + axis_w, w = std::max(size.x - axis_w - 4, 10.0f);
-    const float y_bottom = o.y + size.y - 2, h = size.y - 8;
+    const float x0 = std::floor(o.x + axis_w), y0 = std::floor(o.y);
+    const int n = std::max(1, int(size.x - axis_w - 4)), H = std::max(8, int(size.y - 2));
     ImGui::InvisibleButton("mem_time", size);
     const TimeView& v = s.timeline.view;
-    const int n = std::max(1, int(w));
     const int world = int(mm.ranks.size());
 
     // Columns of every rank drawn (the selected one, and up to ~16 others as lines), then
@@ -195,50 +196,59 @@ void draw_over_time(ViewerState& s, ImVec2 size) {
         for (const MemColumn& c : ui.rank_columns[size_t(r)]) top_bytes = std::max(top_bytes, c.hi);
     }
     const double top = double(top_bytes) * 1.1;
-    const double px_per_byte = h / top;
-    dl->AddRectFilled(ImVec2(x0, o.y), ImVec2(x0 + w, y_bottom), IM_COL32(30, 33, 40, 255));
+    const double px_per_byte = double(H - 1) / top;
+    auto y_of = [&](double bytes) { return std::clamp(int(std::lround(double(H - 1) - bytes * px_per_byte)), 0, H - 1); };
+
+    PixelTexture& tex = s.memory_texture;
+    tex.resize(n, H);
+    const uint32_t bg = IM_COL32(30, 33, 40, 255), grid = IM_COL32(52, 56, 66, 255);
+    for (int y = 0; y < H; ++y) std::fill(tex.row(y), tex.row(y) + n, bg);
     const double tick = byte_tick(top);
-    for (double b = 0; b <= top; b += tick) {
-        const float y = float(y_bottom - b * px_per_byte);
-        dl->AddLine(ImVec2(x0, y), ImVec2(x0 + w, y), kGridLine);
-        const std::string l = fmt_bytes(b);
-        dl->AddText(ImVec2(o.x + axis_w - 6 - ImGui::CalcTextSize(l.c_str()).x, y - 8), kAxisText, l.c_str());
-    }
-    dl->PushClipRect(ImVec2(x0, o.y), ImVec2(x0 + w, y_bottom + 1), true);
-    // The selected rank, stacked by category (those ticked), one column per pixel.
+    for (double b = tick; b <= top; b += tick) std::fill(tex.row(y_of(b)), tex.row(y_of(b)) + n, grid);
+    // the selected rank, stacked by category (those ticked)
     const RankMemory& sel = mm.ranks[size_t(ui.rank)];
     const std::vector<MemColumn>& sc = ui.rank_columns[size_t(ui.rank)];
     for (int c = 0; c < n; ++c) {
         if (sc[size_t(c)].top < 0) continue;
-        std::array<uint64_t, kMemCategories> mem = sel.points[size_t(sc[size_t(c)].top)].mem;
-        for (int k = 0; k < kMemCategories; ++k)
-            if (!((ui.plot_mask >> k) & 1u)) mem[size_t(k)] = 0;
-        stacked_bar(dl, x0 + float(c), x0 + float(c) + 1.0f, y_bottom, px_per_byte, mem);
+        const MemPoint& p = sel.points[size_t(sc[size_t(c)].top)];
+        double below = 0;
+        for (int k = 0; k < kMemCategories; ++k) {
+            if (!((ui.plot_mask >> k) & 1u) || p.mem[size_t(k)] == 0) continue;
+            const int ya = y_of(below + double(p.mem[size_t(k)])), yb = y_of(below);
+            const uint32_t colour = col(memory_color(Mem(k)));
+            for (int y = ya; y <= yb; ++y) tex.row(y)[c] = colour;
+            below += double(p.mem[size_t(k)]);
+        }
     }
-    // Every rank's (masked) total as a thin line of its per-pixel highest value, the selected one on top.
-    std::vector<ImVec2> pts;
+    // every drawn rank's total as a step line (its highest value per column), the selected one last
     for (int pass = 0; pass < 2; ++pass) {
         for (int r = 0; r < world; ++r) {
-            if ((r == ui.rank) != (pass == 1)) continue;
-            if (pass == 0 && r % line_every != 0) continue;
-            pts.clear();
+            if ((r == ui.rank) != (pass == 1) || (pass == 0 && r % line_every != 0)) continue;
+            const uint32_t colour = pass == 1 ? IM_COL32(255, 255, 255, 255) : col(rank_color(r));
+            int prev = -1;
             for (int c = 0; c < n; ++c) {
                 const MemColumn& mc = ui.rank_columns[size_t(r)][size_t(c)];
                 if (mc.top < 0) continue;
-                pts.emplace_back(x0 + float(c) + 0.5f, float(y_bottom - double(mc.hi) * px_per_byte));
+                const int y = y_of(double(mc.hi));
+                const int a = prev < 0 ? y : std::min(prev, y), b = prev < 0 ? y : std::max(prev, y);
+                for (int yy = a; yy <= b; ++yy) tex.row(yy)[c] = colour;  // the step joins the last value
+                prev = y;
             }
-            if (pts.size() >= 2)
-                dl->AddPolyline(pts.data(), int(pts.size()),
-                                pass == 1 ? IM_COL32(255, 255, 255, 230) : col(rank_color(r), 150), 0,
-                                pass == 1 ? 1.5f : 1.0f);
         }
     }
-    const float cx = float(v.x_of(s.cursor_t));
-    dl->AddLine(ImVec2(cx, o.y), ImVec2(cx, y_bottom), IM_COL32(255, 200, 60, 255), 1.5f);
-    dl->PopClipRect();
+    tex.upload();
+    dl->AddImage(tex.id(), ImVec2(x0, y0), ImVec2(x0 + float(n), y0 + float(H)));
+    // axis labels, the cursor, the title (a few items: drawn by ImGui)
+    for (double b = 0; b <= top; b += tick) {
+        const std::string l = fmt_bytes(b);
+        dl->AddText(ImVec2(x0 - 6 - ImGui::CalcTextSize(l.c_str()).x, y0 + float(y_of(b)) - 8), kAxisText, l.c_str());
+    }
+    const float cursor_x = x0 + float((s.cursor_t - v.t0) / (v.t1 - v.t0) * n);
+    if (cursor_x >= x0 && cursor_x <= x0 + float(n))
+        dl->AddLine(ImVec2(cursor_x, y0), ImVec2(cursor_x, y0 + float(H)), IM_COL32(255, 200, 60, 255), 1.5f);
     char l[96];
     std::snprintf(l, sizeof l, "rank %d, %s .. %s", ui.rank, fmt_time_us(v.t0).c_str(), fmt_time_us(v.t1).c_str());
-    dl->AddText(ImVec2(x0 + 6, o.y + 2), IM_COL32(230, 230, 235, 255), l);
+    dl->AddText(ImVec2(x0 + 6, y0 + 2), IM_COL32(230, 230, 235, 255), l);
 }
 
 }  // namespace

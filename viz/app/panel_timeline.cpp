@@ -174,7 +174,8 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float canvas_h = std::max(avail.y - note_h, kRulerH + 20);
-    const float lanes_x = origin.x + kLabelW, lanes_w = std::max(avail.x - kLabelW, 10.0f);
+    // Whole pixels, so the lane texture's texels land exactly on screen pixels.
+    const float lanes_x = std::floor(origin.x + kLabelW), lanes_w = std::floor(std::max(avail.x - kLabelW, 10.0f));
     const float lanes_y = origin.y + kRulerH, lanes_h = canvas_h - kRulerH;
     const int world = m.world;
     const float rank_h = std::max(lanes_h / float(std::max(world, 1)), 14.0f);
@@ -254,10 +255,18 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
     const int first = std::max(0, int(ui.scroll_y / rank_h));
     const int last = std::min(world - 1, int((ui.scroll_y + lanes_h) / rank_h));
     const float font_h = ImGui::GetFontSize();
+    // One texture for all lanes in view: kRowsPerRank pixel rows per rank (pixel_texture.h).
+    constexpr int kRowsPerRank = kMaxDepth + 2;  // compute depth rows, then the comm row
+    const int tex_w = int(lanes_w);
+    PixelTexture& tex = s.lane_texture;
+    tex.resize(tex_w, std::max(last - first + 1, 1) * kRowsPerRank);
+    const int label_every = std::max(1, int(std::ceil(font_h * 1.1f / rank_h)));
     for (int r = first; r <= last; ++r) {
         const float y = lanes_y - ui.scroll_y + float(r) * rank_h;
         const RowGeom g = row_geom(y, rank_h);
-        dl->AddRectFilled(ImVec2(origin.x, y), ImVec2(lanes_x + lanes_w, y + rank_h), r % 2 ? kLaneBgAlt : kLaneBg);
+        // The lane background is painted into the texture rows; only the label column gets a rect.
+        const ImU32 lane_bg = r % 2 ? kLaneBgAlt : kLaneBg;
+        dl->AddRectFilled(ImVec2(origin.x, y), ImVec2(lanes_x, y + rank_h), lane_bg);
         // labels
         char label[32];
         std::snprintf(label, sizeof label, "rank %d", r);
@@ -266,7 +275,7 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
                         label);
             dl->AddText(ImVec2(origin.x + 4, g.comm_y + (g.comm_h - font_h) / 2), IM_COL32(140, 145, 160, 255),
                         "  comm");
-        } else if (rank_h >= font_h) {
+        } else if (r % label_every == 0) {  // thin rows: every k-th rank, so labels do not overlap
             dl->AddText(ImVec2(origin.x + 4, y + (rank_h - font_h) / 2), IM_COL32(220, 220, 230, 255), label);
         }
         dl->PushClipRect(ImVec2(lanes_x, y), ImVec2(lanes_x + lanes_w, y + rank_h), true);
@@ -274,34 +283,46 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
             const Lane& lane = m.lane(r, comm == 1);
             ui.rects.clear();
             layout_lane(lane, ui.view, ui.filter, ui.rects);
+            // The bars: painted into this lane's texture rows, drawn as one quad per row.
+            const int rows = comm ? 1 : lane.depths;
             const float row_h = comm ? g.comm_h : g.compute_h / float(lane.depths);
             const float top = comm ? g.comm_y : g.compute_y;
+            for (int d = 0; d < rows; ++d) {
+                const int tex_row = (r - first) * kRowsPerRank + (comm ? kRowsPerRank - 1 : d);
+                paint_row(ui.rects, d, lanes_x, tex_w, tex.row(tex_row), lane_bg);
+                const float y0 = top + row_h * float(d), y1 = y0 + row_h - (comm ? 0.0f : 1.0f);
+                dl->AddImage(tex.id(), ImVec2(lanes_x, y0), ImVec2(lanes_x + float(tex_w), y1),
+                             ImVec2(0, tex.v(tex_row)), ImVec2(1, tex.v(tex_row)));
+            }
+            // Names on the bars wide enough to hold one.
             for (const DrawRect& d : ui.rects) {
-                const float y0 = top + row_h * float(d.depth);
-                const float y1 = y0 + row_h - (comm ? 0.0f : 1.0f);
-                dl->AddRectFilled(ImVec2(d.x0, y0), ImVec2(d.x1, y1), d.rgba);
-                if (d.merged == 1 && d.x1 - d.x0 > 56 && row_h >= font_h) {
-                    const TraceEvent& e = vm.trace.events[lane.bars[d.bar].event];
-                    std::string text = e.name;
-                    if (comm && e.label.layer >= 0) text += " L" + std::to_string(e.label.layer);
-                    dl->PushClipRect(ImVec2(d.x0, y0), ImVec2(d.x1 - 2, y1), true);
-                    dl->AddText(ImVec2(d.x0 + 3, y0 + (row_h - font_h) / 2), IM_COL32(255, 255, 255, 235),
-                                text.c_str());
-                    dl->PopClipRect();
-                }
+                if (d.merged != 1 || d.x1 - d.x0 <= 56 || row_h < font_h) continue;
+                const float y0 = top + row_h * float(d.depth), y1 = y0 + row_h;
+                const TraceEvent& e = vm.trace.events[lane.bars[d.bar].event];
+                std::string text = e.name;
+                if (comm && e.label.layer >= 0) text += " L" + std::to_string(e.label.layer);
+                dl->PushClipRect(ImVec2(d.x0, y0), ImVec2(d.x1 - 2, y1), true);
+                dl->AddText(ImVec2(d.x0 + 3, y0 + (row_h - font_h) / 2), IM_COL32(255, 255, 255, 235), text.c_str());
+                dl->PopClipRect();
             }
         }
         dl->PopClipRect();
     }
+    tex.upload();
     dl->PushClipRect(ImVec2(lanes_x, lanes_y), ImVec2(lanes_x + lanes_w, lanes_y + lanes_h), true);
-    // step boundaries
-    for (const StepSpan& st : m.steps) {
+    // step boundaries, and their names where there is room for them
+    float last_label_x = -1e9f;
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+        const StepSpan& st = m.steps[i];
         const float x = float(ui.view.x_of(st.t0));
         if (x < lanes_x || x > lanes_x + lanes_w) continue;
+        if (i > 0 && x - float(ui.view.x_of(m.steps[i - 1].t0)) < 6) continue;  // too dense to draw
         dl->AddLine(ImVec2(x, lanes_y), ImVec2(x, lanes_y + lanes_h), IM_COL32(200, 200, 220, 70));
         char t[24];
         std::snprintf(t, sizeof t, "step %d", st.step);
+        if (x - last_label_x < ImGui::CalcTextSize(t).x + 12) continue;
         dl->AddText(ImVec2(x + 3, lanes_y + 1), IM_COL32(200, 200, 220, 150), t);
+        last_label_x = x;
     }
     // the selected collective on every rank of its group
     if (ui.selected_instance >= 0 && size_t(ui.selected_instance) < m.instances.size()) {

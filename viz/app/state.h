@@ -12,6 +12,7 @@
 
 #include "comm/trace_summary.h"
 #include "viz/app/live.h"
+#include "viz/app/pixel_texture.h"
 #include "viz/model/gbs.h"
 #include "viz/model/load.h"
 #include "viz/model/memory.h"
@@ -86,6 +87,8 @@ struct ViewerState {
     bool screenshot = false;        ///< headless: no hover effects that depend on the mouse
 
     TimelineUi timeline;
+    PixelTexture lane_texture;      ///< the timeline's bars, painted (release before the GL context goes)
+    PixelTexture memory_texture;    ///< the memory plot over time, painted (same)
     MemoryUi memory;
     CommUi comm;
     GridUi grid;

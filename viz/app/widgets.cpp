@@ -1,6 +1,7 @@
 // widgets.cpp — help markers, source notes, swatches, number formats (see widgets.h).
 #include "viz/app/widgets.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "comm/trace_summary.h"
@@ -48,9 +49,11 @@ std::string fmt_bytes(double bytes) { return bytes_str(bytes); }
 
 std::string fmt_time_us(double us) {
     char buf[32];
-    if (us >= 1e6)
+    const double a = std::fabs(us);
+    if (a < 0.05) return "0";
+    if (a >= 1e6)
         std::snprintf(buf, sizeof buf, "%.3f s", us * 1e-6);
-    else if (us >= 1e3)
+    else if (a >= 1e3)
         std::snprintf(buf, sizeof buf, "%.2f ms", us * 1e-3);
     else
         std::snprintf(buf, sizeof buf, "%.1f \xC2\xB5s", us);  // µs

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/check.h"
+#include "viz/model/fast_load.h"
 
 namespace ss::viz {
 
@@ -65,7 +66,8 @@ LoadResult load_trace_text(const std::string& text, const std::string& source, c
         return r;
     }
     try {
-        r.trace = parse_chrome_trace(text, source);
+        r.fast = fast_parse_chrome_trace(text, r.trace);
+        if (!r.fast) r.trace = parse_chrome_trace(text, source);  // the exact error, or an unusual valid file
         r.error = check_events(r.trace, source, limits);
         r.ok = r.error.empty();
     } catch (const std::bad_alloc&) {

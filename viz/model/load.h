@@ -10,7 +10,8 @@
 //   1. the file exists and is a regular file           ("cannot open ...")
 //   2. its size <= limits.max_bytes                     (one stat)
 //   3. it holds <= limits.max_events events             (one scan for `"ph"` keys)
-//   4. it parses as a Chrome trace (read_chrome_trace's checks, src/comm/trace_io.cpp)
+//   4. it parses as a Chrome trace: by the streaming reader (fast_load.h) when it can,
+//      else by parse_chrome_trace (src/comm/trace_io.cpp), whose errors name the field
 //   5. every rank is in [0, max_ranks), every time finite and every duration >= 0
 #pragma once
 
@@ -35,6 +36,7 @@ struct LoadResult {
     Trace trace;           ///< the events and otherData
     double seconds = 0;    ///< time to read and parse
     uint64_t file_bytes = 0;  ///< size of the file
+    bool fast = false;     ///< read by the streaming reader (fast_load.h), not the full one
 };
 
 /// Reads @p path as a ShardScope trace within @p limits. Never throws.

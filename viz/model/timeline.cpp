@@ -2,6 +2,7 @@
 #include "viz/model/timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -173,6 +174,17 @@ void layout_lane(const Lane& lane, const TimeView& view, const TimelineFilter& f
         if (!thin) flush(d);  // a wide bar stands alone
     }
     for (int d = 0; d <= kMaxDepth; ++d) flush(d);
+}
+
+void paint_row(const std::vector<DrawRect>& rects, int depth, float x0, int width, uint32_t* row,
+               uint32_t background) {
+    std::fill(row, row + width, background);
+    for (const DrawRect& d : rects) {
+        if (d.depth != depth) continue;
+        const int a = std::max(0, int(std::floor(d.x0 - x0)));
+        const int b = std::min(width, int(std::ceil(d.x1 - x0)));
+        std::fill(row + a, row + std::max(a, b), d.rgba);
+    }
 }
 
 int pick_bar(const Lane& lane, const TimeView& view, const TimelineFilter& filter, double x, int depth,

@@ -121,6 +121,14 @@ struct DrawRect {
 void layout_lane(const Lane& lane, const TimeView& view, const TimelineFilter& filter,
                  std::vector<DrawRect>& out);
 
+/// Paints the rects of row @p depth into one row of @p width pixels starting at screen x
+/// @p x0 (RGBA as packed): pixel i covers [x0 + i, x0 + i + 1) and takes the colour of the
+/// last rect that covers any part of it, or @p background where none does. The timeline draws a zoomed-out
+/// lane as one textured quad of such a row instead of thousands of rects: a software
+/// rasterizer (Mesa's llvmpipe under Xvfb) pays per triangle, a texture row costs one quad.
+void paint_row(const std::vector<DrawRect>& rects, int depth, float x0, int width, uint32_t* row,
+               uint32_t background = 0);
+
 /// The bar of @p lane under screen x @p x on row @p depth that passes @p filter, or -1.
 /// Within @p slack_px pixels of a bar counts as on it (thin bars stay clickable).
 int pick_bar(const Lane& lane, const TimeView& view, const TimelineFilter& filter, double x, int depth,
