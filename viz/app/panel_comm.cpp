@@ -9,6 +9,7 @@
 //     moved = bytes x busbw factor: what each rank really sends on a ring
 //             (the ZeRO paper's communication volume)
 //     algbw = bytes / time,   busbw = algbw x factor   (nccl-tests doc/PERFORMANCE.md)
+#include <array>
 #include <cstdio>
 #include <string>
 
@@ -66,6 +67,59 @@ void row(const CollectiveTotals& t, const char* axis, const char* op, bool show_
     ImGui::TextUnformatted(fmt_gbs(t.busbw_gbs()).c_str());
 }
 
+// One rank, one step, measured beside the planner's prediction (src/plan/comm.h) by payload.
+void draw_measured_vs_predicted(ViewerState& s) {
+    const ViewModel& vm = *s.vm;
+    CommUi& ui = s.comm;
+    const Prediction& pred = vm.run.predicted;
+    TraceFilter f;
+    f.rank = ui.filter.rank >= 0 ? ui.filter.rank : 0;
+    const auto& steps = vm.timeline.steps;
+    f.step = ui.filter.step >= 0 ? ui.filter.step : (steps.size() >= 2 ? steps[1].step : (steps.empty() ? -1 : steps[0].step));
+    if (f.rank != ui.compared_for.rank || f.step != ui.compared_for.step) {
+        try {
+            ui.one_step = summarize_trace(vm.trace, f);
+        } catch (const std::exception&) {
+            ui.one_step = TraceSummary{};
+        }
+        ui.compared_for = f;
+    }
+    ImGui::Text("rank %d, step %d: measured vs predicted", f.rank, f.step);
+    help_marker("Bytes per step as the trace counts them (nccl-tests' convention) for one rank, beside the "
+                "planner's prediction for the same run (otherData.prediction, written by `train`; "
+                "src/plan/comm.h: ZeRO paper sec. 7 for DP and ZeRO, Megatron for TP, Ulysses/ring for SP, "
+                "per-boundary sends for PP). The prediction is for global rank 0 (pipeline stage 0); ranks "
+                "of the same stage move the same bytes. Pick a rank and a step above to compare another.");
+    std::array<uint64_t, kPayloads> measured{};
+    for (const CollectiveTotals& t : ui.one_step.by_payload) measured[size_t(t.payload)] = t.bytes;
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerV;
+    if (ImGui::BeginTable("predicted", 4, flags)) {
+        ImGui::TableSetupColumn("payload");
+        ImGui::TableSetupColumn("measured");
+        ImGui::TableSetupColumn("predicted");
+        ImGui::TableSetupColumn("");
+        ImGui::TableHeadersRow();
+        for (int p = 0; p < kPayloads; ++p) {
+            const uint64_t m = measured[size_t(p)], q = pred.comm_bytes[size_t(p)];
+            if (m == 0 && q == 0) continue;
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            swatch(payload_color(Payload(p)));
+            ImGui::TextUnformatted(payload_name(Payload(p)));
+            ImGui::TableNextColumn();
+            ImGui::Text("%s B", fmt_int(m).c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%s B", fmt_int(q).c_str());
+            ImGui::TableNextColumn();
+            if (m == q)
+                ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
+            else
+                ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%", q ? 100.0 * (double(m) - double(q)) / double(q) : 100.0);
+        }
+        ImGui::EndTable();
+    }
+}
+
 }  // namespace
 
 void draw_comm(ViewerState& s, ImVec2 size) {
@@ -110,7 +164,11 @@ void draw_comm(ViewerState& s, ImVec2 size) {
                 "(params gathered in forward and in backward, grads reduce-scattered). Same numbers as "
                 "`shardscope trace summary FILE --rank R --step S`. Hover a column title for its formula.");
 
-    const float note_h = ImGui::GetTextLineHeightWithSpacing();
+    const Prediction& pred = vm.run.predicted;
+    int predicted_rows = 0;
+    for (int p = 0; p < kPayloads; ++p) predicted_rows += pred.comm_bytes[size_t(p)] > 0 ? 1 : 0;
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const float note_h = line + (pred.present ? line * float(predicted_rows + 3) : 0.0f);
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollX;
@@ -134,6 +192,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
         row(sum.total, "total", "", false, true);
         ImGui::EndTable();
     }
+    if (pred.present) draw_measured_vs_predicted(s);
     source_note("drawn by viz/app/panel_comm.cpp from src/comm/trace_summary.cpp (summarize_trace)");
 }
 

@@ -4,19 +4,34 @@
 //     DP  = world / (TP x PP x SP)        GBS = MBS x GA x DP
 //
 // The arithmetic and its checks are viz/model/gbs.cpp (compute_gbs). The
-// planner's columns (memory per rank, communication per step by payload,
-// predicted step time) are drawn by plan_section() in panel_gbs_plan.cpp.
+// planner's columns (memory per GPU, communication per step by payload,
+// predicted step time; src/plan/plan.h) are drawn by plan_section() in
+// panel_gbs_plan.cpp.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "model/config.h"
+#include "plan/hardware.h"
+#include "plan/models.h"
 #include "viz/app/panels.h"
 #include "viz/app/widgets.h"
 
 namespace ss::viz {
 
 void plan_section(ViewerState& s, const GbsResult& r);  // panel_gbs_plan.cpp
+
+std::vector<std::string> calculator_models() {
+    std::vector<std::string> names = model_preset_names();
+    for (const std::string& n : gpt3_model_names()) names.push_back(n);
+    return names;
+}
+
+GPT2Config calculator_model(int i) {
+    const std::vector<std::string> names = calculator_models();
+    const std::string& n = names[size_t(std::clamp(i, 0, int(names.size()) - 1))];
+    return is_gpt3_model(n) ? gpt3_model(n) : model_preset(n);
+}
 
 namespace {
 
@@ -69,9 +84,9 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
                 "src/train/train.h). TP, PP and SP take ranks without adding batches, so giving ranks to "
                 "them is how a large cluster keeps GBS at a value the optimizer tolerates (e.g. <= 1024 "
                 "sequences). Replica groups (dp_rep) change memory and traffic, not GBS.");
-    const std::vector<std::string> models = model_preset_names();
+    const std::vector<std::string> models = calculator_models();
     ui.model = std::clamp(ui.model, 0, int(models.size()) - 1);
-    const GPT2Config cfg = model_preset(models[size_t(ui.model)]);
+    const GPT2Config cfg = calculator_model(ui.model);
 
     // ---- inputs --------------------------------------------------------------------------
     ImGui::BeginChild("gbs_inputs", ImVec2(std::min(430.0f, size.x * 0.42f), 0), true);
@@ -79,8 +94,24 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
     int_input("GPUs", &ui.in.gpus, 1, 1 << 20, "world size: every GPU is one rank");
     int_input("GPUs per node", &ui.in.gpus_per_node, 1, 1024,
               "GPUs joined by the fast link (NVLink); TP should stay inside a node");
+    const std::vector<std::string> hws = hardware_preset_names();
+    ui.hw = std::clamp(ui.hw, 0, int(hws.size()) - 1);
+    ImGui::SetNextItemWidth(130);
+    if (ImGui::BeginCombo("hardware", hws[size_t(ui.hw)].c_str())) {
+        for (size_t i = 0; i < hws.size(); ++i)
+            if (ImGui::Selectable(hws[i].c_str(), int(i) == ui.hw)) {
+                ui.hw = int(i);
+                const Hardware h = hardware_preset(hws[i]);
+                ui.gpu_mem_gib = float(h.memory / double(1ull << 30));
+                ui.in.gpus_per_node = std::min(h.gpus_per_node, 1 << 20);
+            }
+        ImGui::EndCombo();
+    }
+    help_marker("The planner's device presets (src/plan/hardware.h): peak FLOP/s, memory, and the intra- and "
+                "inter-node links; cpu-local is this machine, from `shardscope bench --calibrate`.");
     ImGui::SetNextItemWidth(130);
     ImGui::InputFloat("GiB per GPU", &ui.gpu_mem_gib, 8, 16, "%.0f");
+    ui.gpu_mem_gib = std::max(ui.gpu_mem_gib, 0.01f);
     ImGui::Separator();
     ImGui::TextUnformatted("model and batch");
     ImGui::SetNextItemWidth(130);

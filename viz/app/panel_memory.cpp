@@ -37,21 +37,26 @@ double byte_tick(double max_bytes) {
     return 10 * p * unit;
 }
 
-// Stacks @p mem from y_bottom upwards at scale px_per_byte, between x0 and x1.
+// Stacks @p mem from y_bottom upwards at scale px_per_byte, between x0 and x1 (@p alpha < 255:
+// the planner's prediction, drawn see-through and outlined).
 void stacked_bar(ImDrawList* dl, float x0, float x1, float y_bottom, double px_per_byte,
-                 const std::array<uint64_t, kMemCategories>& mem) {
+                 const std::array<uint64_t, kMemCategories>& mem, uint8_t alpha = 255) {
     float y = y_bottom;
     for (int c = 0; c < kMemCategories; ++c) {
         const float h = float(double(mem[size_t(c)]) * px_per_byte);
         if (h <= 0) continue;
-        dl->AddRectFilled(ImVec2(x0, y - h), ImVec2(x1, y), col(memory_color(Mem(c))));
+        dl->AddRectFilled(ImVec2(x0, y - h), ImVec2(x1, y), col(memory_color(Mem(c)), alpha));
         y -= h;
     }
+    if (alpha < 255) dl->AddRect(ImVec2(x0, y), ImVec2(x1, y_bottom), IM_COL32(230, 230, 240, 200));
 }
 
 void memory_tooltip(int rank, const char* what, double t, const std::array<uint64_t, kMemCategories>& mem) {
     ImGui::BeginTooltip();
-    ImGui::Text("rank %d, %s (t = %s)", rank, what, fmt_time_us(t).c_str());
+    if (t >= 0)
+        ImGui::Text("rank %d, %s (t = %s)", rank, what, fmt_time_us(t).c_str());
+    else
+        ImGui::Text("rank %d, %s", rank, what);
     uint64_t total = 0;
     for (int c = kMemCategories - 1; c >= 0; --c) {
         swatch(memory_color(Mem(c)));
@@ -76,7 +81,9 @@ void draw_bars(ViewerState& s, ImVec2 size) {
     const bool hovered = ImGui::IsItemHovered();
     const ImVec2 mouse = ImGui::GetIO().MousePos;
 
-    const double top = std::max<double>(double(mm.max_total), 1.0) * 1.08;
+    const Prediction& pred = vm.run.predicted;
+    const int bars = pred.present ? 3 : 2;  // now, peak, and the planner's prediction
+    const double top = std::max<double>(double(std::max(mm.max_total, pred.mem_total)), 1.0) * 1.08;
     const double px_per_byte = plot_h / top;
     const double tick = byte_tick(top);
     for (double b = 0; b <= top; b += tick) {
@@ -87,26 +94,30 @@ void draw_bars(ViewerState& s, ImVec2 size) {
     }
     if (world == 0) return;
     const float group_w = plot_w / float(world);
-    const float bar_w = std::min(group_w * 0.38f, 40.0f);
+    const float bar_w = std::min(group_w * (bars == 3 ? 0.27f : 0.38f), 40.0f);
+    const float span = float(bars) * bar_w + float(bars - 1) * 2;
     const int label_every = std::max(1, int(std::ceil(44.0f / group_w)));
     for (int r = 0; r < world; ++r) {
         const RankMemory& rm = mm.ranks[size_t(r)];
-        const float gx = x0 + group_w * float(r) + (group_w - 2 * bar_w - 2) / 2;
+        const float gx = x0 + group_w * float(r) + (group_w - span) / 2;
         const MemPoint* now = sample_at(rm, s.cursor_t);
         const MemPoint* peak = rm.peak >= 0 ? &rm.points[size_t(rm.peak)] : nullptr;
         if (now) stacked_bar(dl, gx, gx + bar_w, y_bottom, px_per_byte, now->mem);
         if (peak) stacked_bar(dl, gx + bar_w + 2, gx + 2 * bar_w + 2, y_bottom, px_per_byte, peak->mem);
+        if (bars == 3) stacked_bar(dl, gx + 2 * bar_w + 4, gx + 3 * bar_w + 4, y_bottom, px_per_byte, pred.mem, 120);
         if (r == s.memory.rank)
-            dl->AddRect(ImVec2(gx - 3, o.y), ImVec2(gx + 2 * bar_w + 5, y_bottom + 1), IM_COL32(255, 255, 255, 140));
+            dl->AddRect(ImVec2(gx - 3, o.y), ImVec2(gx + span + 3, y_bottom + 1), IM_COL32(255, 255, 255, 140));
         if (r % label_every == 0) {
             char l[16];
             std::snprintf(l, sizeof l, "r%d", r);
             dl->AddText(ImVec2(gx, y_bottom + 2), kAxisText, l);
         }
-        if (hovered && mouse.x >= gx - 2 && mouse.x < gx + 2 * bar_w + 4) {
-            const bool on_peak = mouse.x >= gx + bar_w + 1;
-            const MemPoint* p = on_peak ? peak : now;
-            if (p) memory_tooltip(r, on_peak ? "at its peak" : "at the cursor", p->t, p->mem);
+        if (hovered && mouse.x >= gx - 2 && mouse.x < gx + span + 2) {
+            const int which = std::clamp(int((mouse.x - gx) / (bar_w + 2)), 0, bars - 1);
+            if (which == 2)
+                memory_tooltip(r, "predicted by the planner", -1, pred.mem);
+            else if (const MemPoint* p = which == 1 ? peak : now)
+                memory_tooltip(r, which == 1 ? "at its peak" : "at the cursor", p->t, p->mem);
             if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) s.memory.rank = r;
         }
     }
@@ -119,16 +130,18 @@ void draw_table(ViewerState& s) {
     const MemPoint* now = sample_at(rm, s.cursor_t);
     const MemPoint* peak = rm.peak >= 0 ? &rm.points[size_t(rm.peak)] : nullptr;
     const bool has_ledger = size_t(r) < vm.run.ledger_peak.size();
+    const Prediction& pred = vm.run.predicted;
     ImGui::Text("rank %d", r);
     ImGui::SameLine();
     ImGui::TextDisabled("cursor %s, peak at %s", fmt_time_us(s.cursor_t).c_str(),
                         peak ? fmt_time_us(peak->t).c_str() : "-");
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
-    if (ImGui::BeginTable("mem_table", has_ledger ? 4 : 3, flags)) {
+    if (ImGui::BeginTable("mem_table", 3 + (has_ledger ? 1 : 0) + (pred.present ? 1 : 0), flags)) {
         ImGui::TableSetupColumn("category");
         ImGui::TableSetupColumn("now");
         ImGui::TableSetupColumn("at peak");
         if (has_ledger) ImGui::TableSetupColumn("own peak");
+        if (pred.present) ImGui::TableSetupColumn("predicted");
         ImGui::TableHeadersRow();
         std::array<uint64_t, 3> totals{};
         for (int c = 0; c < kMemCategories; ++c) {
@@ -147,6 +160,13 @@ void draw_table(ViewerState& s) {
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(fmt_bytes(double(vm.run.ledger_peak[size_t(r)][size_t(c)])).c_str());
             }
+            if (pred.present) {
+                ImGui::TableNextColumn();
+                if (Mem(c) == Mem::workspace)
+                    ImGui::TextDisabled("-");
+                else
+                    ImGui::TextUnformatted(fmt_bytes(double(pred.mem[size_t(c)])).c_str());
+            }
         }
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
@@ -155,6 +175,11 @@ void draw_table(ViewerState& s) {
         ImGui::TextUnformatted(fmt_bytes(double(totals[0])).c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(fmt_bytes(double(totals[1])).c_str());
+        if (has_ledger) ImGui::TableNextColumn();
+        if (pred.present) {
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(fmt_bytes(double(pred.mem_total)).c_str());
+        }
         ImGui::EndTable();
     }
     help_marker("Live bytes per Ledger category (src/core/ledger.h): params and grads as the model reads them, "
@@ -167,7 +192,17 @@ void draw_table(ViewerState& s) {
                 "Model states per parameter (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1): bf16 2 + 2 + 12 "
                 "bytes, fp32 4 + 4 + 8. ZeRO-1 divides optim by N (the shard group), ZeRO-2 also grads, "
                 "ZeRO-3 also params.");
-    if (!vm.run.plan.is_null()) ImGui::TextDisabled("planner prediction: see the Comm summary / GBS panels");
+    if (pred.present) {
+        ImGui::TextDisabled("predicted: %s (src/plan/memory.h)", pred.layout.c_str());
+        help_marker("The planner's answer for this run (stored by `train` in the trace's otherData.prediction): "
+                    "model states by the ZeRO paper's table, counted per unit as the engine partitions them "
+                    "(sum of ceil(P_u / N)); activations by Korthikanti et al. 2022 in the engine's own layout "
+                    "(fp32, no dropout); comm = ZeRO-3's largest gathered unit or the DDP buckets. It is for the "
+                    "pipeline stage that needs the most (every rank when PP = 1). Workspace (fp32 compute "
+                    "copies, scratch) is not predicted. Formulas: docs/formulas.md.");
+    } else {
+        ImGui::TextDisabled("no prediction in this trace (written by `shardscope train --trace`)");
+    }
 }
 
 // The plot over time is painted into a texture (pixel_texture.h): one column per pixel,
@@ -272,9 +307,9 @@ void draw_memory(ViewerState& s, ImVec2 size) {
     const float table_w = std::min(avail.x * 0.42f, 420.0f);
     // top: bars | table
     ImGui::BeginGroup();
-    ImGui::TextUnformatted("per rank: now | at peak");
-    help_marker("Two bars per rank: at the amber cursor (left) and at that rank's peak (right), stacked by "
-                "category. With ZeRO-3 every rank holds 1/N of params, grads and optim, so the bottom of the "
+    ImGui::TextUnformatted(s.vm->run.predicted.present ? "per rank: now | at peak | predicted" : "per rank: now | at peak");
+    help_marker("Bars per rank: at the amber cursor (left), at that rank's peak (middle) and, see-through, "
+                "the planner's prediction (right, when the trace has one), stacked by category. With ZeRO-3 every rank holds 1/N of params, grads and optim, so the bottom of the "
                 "stack is small and equal on all ranks; what rises at the peak is acts (saved activations) "
                 "and comm (a whole layer's gathered parameters). Hover for numbers, click to pick the rank "
                 "plotted below.");

@@ -9,7 +9,11 @@
 //   panels.cpp          the header, the tabs and the overview that tiles the first four
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "imgui.h"
+#include "model/config.h"
 #include "viz/app/state.h"
 
 namespace ss::viz {
@@ -20,6 +24,11 @@ void draw_grid(ViewerState& s, ImVec2 size);
 void draw_comm(ViewerState& s, ImVec2 size);
 void draw_gbs(ViewerState& s, ImVec2 size);
 void draw_live(ViewerState& s, ImVec2 size);
+
+/// The GBS calculator's models: GPT-2's presets (model/config.h), then GPT-3's shapes (plan/models.h).
+std::vector<std::string> calculator_models();
+/// Shape of calculator_models()[@p i].
+GPT2Config calculator_model(int i);
 
 /// The whole window: header, tabs, the selected panel (or the overview's tiles).
 void draw_window(ViewerState& s);

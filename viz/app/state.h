@@ -50,6 +50,8 @@ struct CommUi {
     TraceFilter filter;          ///< rank and step (-1: all)
     TraceFilter computed_for{-2, -2};  ///< filter of `summary`
     TraceSummary summary;        ///< the filtered totals
+    TraceFilter compared_for{-2, -2};  ///< rank and step of `one_step`
+    TraceSummary one_step;       ///< one rank, one step: what the planner's prediction is for
 };
 
 /// Grid panel.

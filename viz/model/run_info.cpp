@@ -29,6 +29,34 @@ bool get(const json& j, const char* key, T& out) {
     }
 }
 
+void read_prediction(const json& p, Prediction& out) {
+    if (p.empty()) return;
+    out.present = true;
+    const json& mem = sub(p, "memory");
+    for (int c = 0; c < kMemCategories; ++c) get(mem, mem_name(Mem(c)), out.mem[size_t(c)]);
+    get(mem, "total", out.mem_total);
+    auto comm = p.find("comm");
+    if (comm != p.end() && comm->is_array()) {
+        for (const json& call : *comm) {
+            std::string payload;
+            uint64_t bytes = 0, calls = 0;
+            if (!get(call, "payload", payload) || !get(call, "bytes", bytes)) continue;
+            get(call, "calls", calls);
+            try {
+                const size_t k = size_t(parse_payload(payload));
+                out.comm_bytes[k] += bytes;
+                out.comm_calls[k] += calls;
+            } catch (const std::exception&) {  // a payload this viewer does not know: left out
+            }
+        }
+    }
+    const json& time = sub(p, "time");
+    get(time, "step_s", out.step_s);
+    get(time, "tokens_per_s", out.tokens_per_s);
+    get(sub(p, "layout"), "text", out.layout);
+    get(sub(p, "cluster"), "hw", out.hardware);
+}
+
 }  // namespace
 
 std::string RunInfo::title() const {
@@ -106,8 +134,8 @@ RunInfo read_run_info(const Trace& trace) {
     } else {
         r.missing.push_back("memory.peak_bytes_per_rank");
     }
-    auto plan = od.is_object() ? od.find("plan") : od.end();
-    if (od.is_object() && plan != od.end()) r.plan = *plan;
+    read_prediction(sub(od, "prediction"), r.predicted);
+    if (!r.predicted.present) r.missing.push_back("prediction");
     return r;
 }
 

@@ -8,7 +8,7 @@
 //     ranks   {world, dp_shard, dp_rep, zero, backend, ...}
 //     memory  {peak_bytes_per_rank: [{params, grads, ...}, ...], ...}
 //     mesh    {world, pp, dp_rep, dp_shard, sp, tp}
-//     plan    (the planner's prediction for the same run, when the run had one)
+//     prediction  the planner's answer for the same run (src/plan/report.h, plan_json)
 //
 // otherData is free-form to a reader (docs/trace-format.md): a trace from
 // Perfetto's tools, or an older one, may lack any of these, so every field
@@ -24,8 +24,23 @@
 
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
+#include "viz/model/palette.h"
 
 namespace ss::viz {
+
+/// The planner's prediction for the run (src/plan/report.h, plan_json), as `train`
+/// stores it in otherData.prediction: for global rank 0 (pipeline stage 0), one step.
+struct Prediction {
+    bool present = false;                             ///< otherData had one
+    std::array<uint64_t, kMemCategories> mem{};       ///< bytes by category at the peak (workspace: not predicted)
+    uint64_t mem_total = 0;                           ///< their sum, as the planner adds it
+    std::array<uint64_t, kPayloads> comm_bytes{};     ///< bytes per step by payload, as the trace counts them
+    std::array<uint64_t, kPayloads> comm_calls{};     ///< calls per step by payload
+    double step_s = 0;                                ///< predicted step time
+    double tokens_per_s = 0;                          ///< predicted throughput
+    std::string layout;                               ///< "TP 1 x PP 1 x SP 1 x DP 8 (8 x 1), ZeRO-3"
+    std::string hardware;                             ///< the preset the time is for ("cpu-local", ...)
+};
 
 /// What the viewer knows about the run.
 struct RunInfo {
@@ -44,7 +59,7 @@ struct RunInfo {
     /// Peak bytes per category per rank as the Ledger counted them (exact; the
     /// trace's samples are merged within 20 µs but keep the peak sample).
     std::vector<std::array<uint64_t, kMemCategories>> ledger_peak;
-    nlohmann::json plan;           ///< the planner's prediction (otherData.plan), null if none
+    Prediction predicted;          ///< the planner's prediction (otherData.prediction), if the run had one
     std::vector<std::string> missing;  ///< otherData fields not found
 
     /// "ZeRO-3 · 8 ranks (dp_shard 8) · model small · bf16" for titles.
