@@ -9,6 +9,7 @@
 //     (ZeRO-3: param blue and grad orange) and NOT those it lacks (no act green;
 //     the legend draws an absent payload as an outline, never filled);
 //   - with tensor parallelism (--tp 2) the act green appears;
+//   - live mode (--live-run) trains in the viewer's process and draws the trace it wrote;
 //   - the memory panel shows the Ledger categories' colours, the grid its tints;
 //   - a missing, truncated or too large trace gives exit code 1, the message on
 //     stderr, and a picture of the error (never a crash or a hang).
@@ -148,6 +149,21 @@ TEST_CASE("tensor parallelism shows as activation traffic (green) in the timelin
     const Image tl = load_png(png);
     require_not_blank(tl, png);
     CHECK(tl.count(payload_color(Payload::act)) > 1000);
+}
+
+TEST_CASE("live mode runs the engine in the viewer and draws the trace it wrote", "[viz][xvfb]") {
+    const std::string dir = kOut + "/live";
+    std::filesystem::remove_all(dir);
+    const std::string png = kOut + "/live.png";
+    // --live-run presses Run (tiny, 8 ranks, ZeRO-3, 2 steps); the picture waits for the run's end.
+    CliResult r = run_viz("--live-run --live-out " + dir + " --screenshot " + png + " --panel timeline --size 1400x900");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE(std::filesystem::exists(dir + "/live-1.json"));
+    const Image tl = load_png(png);
+    require_not_blank(tl, png);
+    CHECK(tl.count(payload_color(Payload::param)) > 2000);  // ZeRO-3's gathers, from the run just made
+    CHECK(tl.count(payload_color(Payload::grad)) > 2000);
 }
 
 TEST_CASE("a bad trace is an error on stderr, exit code 1, and a picture of the error", "[viz][xvfb]") {

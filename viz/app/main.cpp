@@ -2,6 +2,7 @@
 //
 //   shardscope-viz out/demo-zero3.json                       the window
 //   shardscope-viz --live                                    run the engine here (Live run tab)
+//   shardscope-viz --live-run --screenshot out.png           headless: run, then picture the run's trace
 //   shardscope-viz TRACE --screenshot out.png [--panel NAME|all] [--size 1600x1000]
 //                                                            headless: PNG, no interaction
 //   shardscope-viz TRACE --bench-frames 120                  median frame time (docs/performance.md)
@@ -43,6 +44,8 @@ struct Flags {
     uint64_t max_events = LoadLimits{}.max_events;
     int bench_frames = 0;
     std::string view = "step";
+    bool live_run = false;
+    std::string live_out = "out";
     float font_px = 16.0f;
 };
 
@@ -143,8 +146,9 @@ int run(const Flags& f) {
             s.timeline.view_set = true;
         }
     }
-    s.panel = f.live ? Panel::live : panels.front();
+    s.panel = f.live && f.screenshot.empty() ? Panel::live : panels.front();
     s.screenshot = headless;
+    s.live.out_dir = f.live_out;
 
     glfwSetErrorCallback(glfw_error);
     if (!glfwInit()) {
@@ -175,8 +179,22 @@ int run(const Flags& f) {
 
     int code = s.error.empty() ? 0 : 1;
     try {
+        if (f.live_run) live_start(s.live);  // as if Run were pressed on the Live run tab
         if (headless) {
             Offscreen target(W, H);
+            if (f.live_run) {  // the pictures are of the run's trace: draw until it has ended (2 min at most)
+                const auto t0 = std::chrono::steady_clock::now();
+                while (s.live.run && (s.live.run->running || s.live.run->finished) &&
+                       std::chrono::steady_clock::now() - t0 < std::chrono::minutes(2)) {
+                    glfwPollEvents();
+                    frame(s, win, &target);
+                    glfwWaitEventsTimeout(0.05);
+                }
+                if (!s.error.empty()) {
+                    std::fprintf(stderr, "shardscope-viz: error: %s\n", s.error.c_str());
+                    code = 1;
+                }
+            }
             if (!f.screenshot.empty()) {
                 for (Panel p : panels) {
                     s.panel = p;
@@ -250,6 +268,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"step", "all"}))
         ->capture_default_str();
     app.add_option("--font-px", f.font_px, "font size in pixels")->capture_default_str();
+    app.add_flag("--live-run", f.live_run, "press Run at start (the Live run tab's layout: tiny, 8 ranks, ZeRO-3); "
+                                           "with --screenshot, the pictures are taken when the run has ended");
+    app.add_option("--live-out", f.live_out, "folder for the live runs' traces")->capture_default_str();
     try {
         app.parse(argc, argv);
         return run(f);
