@@ -68,7 +68,11 @@ struct TraceEvent {
     std::array<uint64_t, kMemCategories> mem{};  ///< indexed by int(Mem)
 
     // -- spans (kind == span): free-form arguments --
-    nlohmann::json args = nlohmann::json::object();  ///< the span's "args"
+    /// The span's "args"; null for collectives and memory samples, so that the
+    /// thousands of samples a run records allocate nothing on the heap (an empty
+    /// JSON object would: one small block each, kept for the whole run, which
+    /// fragments the heap that tensors come and go in).
+    nlohmann::json args;
 };
 
 /// The bytes a collective moves per rank, as nccl-tests counts them:

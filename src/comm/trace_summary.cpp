@@ -45,7 +45,8 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
     std::map<int, CollectiveTotals> by_payload;
     for (const TraceEvent& ev : trace.events) {
         if (filter.rank >= 0 && ev.rank != filter.rank) continue;
-        if (filter.step >= 0 && ev.label.step != filter.step && ev.args.value("step", -1) != filter.step) continue;
+        const int span_step = ev.args.is_object() ? ev.args.value("step", -1) : -1;
+        if (filter.step >= 0 && ev.label.step != filter.step && span_step != filter.step) continue;
         if (ev.kind == TraceEvent::Kind::span) ++s.spans;
         if (ev.kind != TraceEvent::Kind::collective) continue;
         ++s.collectives;
