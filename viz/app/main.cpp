@@ -220,8 +220,10 @@ int run(const Flags& f) {
                 std::printf("bench: %s, %s events, %d ranks, panel %s, %dx%d, view %s\n", f.trace.c_str(),
                             s.vm ? std::to_string(s.vm->trace.events.size()).c_str() : "0",
                             s.vm ? s.vm->timeline.world : 0, panel_name(panels.front()), W, H, f.view.c_str());
-                std::printf("bench: %d vertices, %d draw lists\n", ImGui::GetDrawData()->TotalVtxCount,
-                            ImGui::GetDrawData()->CmdListsCount);
+                const ImDrawData* dd = ImGui::GetDrawData();
+                int calls = 0;
+                for (int i = 0; i < dd->CmdListsCount; ++i) calls += dd->CmdLists[i]->CmdBuffer.Size;
+                std::printf("bench: last frame: %d vertices, %d draw calls\n", dd->TotalVtxCount, calls);
                 std::printf("bench: load %.2f s; frame median %.1f ms (%.0f fps), p90 %.1f ms over %d frames (%s)\n",
                             s.load_seconds, median, 1000.0 / median, p90, f.bench_frames,
                             reinterpret_cast<const char*>(glGetString(GL_RENDERER)));

@@ -95,6 +95,22 @@ void span_tooltip(const TraceEvent& e) {
     ImGui::EndTooltip();
 }
 
+// The longest of "all_gather L2", "AG L2", "AG" (or a span's name) that fits in @p width pixels; "" if none.
+std::string bar_label(const TraceEvent& e, bool comm, float width) {
+    auto fits = [&](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x <= width; };
+    if (!comm) return fits(e.name) ? e.name : "";
+    static const std::pair<const char*, const char*> kShort[] = {
+        {"all_gather", "AG"}, {"reduce_scatter", "RS"}, {"all_reduce", "AR"}, {"all_to_all", "A2A"},
+        {"broadcast", "BC"},  {"barrier", "BAR"},       {"send", "send"},     {"recv", "recv"}};
+    std::string abbrev = e.name;
+    for (const auto& [op, a] : kShort)
+        if (e.name == op) abbrev = a;
+    const std::string layer = e.label.layer >= 0 ? " L" + std::to_string(e.label.layer) : "";
+    for (const std::string& t : {e.name + layer, abbrev + layer, abbrev})
+        if (fits(t)) return t;
+    return "";
+}
+
 // Row 1 and 2 of the panel: payload legend (with filters), axes, step, fit.
 void draw_controls(ViewerState& s) {
     TimelineUi& ui = s.timeline;
@@ -261,13 +277,16 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
     PixelTexture& tex = s.lane_texture;
     tex.resize(tex_w, std::max(last - first + 1, 1) * kRowsPerRank);
     const int label_every = std::max(1, int(std::ceil(font_h * 1.1f / rank_h)));
+    // Two draw-list channels, so that all lane quads (one texture) and all text (the font
+    // texture) each become one draw call: a software rasterizer pays per call too.
+    dl->ChannelsSplit(2);
     for (int r = first; r <= last; ++r) {
         const float y = lanes_y - ui.scroll_y + float(r) * rank_h;
         const RowGeom g = row_geom(y, rank_h);
         // The lane background is painted into the texture rows; only the label column gets a rect.
         const ImU32 lane_bg = r % 2 ? kLaneBgAlt : kLaneBg;
+        dl->ChannelsSetCurrent(1);
         dl->AddRectFilled(ImVec2(origin.x, y), ImVec2(lanes_x, y + rank_h), lane_bg);
-        // labels
         char label[32];
         std::snprintf(label, sizeof label, "rank %d", r);
         if (rank_h >= 2.2f * font_h) {
@@ -278,7 +297,6 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
         } else if (r % label_every == 0) {  // thin rows: every k-th rank, so labels do not overlap
             dl->AddText(ImVec2(origin.x + 4, y + (rank_h - font_h) / 2), IM_COL32(220, 220, 230, 255), label);
         }
-        dl->PushClipRect(ImVec2(lanes_x, y), ImVec2(lanes_x + lanes_w, y + rank_h), true);
         for (int comm = 0; comm < 2; ++comm) {
             const Lane& lane = m.lane(r, comm == 1);
             ui.rects.clear();
@@ -287,6 +305,7 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
             const int rows = comm ? 1 : lane.depths;
             const float row_h = comm ? g.comm_h : g.compute_h / float(lane.depths);
             const float top = comm ? g.comm_y : g.compute_y;
+            dl->ChannelsSetCurrent(0);
             for (int d = 0; d < rows; ++d) {
                 const int tex_row = (r - first) * kRowsPerRank + (comm ? kRowsPerRank - 1 : d);
                 paint_row(ui.rects, d, lanes_x, tex_w, tex.row(tex_row), lane_bg);
@@ -294,20 +313,20 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
                 dl->AddImage(tex.id(), ImVec2(lanes_x, y0), ImVec2(lanes_x + float(tex_w), y1),
                              ImVec2(0, tex.v(tex_row)), ImVec2(1, tex.v(tex_row)));
             }
-            // Names on the bars wide enough to hold one.
+            // Names on the bars wide enough to hold one (the longest form that fits, no clipping).
+            dl->ChannelsSetCurrent(1);
+            if (row_h < font_h) continue;
             for (const DrawRect& d : ui.rects) {
-                if (d.merged != 1 || d.x1 - d.x0 <= 56 || row_h < font_h) continue;
-                const float y0 = top + row_h * float(d.depth), y1 = y0 + row_h;
+                if (d.merged != 1 || d.x1 - d.x0 < 24) continue;
                 const TraceEvent& e = vm.trace.events[lane.bars[d.bar].event];
-                std::string text = e.name;
-                if (comm && e.label.layer >= 0) text += " L" + std::to_string(e.label.layer);
-                dl->PushClipRect(ImVec2(d.x0, y0), ImVec2(d.x1 - 2, y1), true);
+                const std::string text = bar_label(e, comm == 1, d.x1 - d.x0 - 6);
+                if (text.empty()) continue;
+                const float y0 = top + row_h * float(d.depth);
                 dl->AddText(ImVec2(d.x0 + 3, y0 + (row_h - font_h) / 2), IM_COL32(255, 255, 255, 235), text.c_str());
-                dl->PopClipRect();
             }
         }
-        dl->PopClipRect();
     }
+    dl->ChannelsMerge();
     tex.upload();
     dl->PushClipRect(ImVec2(lanes_x, lanes_y), ImVec2(lanes_x + lanes_w, lanes_y + lanes_h), true);
     // step boundaries, and their names where there is room for them
