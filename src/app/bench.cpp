@@ -2,7 +2,8 @@
 //
 //   shardscope bench                     small, MBS 8, one rank, one thread, vs PyTorch
 //   shardscope bench --model tiny --steps 5 --no-torch
-//   shardscope bench dp | trace | comm   the subcommands (bench.h lists their files)
+//   shardscope bench --calibrate         measure this machine for the planner (= bench calibrate)
+//   shardscope bench dp | trace | comm | layouts | calibrate | plan   the subcommands (bench.h lists their files)
 //
 // Machines here are noisy, so the figure that matters is the RATIO of this
 // engine's tokens/s to PyTorch's on the same model, batch and machine,
@@ -13,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -60,12 +62,19 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
 
 int machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+std::string load_average() {
+    std::ifstream f("/proc/loadavg");
+    std::string one, five, fifteen;
+    if (!(f >> one >> five >> fifteen)) return "?";
+    return one + " " + five + " " + fifteen;
+}
+
 namespace {
 
 struct BenchFlags {
     ModelFlags model{"small"};
     int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1;
-    bool no_torch = false;
+    bool no_torch = false, calibrate = false;
     std::string torch_script = SS_SOURCE_DIR "/bench/torch_gpt2.py";
     std::string json;
 };
@@ -125,9 +134,15 @@ void add_bench_command(CLI::App& root) {
     cmd->add_flag("--no-torch", f->no_torch, "Do not run the PyTorch comparison");
     cmd->add_option("--torch-script", f->torch_script, "The PyTorch twin")->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
+    cmd->add_flag("--calibrate", f->calibrate,
+                  "Instead: measure this machine for `plan --hw cpu-local` and write out/calibration.json "
+                  "(as `bench calibrate` with its defaults)");
     add_bench_dp_command(*cmd);
     add_bench_trace_command(*cmd);
     add_bench_comm_command(*cmd);
+    add_bench_layouts_command(*cmd);
+    add_bench_calibrate_command(*cmd);
+    add_bench_plan_command(*cmd);
     // After the subcommands: they would inherit a footer set before them.
     cmd->footer(
         "Without a subcommand: one rank of the model beside bench/torch_gpt2.py, and the ratio.\n"
@@ -135,11 +150,17 @@ void add_bench_command(CLI::App& root) {
         "  dp     DDP (naive, bucketed) and ZeRO-1/2/3 on 2 and 4 ranks against one rank, beside PyTorch DDP (gloo)\n"
         "  trace  the cost of --trace: step time with tracing off and on, alternated\n"
         "  comm   collectives of the threads backend, nccl-tests style, beside memcpy\n"
+        "  layouts    8 ranks as DP 8, DP 4 x SP 2 (Ulysses, ring), DP 4 x TP 2 (+ Megatron-SP), ZeRO 0 and 3:\n"
+        "             tokens/s and GBS side by side, beside the planner's prediction\n"
+        "  calibrate  measure this machine for `plan --hw cpu-local`, write out/calibration.json (= bench --calibrate)\n"
+        "  plan   the planner's 512-GPU search time; predicted vs measured step times of 8 layouts\n"
         "Results are medians after warm-up; compare the ratios, the machine is shared and noisy.\n"
         "docs/performance.md has the tables measured on the project's machine.");
     // A subcommand's own callback does its work; plain `bench` is the one-rank comparison.
     cmd->callback([f, cmd]() {
-        if (cmd->get_subcommands().empty()) run_bench(*f);
+        if (!cmd->get_subcommands().empty()) return;
+        if (f->calibrate) run_bench_calibrate(CalibrateOptions{});
+        else run_bench(*f);
     });
 }
 

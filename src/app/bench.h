@@ -4,6 +4,10 @@
 //   shardscope bench dp       DDP and ZeRO 1-3 on 2 and 4 ranks          bench_dp.cpp
 //   shardscope bench trace    the cost of --trace                        bench_trace.cpp
 //   shardscope bench comm     collectives, nccl-tests style              bench_comm.cpp
+//   shardscope bench layouts  DP vs DP x (TP, SP) on 8 ranks, GBS beside  bench_layouts.cpp
+//   shardscope bench calibrate  this machine for `plan --hw cpu-local`    bench_calibrate.cpp
+//                             (also `shardscope bench --calibrate`)
+//   shardscope bench plan     planner speed; predicted vs measured steps  bench_plan.cpp
 //
 // Every figure is taken after warm-up steps that are not counted, as the
 // median step of rank 0 (a step ends with a loss all_reduce, so rank 0's
@@ -47,9 +51,32 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
 /// Cores this machine offers (std::thread::hardware_concurrency, at least 1).
 int machine_cores();
 
+/// The 1-, 5- and 15-minute load averages of /proc/loadavg ("3.40 5.47 6.11"; "?" where unreadable).
+std::string load_average();
+
+/// What `bench calibrate` measures (bench_calibrate.cpp).
+struct CalibrateOptions {
+    GPT2Config model = model_preset("small");  ///< the model of the one-rank step (efficiency)
+    int mbs = 8;                               ///< its micro-batch size
+    int steps = 5;                             ///< measured steps (median)
+    int warmup = 2;                            ///< warm-up steps, not measured
+    std::string out = "out/calibration.json";  ///< where to write (what `plan --hw cpu-local` reads)
+    bool show_comm = false;                    ///< also print bench comm's all_reduce table
+};
+
+/// Measures this machine for the planner's cpu-local preset, prints each field
+/// and how it was measured, writes @p o.out and returns what it wrote.
+nlohmann::json run_bench_calibrate(const CalibrateOptions& o);
+
 /// Adds `dp` under @p bench: DDP and ZeRO scaling beside PyTorch DDP (bench_dp.cpp).
 void add_bench_dp_command(CLI::App& bench);
 /// Adds `trace` under @p bench: step time with --trace off and on (bench_trace.cpp).
 void add_bench_trace_command(CLI::App& bench);
+/// Adds `layouts` under @p bench: DP N vs DP N/2 x (SP, TP) 2, ZeRO 0 and 3 (bench_layouts.cpp).
+void add_bench_layouts_command(CLI::App& bench);
+/// Adds `calibrate` under @p bench: writes out/calibration.json (bench_calibrate.cpp).
+void add_bench_calibrate_command(CLI::App& bench);
+/// Adds `plan` under @p bench: search time and predicted vs measured step times (bench_plan.cpp).
+void add_bench_plan_command(CLI::App& bench);
 
 }  // namespace ss::app

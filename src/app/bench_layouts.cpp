@@ -1,0 +1,192 @@
+// bench_layouts.cpp — `shardscope bench layouts`: the seed question at this
+// machine's scale. On the same ranks and the same MBS per rank, what does it
+// cost in tokens/s to keep the global batch small with TP or SP instead of DP?
+//
+//   shardscope bench layouts                        small, 8 ranks, MBS 8, 3 rounds
+//   shardscope bench layouts --model tiny --steps 2 --warmup 1 --rounds 1
+//
+// Ten layouts of one world of N ranks (N = 8 by default), each with ZeRO 0 and 3:
+//
+//   DP N                          every rank its own samples          GBS = MBS x N
+//   DP N/2 x SP 2 (Ulysses)       2 ranks share a sample: all-to-all  GBS = MBS x N/2
+//   DP N/2 x SP 2 (ring)          2 ranks share a sample: K, V ring   GBS = MBS x N/2
+//   DP N/2 x TP 2                 2 ranks share a sample: Megatron    GBS = MBS x N/2
+//   DP N/2 x TP 2 + Megatron-SP   the same, all-reduce = RS + AG      GBS = MBS x N/2
+//
+// TP and SP ranks split one sample's work, so per step the world processes
+// half the tokens of DP N: GBS halves (train.h: GBS = MBS x GA x DP, and DP =
+// N / (TP x SP)). The figure is tokens/s relative to DP N at the same ZeRO
+// stage, measured side by side: what the smaller batch costs in throughput.
+//
+// Rounds, as `bench dp`: each round runs every layout once, so a slow spell of
+// the shared machine falls on all of them; a layout's figure is the median of
+// all rounds' measured steps. Beside it, the planner's prediction for the same
+// run (plan/for_run.h: --hw cpu-local, out/calibration.json when present).
+//
+// On a machine with fewer cores than ranks the ranks take turns, so absolute
+// tokens/s say little; the ratios to DP N still compare the layouts' work and
+// traffic, but not how they would overlap on N real devices.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "app/bench.h"
+#include "app/model_flags.h"
+#include "core/atomic_file.h"
+#include "core/check.h"
+#include "plan/for_run.h"
+#include "plan/plan.h"
+#include "train/train.h"
+
+namespace ss::app {
+
+namespace {
+
+struct BenchLayoutsFlags {
+    ModelFlags model{"small"};
+    int mbs = 8, seq = 0, steps = 5, warmup = 2, rounds = 3, ranks = 8;
+    std::vector<int> zero = {0, 3};
+    std::string calibration = "out/calibration.json";
+    std::string json;
+};
+
+// One layout of the world.
+struct LayoutRow {
+    std::string name;             // as printed
+    int tp = 1, sp = 1, zero = 0;
+    std::string sp_mode = "ulysses";
+    bool sequence_parallel = false;
+    int64_t gbs = 0;
+    int dp = 0;
+    std::vector<double> step_ms;   // measured steps of every round
+    std::vector<double> round_ms;  // each round's median
+    double planned_tps = 0;        // planner's tokens/s (0: no prediction)
+};
+
+void run_bench_layouts(const BenchLayoutsFlags& f) {
+    SS_CHECK(f.ranks >= 2 && f.ranks % 2 == 0,
+             "--ranks " << f.ranks << ": bench layouts splits the world into DP x 2; choose an even N >= 2");
+    SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
+    SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
+    for (int z : f.zero) SS_CHECK(z >= 0 && z <= 3, "--zero " << z << ": ZeRO stages are 0, 1, 2, 3");
+    TrainOptions base;
+    base.model = f.model.resolve();
+    base.T = f.seq;
+    base.mbs = f.mbs;
+    base.steps = f.warmup + f.steps;
+    base.blas_threads = 1;
+    base.quiet = true;
+    base.ranks = f.ranks;
+    const GPT2Config& m = base.model;
+    const int T = base.T > 0 ? base.T : m.maxT;
+    const int cores = machine_cores(), n = f.ranks, half = f.ranks / 2;
+
+    std::vector<LayoutRow> rows;
+    for (int z : f.zero) {
+        const std::string dp = "DP " + std::to_string(half) + " x ";
+        rows.push_back({"DP " + std::to_string(n), 1, 1, z, "ulysses", false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "SP 2 (Ulysses)", 1, 2, z, "ulysses", false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "SP 2 (ring)", 1, 2, z, "ring", false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "TP 2", 2, 1, z, "ulysses", false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "TP 2 + Megatron-SP", 2, 1, z, "ulysses", true, 0, 0, {}, {}, 0});
+    }
+    auto options = [&](const LayoutRow& r) {
+        TrainOptions o = base;
+        o.tp = r.tp;
+        o.sp = r.sp;
+        o.sp_mode = r.sp_mode;
+        o.sequence_parallel = r.sequence_parallel;
+        o.zero = r.zero;
+        return o;
+    };
+    for (LayoutRow& r : rows) {
+        try {
+            r.planned_tps = plan(plan_input_for(options(r), f.calibration)).time.tokens_per_s;
+        } catch (const Error&) {
+            r.planned_tps = 0;  // the planner cannot model it: the column shows "-"
+        }
+    }
+
+    std::printf("bench layouts: %d ranks (threads backend), %s (L=%d C=%d H=%d V=%d), T %d, fp32, MBS %d per rank, "
+                "1 BLAS thread per rank\n", n, m.name.c_str(), m.L, m.C, m.H, m.V, T, f.mbs);
+    std::printf("  TP and SP ranks share samples, so GBS = MBS x DP is half of DP %d's: the table shows what that "
+                "costs in tokens/s\n", n);
+    std::printf("  %d rounds, each running every layout once (%d warm-up + %d measured steps); median over all "
+                "rounds' steps\n", f.rounds, f.warmup, f.steps);
+    std::printf("  vs DP %d = tokens/s / DP %d's at the same ZeRO stage, measured side by side; planned: "
+                "`plan --hw cpu-local` for the same run (%s)\n", n, n, f.calibration.c_str());
+    if (n > cores)
+        std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns), so absolute "
+                    "tokens/s mean little; the ratios to DP %d are the figure\n", cores, n, n);
+    std::printf("  load before: %s\n", load_average().c_str());
+    std::fflush(stdout);
+
+    for (int round = 1; round <= f.rounds; ++round) {
+        for (LayoutRow& r : rows) {
+            TrainReport rep = train(options(r), nullptr);
+            std::vector<double> ms = measured_steps_ms(rep, f.warmup);
+            r.gbs = rep.gbs;
+            r.dp = rep.dp;
+            r.step_ms.insert(r.step_ms.end(), ms.begin(), ms.end());
+            r.round_ms.push_back(median(ms));
+        }
+        std::printf("  round %d/%d measured\n", round, f.rounds);
+        std::fflush(stdout);
+    }
+
+    std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
+                "vs DP", "planned t/s", "plan/meas");
+    nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
+                          {"rounds", f.rounds}, {"rows", nlohmann::json::array()}};
+    auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };
+    const LayoutRow* dp_row = nullptr;
+    for (const LayoutRow& r : rows) {
+        if (r.tp == 1 && r.sp == 1) dp_row = &r;  // rows of a ZeRO stage start with DP N
+        const double tps = tokens_per_s(r), vs = tps / tokens_per_s(*dp_row);
+        char planned[32] = "-", ratio[32] = "-";
+        if (r.planned_tps > 0) {
+            std::snprintf(planned, sizeof planned, "%.0f", r.planned_tps);
+            std::snprintf(ratio, sizeof ratio, "%.2f", r.planned_tps / tps);
+        }
+        std::printf("%-28s %4d %3d %4lld %10.1f %10.0f %7.2fx %11s %9s\n", r.name.c_str(), r.zero, r.dp,
+                    static_cast<long long>(r.gbs), median(r.step_ms), tps, vs, planned, ratio);
+        std::vector<double> round_vs;
+        for (size_t i = 0; i < r.round_ms.size(); ++i)
+            round_vs.push_back(double(r.gbs) / r.round_ms[i] / (double(dp_row->gbs) / dp_row->round_ms[i]));
+        out["rows"].push_back({{"layout", r.name}, {"tp", r.tp}, {"sp", r.sp}, {"sp_mode", r.sp_mode},
+                               {"sequence_parallel", r.sequence_parallel}, {"zero", r.zero}, {"dp", r.dp},
+                               {"gbs", r.gbs}, {"median_ms", median(r.step_ms)}, {"tokens_per_s", tps},
+                               {"vs_dp", vs}, {"round_vs_dp", round_vs}, {"round_median_ms", r.round_ms},
+                               {"planned_tokens_per_s", r.planned_tps}});
+    }
+    std::printf("  load after: %s\n", load_average().c_str());
+    std::printf("vs DP: tokens/s over DP %d's at the same ZeRO stage (the GBS column shows what TP/SP buy for it); "
+                "plan/meas: planned / measured tokens/s\n", n);
+    std::fflush(stdout);
+    if (!f.json.empty()) write_json_file(f.json, out);
+}
+
+}  // namespace
+
+void add_bench_layouts_command(CLI::App& bench) {
+    auto* cmd = bench.add_subcommand(
+        "layouts", "The same ranks as DP, DP x SP (Ulysses, ring), DP x TP (+ Megatron-SP), ZeRO 0 and 3: "
+                   "tokens/s and GBS side by side, beside the planner's prediction");
+    auto f = std::make_shared<BenchLayoutsFlags>();
+    add_model_flags(*cmd, f->model);
+    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank (the same in every layout)")->capture_default_str();
+    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
+    cmd->add_option("--steps", f->steps, "Measured steps per layout and round")->capture_default_str();
+    cmd->add_option("--warmup", f->warmup, "Warm-up steps per layout and round (not measured)")->capture_default_str();
+    cmd->add_option("--rounds", f->rounds, "Rounds; each runs every layout once")->capture_default_str();
+    cmd->add_option("--ranks", f->ranks, "World size N (even): DP N against DP N/2 x (TP or SP) 2")
+        ->capture_default_str();
+    cmd->add_option("--zero", f->zero, "ZeRO stages to run every layout with")->delimiter(',')->capture_default_str();
+    cmd->add_option("--calibration", f->calibration, "The planner's cpu-local calibration (bench calibrate)")
+        ->capture_default_str();
+    cmd->add_option("--json", f->json, "Write the results here");
+    cmd->callback([f]() { run_bench_layouts(*f); });
+}
+
+}  // namespace ss::app
