@@ -10,6 +10,7 @@
 //     the legend draws an absent payload as an outline, never filled);
 //   - with tensor parallelism (--tp 2) the act green appears;
 //   - live mode (--live-run) trains in the viewer's process and draws the trace it wrote;
+//   - a scripted mouse (--exercise) goes through hover, selection, zoom and every tab;
 //   - the memory panel shows the Ledger categories' colours, the grid its tints;
 //   - a missing, truncated or too large trace gives exit code 1, the message on
 //     stderr, and a picture of the error (never a crash or a hang).
@@ -149,6 +150,11 @@ TEST_CASE("tensor parallelism shows as activation traffic (green) in the timelin
     const Image tl = load_png(png);
     require_not_blank(tl, png);
     CHECK(tl.count(payload_color(Payload::act)) > 1000);
+    // The interactive paths (hover, pick, click-select, wheel zoom, every tab) under a scripted mouse.
+    CliResult ex = run_viz(trace + " --exercise 280 --size 1400x900");
+    INFO(ex.output);
+    CHECK(ex.code == 0);
+    CHECK_THAT(ex.output, Catch::Contains("exercise: 280 frames"));
 }
 
 TEST_CASE("live mode runs the engine in the viewer and draws the trace it wrote", "[viz][xvfb]") {

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -44,6 +45,7 @@ struct Flags {
     uint64_t max_events = LoadLimits{}.max_events;
     int bench_frames = 0;
     std::string view = "step";
+    int exercise = 0;
     bool live_run = false;
     std::string live_out = "out";
     float font_px = 16.0f;
@@ -75,9 +77,22 @@ void style() {
     st.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
 }
 
+// --exercise: a scripted mouse for frame @p i of a W x H window. It wanders over everything
+// (hover tooltips, picking), clicks now and then (selection, cursor, tabs, buttons) and turns
+// the wheel (zoom), so a headless run goes through the interactive code paths.
+void scripted_mouse(int i, float W, float H) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = ImVec2(W * (0.5f + 0.49f * std::sin(float(i) * 0.137f)),
+                         H * (0.5f + 0.49f * std::sin(float(i) * 0.091f + 1.0f)));
+    io.MouseDown[0] = i % 23 < 2;
+    io.MouseWheel = i % 31 == 0 ? 1.0f : (i % 37 == 0 ? -1.0f : 0.0f);
+    io.KeyShift = i % 97 < 10;
+}
+
 // One frame: 2. new frame, 3. panels, 4. render (1. polling is the caller's: it differs
-// between the window and headless runs). With @p target, draws into it at its size.
-void frame(ViewerState& s, GLFWwindow* win, Offscreen* target) {
+// between the window and headless runs). With @p target, draws into it at its size;
+// @p scripted >= 0 moves the mouse as scripted_mouse() says.
+void frame(ViewerState& s, GLFWwindow* win, Offscreen* target, int scripted = -1) {
     // 2. new frame
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -86,6 +101,7 @@ void frame(ViewerState& s, GLFWwindow* win, Offscreen* target) {
         io.DisplaySize = ImVec2(float(target->width()), float(target->height()));
         io.DisplayFramebufferScale = ImVec2(1, 1);
     }
+    if (scripted >= 0) scripted_mouse(scripted, io.DisplaySize.x, io.DisplaySize.y);
     ImGui::NewFrame();
 
     // 3. panels
@@ -133,7 +149,7 @@ int run(const Flags& f) {
     std::vector<Panel> panels;
     SS_CHECK(parse_panel(f.panel, panels),
              "--panel " << f.panel << ": choose overview, timeline, memory, grid, comm, gbs, live or all");
-    const bool headless = !f.screenshot.empty() || f.bench_frames > 0;
+    const bool headless = !f.screenshot.empty() || f.bench_frames > 0 || f.exercise > 0;
 
     // 0. the trace, before any window
     ViewerState s;
@@ -194,6 +210,18 @@ int run(const Flags& f) {
                     std::fprintf(stderr, "shardscope-viz: error: %s\n", s.error.c_str());
                     code = 1;
                 }
+            }
+            if (f.exercise > 0) {  // every tab in turn, with the scripted mouse
+                s.screenshot = false;
+                for (int i = 0; i < f.exercise; ++i) {
+                    if (i % std::max(1, f.exercise / int(Panel::count)) == 0) {
+                        s.panel = Panel((i / std::max(1, f.exercise / int(Panel::count))) % int(Panel::count));
+                        s.force_tab = true;
+                    }
+                    glfwPollEvents();
+                    frame(s, win, &target, i);
+                }
+                std::printf("exercise: %d frames with a scripted mouse over every tab\n", f.exercise);
             }
             if (!f.screenshot.empty()) {
                 for (Panel p : panels) {
@@ -270,6 +298,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"step", "all"}))
         ->capture_default_str();
     app.add_option("--font-px", f.font_px, "font size in pixels")->capture_default_str();
+    app.add_option("--exercise", f.exercise, "headless: N frames with a scripted mouse (hover, click, wheel) "
+                                             "over every tab, a smoke test of the interactive paths");
     app.add_flag("--live-run", f.live_run, "press Run at start (the Live run tab's layout: tiny, 8 ranks, ZeRO-3); "
                                            "with --screenshot, the pictures are taken when the run has ended");
     app.add_option("--live-out", f.live_out, "folder for the live runs' traces")->capture_default_str();
