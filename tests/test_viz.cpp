@@ -497,6 +497,11 @@ TEST_CASE("TimeView zooms about the cursor and pans by pixels", "[viz][timeline]
     v.fit(0, 1000, 0.1);
     REQUIRE(v.t0 == Approx(-100));
     REQUIRE(v.t1 == Approx(1100));
+    // Zooming stops where double precision would: at t = 1e15 µs no closer than 1e3 µs.
+    TimeView far{1e15, 1e15 + 1e6, 0, 100};
+    for (int i = 0; i < 200; ++i) far.zoom(2, 50);
+    REQUIRE(far.t1 - far.t0 >= 999.0);
+    REQUIRE(far.t1 > far.t0);
 }
 
 // ---- memory --------------------------------------------------------------------------

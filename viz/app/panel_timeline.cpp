@@ -258,7 +258,10 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
                       IM_COL32(24, 27, 33, 255));
     dl->PushClipRect(clip_a, clip_b, true);
     const double tick = tick_interval(ui.view, 90);
-    for (double t = std::ceil(ui.view.t0 / tick) * tick; t <= ui.view.t1; t += tick) {
+    const double first_tick = std::ceil(ui.view.t0 / tick);
+    for (int k = 0; k < 64; ++k) {  // counted, not t += tick: at huge t a tiny tick would not advance t
+        const double t = (first_tick + k) * tick;
+        if (t > ui.view.t1) break;
         const float x = float(ui.view.x_of(t));
         dl->AddLine(ImVec2(x, origin.y + kRulerH - 6), ImVec2(x, origin.y + kRulerH), IM_COL32(150, 150, 160, 255));
         dl->AddText(ImVec2(x + 3, origin.y + 2), IM_COL32(170, 175, 185, 255), fmt_time_us(t).c_str());

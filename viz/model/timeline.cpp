@@ -103,7 +103,8 @@ TimelineModel build_timeline(const Trace& trace) {
 
 void TimeView::zoom(double factor, double x) {
     const double t = t_of(x);
-    const double span = std::max((t1 - t0) / factor, 1e-3);  // no closer than a nanosecond
+    // No closer than a nanosecond, nor than double precision can tell times apart at t.
+    const double span = std::max({(t1 - t0) / factor, 1e-3, std::fabs(t) * 1e-12});
     const double frac = (x - x0) / width;
     t0 = t - frac * span;
     t1 = t0 + span;
