@@ -52,3 +52,14 @@ TEST_CASE("DDP, ZeRO 1-3, TP (+Megatron-SP), Ulysses and ring SP under mpirun -n
         REQUIRE(worst < 1e-5);
     }
 }
+
+TEST_CASE("bench comm --backend mpi times the mpi backend beside Open MPI's own collectives", "[mpi][bench]") {
+    CliResult r = run_shell(std::string("mpirun --allow-run-as-root --oversubscribe -np 2 ") + SS_SHARDSCOPE_EXE +
+                            " bench comm --backend mpi --ops all_reduce,all_gather --min-bytes 1024 --max-bytes 8192 "
+                            "--iters 2 --warmup 1");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("bench comm: mpi backend, 2 ranks"));
+    REQUIRE_THAT(r.output, Catch::Contains("MPI (us)"));
+    REQUIRE_THAT(r.output, Catch::Contains("all_gather"));
+}

@@ -25,9 +25,11 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "comm/comm.h"
+#include "comm/mpi_backend.h"
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
 #include "comm/trace_summary.h"
@@ -133,7 +135,12 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
     SS_CHECK(o.min_bytes >= 1 && o.max_bytes >= o.min_bytes, "bench comm: need 1 <= --min-bytes <= --max-bytes");
     const DType dt = parse_dtype(o.dtype);
     const size_t es = dtype_size(dt);
-    const int n = o.ranks;
+    SS_CHECK(o.backend == "threads" || o.backend == "mpi",
+             "bench comm: --backend " << o.backend << " is not a backend; use threads or mpi");
+    const bool mpi = o.backend == "mpi";
+    const int n = mpi ? mpi_world_size() : o.ranks;
+    std::ostringstream discard;
+    std::ostream& print = !mpi || mpi_world_rank() == 0 ? out : discard;  // under mpirun, rank 0 speaks
     for (const auto& op : o.ops)  // refuse a bad name before allocating anything
         SS_CHECK(op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "all_to_all" ||
                      op == "broadcast",
@@ -141,15 +148,17 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
                                                    "all_to_all, broadcast");
 
     const double memcpy_bw = memcpy_gbs();
+    const bool reference = mpi && dt == DType::f32;  // Open MPI's own collective beside ours
     char line[256];
     std::snprintf(line, sizeof line,
-                  "bench comm: threads backend, %d ranks, %s; median of %d calls after %d warm-up, slowest rank\n"
-                  "memcpy on this machine: %.2f GB/s (64 MiB, one thread)\n\n",
-                  n, dtype_name(dt), o.iters, o.warmup, memcpy_bw);
-    out << line;
-    std::snprintf(line, sizeof line, "%-15s %10s %11s %11s %13s %13s %9s %7s\n", "op", "size", "count", "time (us)",
-                  "algbw (GB/s)", "busbw (GB/s)", "/memcpy", "#wrong");
-    out << line;
+                  "bench comm: %s backend, %d ranks, %s; median of %d calls after %d warm-up, slowest rank\n"
+                  "memcpy on this machine: %.2f GB/s (64 MiB, one thread)\n%s\n",
+                  o.backend.c_str(), n, dtype_name(dt), o.iters, o.warmup, memcpy_bw,
+                  reference ? "MPI (us): Open MPI's own blocking collective on the same buffers, for comparison\n" : "");
+    print << line;
+    std::snprintf(line, sizeof line, "%-15s %10s %11s %11s %13s %13s %9s %7s%s\n", "op", "size", "count", "time (us)",
+                  "algbw (GB/s)", "busbw (GB/s)", "/memcpy", "#wrong", reference ? "   MPI (us)" : "");
+    print << line;
 
     size_t total_wrong = 0;
     for (const auto& op : o.ops) {
@@ -159,21 +168,50 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
         std::vector<std::vector<std::vector<double>>> times(
             sizes.size(), std::vector<std::vector<double>>(size_t(o.iters), std::vector<double>(size_t(n))));
         std::vector<std::vector<size_t>> wrong(sizes.size(), std::vector<size_t>(size_t(n)));
-        run_threads(n, [&](Comm& comm) {
+        std::vector<std::vector<double>> ref_times(sizes.size());  // [size][iter], slowest rank
+        auto body = [&](Comm& comm) {
             const size_t max_elems = size_t(o.max_bytes / double(es)) + size_t(n);
             std::vector<char> send(max_elems * es + 64), recv(max_elems * es + 64);
             for (size_t s = 0; s < sizes.size(); ++s) {
                 const size_t count = count_for(op, sizes[s], n, es);
                 wrong[s][comm.rank()] = check_once(comm, op, count, dt, send.data(), recv.data());
                 std::memset(send.data(), 0, send.size());  // zeros: repeated sums stay finite
+                std::vector<float> mine(size_t(o.iters)), ref(size_t(o.iters));
                 for (int k = 0; k < o.warmup + o.iters; ++k) {
                     comm.barrier(comm.world_group());
                     auto t0 = Clock::now();
                     call(comm, op, count, dt, send.data(), recv.data());
-                    if (k >= o.warmup) times[s][size_t(k - o.warmup)][comm.rank()] = seconds(t0);
+                    if (k >= o.warmup) mine[size_t(k - o.warmup)] = float(seconds(t0));
+                }
+                for (int k = 0; reference && k < o.warmup + o.iters; ++k) {
+                    comm.barrier(comm.world_group());
+                    double t = mpi_reference_collective(op, send.data(), recv.data(), count, dt);
+                    if (k >= o.warmup) ref[size_t(k - o.warmup)] = float(t);
+                }
+                // Every rank learns every rank's times (one process per rank under mpi).
+                std::vector<float> all(mine.size() * size_t(n)), all_ref(all.size());
+                const Label label{Payload::scalar};
+                comm.all_gather(mine.data(), all.data(), mine.size(), comm.world_group(), label);
+                comm.all_gather(ref.data(), all_ref.data(), ref.size(), comm.world_group(), label);
+                float w = float(wrong[s][comm.rank()]);
+                std::vector<float> all_wrong(static_cast<size_t>(n));
+                comm.all_gather(&w, all_wrong.data(), 1, comm.world_group(), label);
+                if (comm.rank() != 0) continue;
+                ref_times[s].assign(size_t(o.iters), 0.0);
+                for (int r = 0; r < n; ++r) {
+                    wrong[s][size_t(r)] = size_t(all_wrong[size_t(r)]);
+                    for (int k = 0; k < o.iters; ++k) {
+                        times[s][size_t(k)][size_t(r)] = all[size_t(r) * o.iters + size_t(k)];
+                        ref_times[s][size_t(k)] = std::max(ref_times[s][size_t(k)], double(all_ref[size_t(r) * o.iters + size_t(k)]));
+                    }
                 }
             }
-        }, CommOptions{o.timeout_seconds, {}});
+        };
+        if (mpi)
+            run_mpi(body, CommOptions{o.timeout_seconds, {}});
+        else
+            run_threads(n, body, CommOptions{o.timeout_seconds, {}});
+        if (mpi && mpi_world_rank() != 0) continue;  // rank 0 gathered every rank's times and reports
         for (size_t s = 0; s < sizes.size(); ++s) {
             const size_t count = count_for(op, sizes[s], n, es);
             const double bytes = double(collective_bytes(op, count, es, n));
@@ -185,12 +223,19 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
             size_t w = 0;
             for (size_t x : wrong[s]) w += x;
             total_wrong += w;
-            std::snprintf(line, sizeof line, "%-15s %10s %11zu %11.1f %13.3f %13.3f %9.2f %7zu\n", op.c_str(),
+            std::snprintf(line, sizeof line, "%-15s %10s %11zu %11.1f %13.3f %13.3f %9.2f %7zu", op.c_str(),
                           bytes_str(bytes).c_str(), count, t * 1e6, algbw, busbw, busbw / memcpy_bw, w);
-            out << line;
+            print << line;
+            if (reference) {
+                std::vector<double> r = ref_times[s];
+                std::sort(r.begin(), r.end());
+                std::snprintf(line, sizeof line, " %10.1f", r[r.size() / 2] * 1e6);
+                print << line;
+            }
+            print << "\n";
         }
     }
-    out << "\nsize: bytes per rank as nccl-tests counts them; busbw = algbw x (all_reduce 2(n-1)/n;\n"
+    print << "\nsize: bytes per rank as nccl-tests counts them; busbw = algbw x (all_reduce 2(n-1)/n;\n"
            "all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast 1); #wrong: elements not exact.\n";
     SS_CHECK(total_wrong == 0, "bench comm: " << total_wrong << " elements came out wrong (see #wrong)");
 }
@@ -198,7 +243,8 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
 void add_bench_comm_command(CLI::App& bench) {
     auto o = std::make_shared<BenchCommOptions>();
     CLI::App* cmd = bench.add_subcommand("comm", "Collectives of the threads backend, timed and checked like nccl-tests");
-    cmd->add_option("--ranks", o->ranks, "World size")->capture_default_str();
+    cmd->add_option("--backend", o->backend, "threads, or mpi (under mpirun: -np sets the ranks)")->capture_default_str();
+    cmd->add_option("--ranks", o->ranks, "World size (threads backend)")->capture_default_str();
     cmd->add_option("--ops", o->ops, "Ops to time")->delimiter(',')->capture_default_str();
     cmd->add_option("--dtype", o->dtype, "fp32 or bf16")->capture_default_str();
     cmd->add_option("--min-bytes", o->min_bytes, "Smallest size, bytes")->capture_default_str();

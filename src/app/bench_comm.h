@@ -13,7 +13,8 @@ namespace ss::app {
 
 /// What `bench comm` measures.
 struct BenchCommOptions {
-    int ranks = 2;                            ///< world size (threads backend)
+    std::string backend = "threads";          ///< threads, or mpi (run under mpirun; one process per rank)
+    int ranks = 2;                            ///< world size (threads backend; under mpi, mpirun's -np)
     std::vector<std::string> ops = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast"};
     std::string dtype = "fp32";               ///< fp32 or bf16
     double min_bytes = 1024;                  ///< smallest size (bytes as nccl-tests counts them)
@@ -24,7 +25,9 @@ struct BenchCommOptions {
 };
 
 /// Times each op at each size like nccl-tests (size, time, algbw, busbw, #wrong)
-/// and prints the table to @p out, beside this machine's memcpy bandwidth.
+/// and prints the table to @p out, beside this machine's memcpy bandwidth; with
+/// the mpi backend also beside Open MPI's own blocking collective (fp32), and
+/// only rank 0 prints.
 /// Throws ss::Error if any element came out wrong.
 void run_bench_comm(const BenchCommOptions& opts, std::ostream& out);
 

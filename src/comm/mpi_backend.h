@@ -92,6 +92,14 @@ inline std::vector<Group> mesh_groups(const ProcessMesh& mesh) {
     return out;
 }
 
+/// Open MPI's own blocking collective on MPI_COMM_WORLD, for comparison with the
+/// mpi backend (`shardscope bench comm --backend mpi`): @p op is "all_reduce"
+/// (sum), "reduce_scatter", "all_gather", "all_to_all" or "broadcast" (root 0);
+/// counts as Comm's (per rank for the three block collectives; fp32 or bf16,
+/// bf16 reductions are not offered). Collective: every process calls it.
+/// Returns this process's seconds inside the call.
+double mpi_reference_collective(const std::string& op, const void* send, void* recv, size_t count, DType dt);
+
 /// Runs @p body as this process's rank, with the mpi backend: every process of
 /// the job calls run_mpi, each with its own rank (MPI's) and the same arguments.
 ///

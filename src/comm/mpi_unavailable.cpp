@@ -25,6 +25,8 @@ void run_mpi(const std::function<void(Comm&)>&, const CommOptions&, const std::v
 
 void write_chrome_trace_mpi(const std::string&, const Tracer&, const nlohmann::json&, double) { no_mpi(); }
 
+double mpi_reference_collective(const std::string&, const void*, void*, size_t, DType) { no_mpi(); }
+
 }  // namespace ss
 
 #endif  // SHARDSCOPE_HAVE_MPI
