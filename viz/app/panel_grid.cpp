@@ -153,22 +153,31 @@ void draw_grid(ViewerState& s, ImVec2 size) {
         ImGui::RadioButton(l, &ui.color_axis, a);
     }
 
+    if (g.shard_along_x)
+        ImGui::TextDisabled("a row of ZeRO shards (dp_shard 0 .. %d)%s", sh.dp_shard - 1,
+                            sh.dp_rep > 1 || sh.pp > 1 ? "; blocks: pipeline stages across, replicas down" : "");
+    else
+        ImGui::TextDisabled("in a block: columns = %s, rows = dp_shard; blocks: pipeline stages across, replicas down",
+                            sh.sp > 1 ? "sp x tp (tp fastest)" : "tp");
     // ---- the cells ---------------------------------------------------------------------
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float line = ImGui::GetTextLineHeightWithSpacing();
-    const float table_h = line * 8.5f + 6;
+    // A small tile (the Overview) keeps the cells readable and lists the groups in one line.
+    const bool compact = avail.y < 440;
+    const float table_h = compact ? line * 2 : line * 8.5f + 6;
     const float note_h = line;
     const float area_h = std::max(avail.y - table_h - note_h, 60.0f);
     const float label_h = ImGui::GetTextLineHeight() + 2;
-    const float cell = std::clamp(std::min((avail.x - 20) / std::max(g.width, 1.0f),
+    const float cell = std::clamp(std::min((avail.x - 20 - (sh.dp_rep > 1 ? 90.0f : 0.0f)) / std::max(g.width, 1.0f),
                                            (area_h - label_h - 12) / std::max(g.height, 1.0f)),
-                                  8.0f, 56.0f);
+                                  8.0f, 88.0f);
     const ImVec2 o = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("grid_cells", ImVec2(avail.x, area_h));
     const bool hovered = ImGui::IsItemHovered();
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    const float ox = o.x + std::max(10.0f, (avail.x - g.width * cell) / 2), oy = o.y + label_h + 4;
+    const float left = sh.dp_rep > 1 ? ImGui::CalcTextSize("replica 00").x + 14 : 10.0f;  // room for "replica r"
+    const float ox = o.x + std::max(left, (avail.x - g.width * cell) / 2), oy = o.y + label_h + 4;
     // which rank is under the mouse
     int hover = -1;
     for (const GridCell& c : g.cells)
@@ -183,10 +192,15 @@ void draw_grid(ViewerState& s, ImVec2 size) {
     for (const GridBlock& b : g.blocks) {
         const ImVec2 a(ox + b.x * cell - 4, oy + b.y * cell - 4), z(ox + (b.x + b.w) * cell + 4, oy + (b.y + b.h) * cell + 4);
         dl->AddRect(a, z, IM_COL32(200, 200, 210, 120), 3);
-        if (sh.pp > 1 || sh.dp_rep > 1) {
-            char l[48];
-            std::snprintf(l, sizeof l, "pp %d  rep %d", b.pp_rank, b.dp_rep_rank);
+        // stages named above the top row of blocks, replicas left of the first column
+        char l[32];
+        if (sh.pp > 1 && b.dp_rep_rank == 0) {
+            std::snprintf(l, sizeof l, "pp stage %d", b.pp_rank);
             dl->AddText(ImVec2(a.x + 2, a.y - label_h), IM_COL32(190, 190, 200, 255), l);
+        }
+        if (sh.dp_rep > 1 && b.pp_rank == 0) {
+            std::snprintf(l, sizeof l, "replica %d", b.dp_rep_rank);
+            dl->AddText(ImVec2(a.x - 6 - ImGui::CalcTextSize(l).x, a.y + 2), IM_COL32(190, 190, 200, 255), l);
         }
     }
     // cells
@@ -214,7 +228,17 @@ void draw_grid(ViewerState& s, ImVec2 size) {
         ImGui::EndTooltip();
     }
     // ---- the focused rank's groups ---------------------------------------------------------
-    groups_table(vm, ui.focus_rank);
+    if (compact) {
+        const Mpu mpu = vm.mesh.mpu(ui.focus_rank);
+        const MeshCoord& c = mpu.coord();
+        ImGui::Text("rank %d = (pp %d, dp_rep %d, dp_shard %d, sp %d, tp %d)", ui.focus_rank, c.pp_rank, c.dp_rep_rank,
+                    c.dp_shard_rank, c.sp_rank, c.tp_rank);
+        ImGui::TextDisabled("tp %s  dp %s  (all its groups and mpu calls: the Grid tab)",
+                            ranks_str(mpu.get_tensor_model_parallel_group().ranks).c_str(),
+                            ranks_str(mpu.get_data_parallel_group().ranks).c_str());
+    } else {
+        groups_table(vm, ui.focus_rank);
+    }
     source_note("drawn by viz/app/panel_grid.cpp from viz/model/grid.cpp and src/mesh/process_mesh.h (Mpu)");
 }
 

@@ -63,14 +63,14 @@ struct GridUi {
 /// GBS calculator: its inputs beyond GbsInput.
 struct GbsUi {
     GbsInput in;                 ///< the arithmetic's inputs
-    int model = 2;               ///< index into model_preset_names() (gpt2 by default)
+    int model = 2;               ///< index into calculator_models() (gpt2 by default)
     int sp_mode = 0;             ///< 0 Ulysses, 1 ring attention
     int zero = 1;                ///< ZeRO stage
     int recompute = 0;           ///< activation recomputation: 0 none, 1 selective, 2 full
     int dtype = 1;               ///< 0 fp32, 1 bf16
     float gpu_mem_gib = 80;      ///< memory per GPU
     int seq = 1024;              ///< sequence length T
-    int hw = 0;                  ///< hardware preset index (planner)
+    int hw = 0;                  ///< index into hardware_preset_names() (src/plan/hardware.h)
 };
 
 /// Everything.
