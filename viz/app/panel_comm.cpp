@@ -116,6 +116,25 @@ void draw_measured_vs_predicted(ViewerState& s) {
             else
                 ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%", q ? 100.0 * (double(m) - double(q)) / double(q) : 100.0);
         }
+        uint64_t m_total = 0, q_total = 0;
+        for (int p = 0; p < kPayloads; ++p) {
+            m_total += measured[size_t(p)];
+            q_total += pred.comm_bytes[size_t(p)];
+        }
+        ImGui::TableNextRow();
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(60, 64, 80, 255));
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted("total");
+        ImGui::TableNextColumn();
+        ImGui::Text("%s B", fmt_int(m_total).c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%s B", fmt_int(q_total).c_str());
+        ImGui::TableNextColumn();
+        if (m_total == q_total)
+            ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
+        else
+            ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%",
+                               q_total ? 100.0 * (double(m_total) - double(q_total)) / double(q_total) : 100.0);
         ImGui::EndTable();
     }
 }
@@ -168,7 +187,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
     int predicted_rows = 0;
     for (int p = 0; p < kPayloads; ++p) predicted_rows += pred.comm_bytes[size_t(p)] > 0 ? 1 : 0;
     const float line = ImGui::GetTextLineHeightWithSpacing();
-    const float note_h = line + (pred.present ? line * float(predicted_rows + 3) : 0.0f);
+    const float note_h = line + (pred.present ? line * float(predicted_rows + 4) : 0.0f);
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollX;
