@@ -109,3 +109,97 @@ TEST_CASE("bench without a subcommand is still the one-rank run; bench comm is w
     REQUIRE(comm.code == 0);
     REQUIRE_THAT(comm.output, Contains("all_reduce"));
 }
+
+TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS halved", "[cli][bench]") {
+    const std::string json = tmp("layouts.json");
+    // No calibration file: the planner's cpu-local defaults, whatever out/ holds here.
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 2 --warmup 1 --rounds 1 --ranks 4 --calibration " +
+                                 tmp("no_such_calibration.json") + " --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("layout                       zero  DP  GBS  median ms   tokens/s    vs DP "
+                                    "planned t/s plan/meas"));
+    // A row: name, ZeRO, DP, GBS, then median ms, tokens/s, ratio with an x, the planner's tokens/s and ratio.
+    const std::string num = R"(\s+[0-9.]+)";
+    for (int z : {0, 3}) {
+        const std::string zdp = "\\s+" + std::to_string(z);
+        REQUIRE(count_lines(r.output, "DP 4" + zdp + "\\s+4\\s+32" + num + num + num + "x" + num + num) == 1);
+        for (const char* name : {"SP 2 \\(Ulysses\\)", "SP 2 \\(ring\\)", "TP 2", "TP 2 \\+ Megatron-SP"}) {
+            INFO(name << " with ZeRO " << z);
+            REQUIRE(count_lines(r.output, std::string("DP 2 x ") + name + zdp + "\\s+2\\s+16" + num + num + num +
+                                              "x" + num + num) == 1);
+        }
+    }
+    REQUIRE_THAT(r.output, Contains("load before: ") && Contains("load after: "));
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["rows"].size() == 10);
+    for (const auto& row : j["rows"]) {
+        REQUIRE(row["tokens_per_s"].get<double>() > 0);
+        REQUIRE(row["planned_tokens_per_s"].get<double>() > 0);
+    }
+    REQUIRE(j["rows"][0]["vs_dp"].get<double>() == 1.0);  // DP N against itself
+}
+
+TEST_CASE("bench layouts: an odd world cannot be split in two", "[cli][bench][errors]") {
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --ranks 3");
+    INFO(r.output);
+    REQUIRE(r.code == 1);
+    REQUIRE_THAT(r.output, Contains("--ranks 3: bench layouts splits the world into DP x 2"));
+}
+
+TEST_CASE("bench calibrate writes what plan --hw cpu-local reads", "[cli][bench]") {
+    const std::string out = tmp("calibration.json");
+    std::remove(out.c_str());
+    CliResult r = run_shardscope("bench calibrate --model tiny --steps 2 --warmup 1 --out " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("field                       value   how"));
+    nlohmann::json j = read_json(out);
+    for (const char* key : {"matmul_flops", "efficiency", "memory_bandwidth", "comm_busbw", "comm_alpha", "cores",
+                            "memory"}) {
+        INFO(key);
+        REQUIRE(j[key].get<double>() > 0);
+        REQUIRE(count_lines(r.output, std::string(key) + "\\s+[0-9.e+-]+\\s+.*") == 1);
+    }
+    REQUIRE(j["cores"].get<int>() == int(std::max(1u, std::thread::hardware_concurrency())));
+    REQUIRE(j["efficiency"].get<double>() <= 1.0);  // the planner accepts (0, 1]; a noisy sgemm must not break it
+    REQUIRE(j["cores_available"].get<double>() > 0);
+    // The planner takes it: the calibrated label and this file as the source.
+    CliResult p = run_shardscope("plan --hw cpu-local --calibration " + out + " --model tiny --gpus 2");
+    INFO(p.output);
+    REQUIRE(p.code == 0);
+    REQUIRE_THAT(p.output, Contains("calibrated"));
+}
+
+TEST_CASE("bench plan: the search's time, and predicted against measured step times", "[cli][bench]") {
+    const std::string json = tmp("plan.json");
+    CliResult r = run_shardscope("bench plan --model tiny --steps 2 --warmup 1 --rounds 1 --search-runs 1 "
+                                 "--calibration " + tmp("no_such_calibration.json") + " --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("search          median ms    evaluated        fitting   fastest layout"));
+    REQUIRE(count_lines(r.output, R"(512 GPUs\s+[0-9.]+\s+[0-9]+\s+[0-9]+\s+TP .*)") == 1);
+    REQUIRE_THAT(r.output, Contains("layout           ranks  predicted ms  measured ms    error"));
+    REQUIRE_THAT(r.output, Contains("(defaults)"));  // no calibration file: cpu-local's defaults, said so
+    const std::string nums = R"(\s+[0-9.]+\s+[0-9.]+\s+[-+][0-9]+%.*)";
+    for (const char* name : {"one rank\\s+1", "DP 2\\s+2", "ZeRO-3 x 2\\s+2", "TP 2\\s+2", "SP 2 \\(Ulysses\\)\\s+2",
+                             "SP 2 \\(ring\\)\\s+2", "DP 2 x TP 2\\s+4", "ZeRO-1 x 4\\s+4"}) {
+        INFO(name);
+        REQUIRE(count_lines(r.output, name + nums) == 1);
+    }
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["search"]["evaluated"].get<int64_t>() > 1000);
+    REQUIRE(j["layouts"].size() == 8);
+    for (const auto& row : j["layouts"]) {
+        REQUIRE(row["predicted_ms"].get<double>() > 0);
+        REQUIRE(row["measured_ms"].get<double>() > 0);
+    }
+}
+
+TEST_CASE("bench --calibrate is bench calibrate with its defaults", "[cli][bench]") {
+    CliResult r = run_shardscope("bench --help");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("--calibrate"));
+    for (const char* sub : {"layouts", "calibrate", "plan"}) REQUIRE_THAT(r.output, Contains(sub));
+}

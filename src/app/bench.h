@@ -54,6 +54,11 @@ int machine_cores();
 /// The 1-, 5- and 15-minute load averages of /proc/loadavg ("3.40 5.47 6.11"; "?" where unreadable).
 std::string load_average();
 
+/// The cores this process had while `bench calibrate` ran ("cores_available" of the
+/// calibration file @p path, rounded, at least 1), or 0 when the file or field is absent.
+/// The planner reads only "cores"; bench layouts and bench plan predict with this too.
+int calibrated_cores_available(const std::string& path);
+
 /// What `bench calibrate` measures (bench_calibrate.cpp).
 struct CalibrateOptions {
     GPT2Config model = model_preset("small");  ///< the model of the one-rank step (efficiency)

@@ -21,7 +21,8 @@
 // Rounds, as `bench dp`: each round runs every layout once, so a slow spell of
 // the shared machine falls on all of them; a layout's figure is the median of
 // all rounds' measured steps. Beside it, the planner's prediction for the same
-// run (plan/for_run.h: --hw cpu-local, out/calibration.json when present).
+// run (plan/for_run.h: --hw cpu-local, out/calibration.json when present, with
+// the cores that calibration found available to this process).
 //
 // On a machine with fewer cores than ranks the ranks take turns, so absolute
 // tokens/s say little; the ratios to DP N still compare the layouts' work and
@@ -100,9 +101,14 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         o.zero = r.zero;
         return o;
     };
+    // The planner gives each rank a core while ranks <= cores; with a calibration that found
+    // fewer available to this process (bench calibrate), predict with those (bench_plan.cpp).
+    const int avail = calibrated_cores_available(f.calibration);
     for (LayoutRow& r : rows) {
         try {
-            r.planned_tps = plan(plan_input_for(options(r), f.calibration)).time.tokens_per_s;
+            PlanInput in = plan_input_for(options(r), f.calibration);
+            if (avail > 0) in.hw.cores = avail;
+            r.planned_tps = plan(in).time.tokens_per_s;
         } catch (const Error&) {
             r.planned_tps = 0;  // the planner cannot model it: the column shows "-"
         }
@@ -115,7 +121,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::printf("  %d rounds, each running every layout once (%d warm-up + %d measured steps); median over all "
                 "rounds' steps\n", f.rounds, f.warmup, f.steps);
     std::printf("  vs DP %d = tokens/s / DP %d's at the same ZeRO stage, measured side by side; planned: "
-                "`plan --hw cpu-local` for the same run (%s)\n", n, n, f.calibration.c_str());
+                "`plan --hw cpu-local` for the same run (%s", n, n, f.calibration.c_str());
+    if (avail > 0) std::printf("; cores = %d, as many as were available while calibrating", avail);
+    std::printf(")\n");
     if (n > cores)
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns), so absolute "
                     "tokens/s mean little; the ratios to DP %d are the figure\n", cores, n, n);
@@ -138,7 +146,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
                 "vs DP", "planned t/s", "plan/meas");
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
-                          {"rounds", f.rounds}, {"rows", nlohmann::json::array()}};
+                          {"rounds", f.rounds}, {"planner_cores", avail}, {"rows", nlohmann::json::array()}};
     auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };
     const LayoutRow* dp_row = nullptr;
     for (const LayoutRow& r : rows) {
