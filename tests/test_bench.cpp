@@ -150,7 +150,7 @@ TEST_CASE("bench layouts: an odd world cannot be split in two", "[cli][bench][er
 TEST_CASE("bench calibrate writes what plan --hw cpu-local reads", "[cli][bench]") {
     const std::string out = tmp("calibration.json");
     std::remove(out.c_str());
-    CliResult r = run_shardscope("bench calibrate --model tiny --steps 2 --warmup 1 --out " + out);
+    CliResult r = run_shardscope("bench calibrate --model tiny --steps 2 --warmup 1 --rounds 1 --out " + out);
     INFO(r.output);
     REQUIRE(r.code == 0);
     REQUIRE_THAT(r.output, Contains("field                       value   how"));

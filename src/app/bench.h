@@ -65,6 +65,7 @@ struct CalibrateOptions {
     int mbs = 8;                               ///< its micro-batch size
     int steps = 5;                             ///< measured steps (median)
     int warmup = 2;                            ///< warm-up steps, not measured
+    int rounds = 3;                            ///< rounds of every measurement (peaks: best; the rest: median)
     std::string out = "out/calibration.json";  ///< where to write (what `plan --hw cpu-local` reads)
     bool show_comm = false;                    ///< also print bench comm's all_reduce table
 };

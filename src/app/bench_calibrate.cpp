@@ -22,8 +22,11 @@
 //                     cores x t(one) / t(all at once), median of 3; other work on the machine takes
 //                     its share. `bench plan` shows the prediction with it in place of `cores`.
 //
-// The medians include the machine's load at the time: calibrate on the
-// machine as loaded as it will be when the prediction is compared.
+// Each measurement runs once per round (--rounds, default 3), the rounds one after
+// another, so one slow spell does not set a whole field: peaks (sgemm, memcpy) are
+// the best over rounds, the rest medians. Those medians still include the load of
+// the minutes they ran in: calibrate on the machine as loaded as it will be when
+// the prediction is compared (and see cores_available).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cblas.h>
@@ -151,62 +154,77 @@ int calibrated_cores_available(const std::string& path) {
 }
 
 nlohmann::json run_bench_calibrate(const CalibrateOptions& o) {
-    SS_CHECK(o.steps >= 1 && o.warmup >= 0, "bench calibrate: --steps must be >= 1 and --warmup >= 0");
+    SS_CHECK(o.steps >= 1 && o.warmup >= 0 && o.rounds >= 1,
+             "bench calibrate: --steps and --rounds must be >= 1 and --warmup >= 0");
     const GPT2Config& m = o.model;
     std::printf("bench calibrate: this machine for `plan --hw cpu-local`, one thread per rank; writes %s\n",
                 o.out.c_str());
     std::printf("  load before: %s\n", load_average().c_str());
     std::fflush(stdout);
 
-    // 1. The matmul rate and the memory bandwidth of one thread.
-    const double flops = sgemm_flops(1024);
-    const double bandwidth = memcpy_bandwidth(64u << 20);
-    const double available = cores_available(machine_cores());
+    // Every measurement runs once per round, the rounds one after another, so a slow spell of
+    // the shared machine falls on one round of each and not on all of one: peaks are the best
+    // over the rounds, the rest the median.
+    double flops = 0, bandwidth = 0;
+    std::vector<double> step_ms, avail, busbw_rounds, alpha_rounds;
+    std::ostringstream comm_log;
+    TrainReport r;
+    for (int round = 0; round < o.rounds; ++round) {
+        // 1. The matmul rate and the memory bandwidth of one thread, and the cores we get.
+        flops = std::max(flops, sgemm_flops(1024));
+        bandwidth = std::max(bandwidth, memcpy_bandwidth(64u << 20));
+        avail.push_back(cores_available(machine_cores()));
 
-    // 2. One rank's training step, against its Narayanan FLOPs at that rate.
-    TrainOptions t;
-    t.model = m;
-    t.mbs = o.mbs;
-    t.steps = o.warmup + o.steps;
-    t.blas_threads = 1;
-    t.quiet = true;
-    TrainReport r = train(t, nullptr);
-    const double step_s = median(measured_steps_ms(r, o.warmup)) / 1000.0;
+        // 2. One rank's training step (its Narayanan FLOPs at the matmul rate: below).
+        TrainOptions t;
+        t.model = m;
+        t.mbs = o.mbs;
+        t.steps = o.warmup + o.steps;
+        t.blas_threads = 1;
+        t.quiet = true;
+        r = train(t, nullptr);
+        for (double ms : measured_steps_ms(r, o.warmup)) step_ms.push_back(ms);
+
+        // 3. The threads backend's all_reduce on 2 ranks (bench comm's table).
+        comm_log.str("");
+        std::vector<CommRow> ar = all_reduce_rows(2, comm_log);
+        std::vector<double> busbw;
+        for (const CommRow& c : ar)
+            if (c.bytes >= (1 << 20) && c.bytes <= (8 << 20)) busbw.push_back(c.busbw);
+        busbw_rounds.push_back(median(busbw));
+        alpha_rounds.push_back(ar.front().seconds / (2 * std::ceil(std::log2(2.0))));
+        std::printf("  round %d/%d measured\n", round + 1, o.rounds);
+        std::fflush(stdout);
+    }
+    const double step_s = median(step_ms) / 1000.0;
     const double step_flops = narayanan_flops(double(r.gbs), r.T, m.L, m.C, m.V, Recompute::none);
     // Above 1 only if the sgemm ran in a slower spell than the step; the planner accepts (0, 1].
     const double measured_efficiency = step_flops / (step_s * flops);
     const double efficiency = std::min(1.0, measured_efficiency);
-
-    // 3. The threads backend's all_reduce on 2 ranks (bench comm's table).
-    std::ostringstream comm_log;
-    std::vector<CommRow> ar = all_reduce_rows(2, comm_log);
-    std::vector<double> busbw;
-    for (const CommRow& c : ar)
-        if (c.bytes >= (1 << 20) && c.bytes <= (8 << 20)) busbw.push_back(c.busbw);
-    const double comm_busbw = median(busbw);
-    const double comm_alpha = ar.front().seconds / (2 * std::ceil(std::log2(2.0)));
+    const double comm_busbw = median(busbw_rounds), comm_alpha = median(alpha_rounds);
+    const double available = median(avail);
 
     const double ram = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
     nlohmann::json j = {{"matmul_flops", flops},       {"efficiency", efficiency}, {"memory_bandwidth", bandwidth},
                         {"comm_busbw", comm_busbw},    {"comm_alpha", comm_alpha}, {"cores", machine_cores()},
                         {"memory", ram},         {"cores_available", available}};
     std::printf("%-18s %14s   %s\n", "field", "value", "how");
-    std::printf("%-18s %14.3e   FLOP/s: 1024^3 cblas_sgemm, one thread, best of 7 (%.1f GFLOP/s)\n",
+    std::printf("%-18s %14.3e   FLOP/s: 1024^3 cblas_sgemm, one thread, best of 7 per round (%.1f GFLOP/s)\n",
                 "matmul_flops", flops, flops / 1e9);
     std::printf("%-18s %14.3f   %s step, MBS %d, T %d: %.3e FLOPs (Narayanan) in %.2f ms (median of %d)\n",
-                "efficiency", efficiency, m.name.c_str(), o.mbs, r.T, step_flops, step_s * 1e3, o.steps);
+                "efficiency", efficiency, m.name.c_str(), o.mbs, r.T, step_flops, step_s * 1e3, o.steps * o.rounds);
     if (measured_efficiency > 1)
         std::printf("%-18s %14s   measured %.3f > 1: the sgemm ran in a slower spell than the step; kept at 1 "
                     "(rerun when the machine is quieter)\n", "", "", measured_efficiency);
-    std::printf("%-18s %14.3e   bytes/s: memcpy of 64 MiB, one thread, best of 7 (%.2f GB/s)\n",
+    std::printf("%-18s %14.3e   bytes/s: memcpy of 64 MiB, one thread, best of 7 per round (%.2f GB/s)\n",
                 "memory_bandwidth", bandwidth, bandwidth / 1e9);
-    std::printf("%-18s %14.3e   bytes/s: all_reduce busbw, 2 ranks, median of 1-8 MiB (%.2f GB/s)\n", "comm_busbw",
-                comm_busbw, comm_busbw / 1e9);
-    std::printf("%-18s %14.3e   s: 1 KiB all_reduce (%.1f us) / (2 ceil(log2 2))\n", "comm_alpha", comm_alpha,
-                ar.front().seconds * 1e6);
+    std::printf("%-18s %14.3e   bytes/s: all_reduce busbw, 2 ranks, median of 1-8 MiB, median of rounds "
+                "(%.2f GB/s)\n", "comm_busbw", comm_busbw, comm_busbw / 1e9);
+    std::printf("%-18s %14.3e   s: 1 KiB all_reduce / (2 ceil(log2 2)), median of rounds\n", "comm_alpha",
+                comm_alpha);
     std::printf("%-18s %14d   std::thread::hardware_concurrency\n", "cores", machine_cores());
-    std::printf("%-18s %14.2f   cores this process got just now: %d threads of 512^3 sgemms at once vs one "
-                "(not read by the planner)\n", "cores_available", available, machine_cores());
+    std::printf("%-18s %14.2f   cores this process got just now: %d threads of 512^3 sgemms at once vs one, "
+                "median of rounds (not read by the planner)\n", "cores_available", available, machine_cores());
     std::printf("%-18s %14.3e   bytes of RAM (%.1f GB)\n", "memory", ram, ram / 1e9);
     std::printf("  load after: %s\n", load_average().c_str());
     if (o.show_comm) std::cout << "\n" << comm_log.str();
@@ -226,6 +244,8 @@ void add_bench_calibrate_command(CLI::App& bench) {
     cmd->add_option("--mbs", o->mbs, "Micro-batch size of the measured step")->capture_default_str();
     cmd->add_option("--steps", o->steps, "Measured steps of the one-rank run")->capture_default_str();
     cmd->add_option("--warmup", o->warmup, "Warm-up steps (not measured)")->capture_default_str();
+    cmd->add_option("--rounds", o->rounds, "Rounds of every measurement (peaks: best; the rest: median)")
+        ->capture_default_str();
     cmd->add_option("--out", o->out, "Where to write the calibration")->capture_default_str();
     cmd->add_flag("--show-comm", o->show_comm, "Also print bench comm's all_reduce table");
     cmd->callback([o, model]() {

@@ -178,12 +178,13 @@ void run_bench_plan(const BenchPlanFlags& f) {
         within += std::fabs(err) <= 0.25;
         within_avail += avail > 0 && std::fabs(err_avail) <= 0.25;
         char at_avail[64] = "           -        -";
-        if (avail > 0) std::snprintf(at_avail, sizeof at_avail, "%12.1f %+7.0f%%", r.predicted_avail_ms, 100 * err_avail);
+        if (avail > 0)
+            std::snprintf(at_avail, sizeof at_avail, "%12.1f %+7.0f%%", r.predicted_avail_ms, 100 * err_avail);
         std::printf("%-16s %5d %13.1f %12.1f %+7.0f%% %s%s\n", r.name.c_str(), r.ranks, r.predicted_ms, meas,
                     100 * err, at_avail, r.ranks > cores ? "  (oversubscribed)" : "");
         out["layouts"].push_back({{"layout", r.name}, {"ranks", r.ranks}, {"tp", r.tp}, {"sp", r.sp},
-                                  {"sp_mode", r.sp_mode}, {"zero", r.zero}, {"predicted_ms", r.predicted_ms}, {"predicted_at_available_cores_ms", r.predicted_avail_ms},
-                                  {"measured_ms", meas}, {"error", err}, {"step_ms", r.step_ms}});
+                                  {"sp_mode", r.sp_mode}, {"zero", r.zero}, {"predicted_ms", r.predicted_ms},
+                                  {"predicted_at_available_cores_ms", r.predicted_avail_ms}, {"measured_ms", meas}, {"error", err}, {"step_ms", r.step_ms}});
     }
     std::printf("  load after: %s\n", load_average().c_str());
     std::printf("error = (predicted - measured) / measured; %d of %zu layouts within 25%%", within, rows.size());
