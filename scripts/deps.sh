@@ -16,7 +16,10 @@ ss_install_deps() {
 }
 
 # Configure and build (Release, both cores) into build/.
+# The three parts that depend on the machine are AUTO unless the caller's
+# environment says otherwise (a build folder configured by hand keeps no stale OFF).
 ss_build() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" || return 1
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDSCOPE_VIZ="${SHARDSCOPE_VIZ:-AUTO}" \
+    -DSHARDSCOPE_MPI="${SHARDSCOPE_MPI:-AUTO}" -DSHARDSCOPE_CUDA="${SHARDSCOPE_CUDA:-AUTO}" "$@" || return 1
   cmake --build build -j"$(nproc)" || return 1
 }
