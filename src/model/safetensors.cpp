@@ -242,6 +242,9 @@ StTensor st_from_f32(const std::string& name, const Shape& shape, const std::vec
     t.dtype = dt;
     t.shape = shape;
     t.bytes.resize(v.size() * dtype_size(dt));
+    // An empty tensor (shape {0, 5}) has no bytes, and data() may then be null:
+    // memcpy with a null pointer is undefined even for 0 bytes (UBSan says so).
+    if (t.bytes.empty()) return t;
     if (dt == DType::f32) {
         std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
     } else {
@@ -261,7 +264,7 @@ StTensor st_from_i32(const std::string& name, const Shape& shape, const std::vec
     t.dtype = DType::i32;
     t.shape = shape;
     t.bytes.resize(v.size() * 4);
-    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    if (!t.bytes.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());  // see st_from_f32
     return t;
 }
 
@@ -271,7 +274,7 @@ std::vector<float> st_to_f32(const StTensor& t) {
              "safetensors tensor '" << t.name << "': byte count does not match its shape");
     std::vector<float> out(n);
     if (t.dtype == DType::f32) {
-        std::memcpy(out.data(), t.bytes.data(), n * 4);
+        if (n) std::memcpy(out.data(), t.bytes.data(), n * 4);  // no null pointers, as in st_from_f32
     } else if (t.dtype == DType::bf16) {
         for (size_t i = 0; i < n; ++i) {
             uint16_t h;
@@ -291,7 +294,7 @@ std::vector<int32_t> st_to_i32(const StTensor& t) {
     size_t n = size_t(numel(t.shape));
     SS_CHECK(t.bytes.size() == n * 4, "safetensors tensor '" << t.name << "': byte count does not match its shape");
     std::vector<int32_t> out(n);
-    std::memcpy(out.data(), t.bytes.data(), n * 4);
+    if (n) std::memcpy(out.data(), t.bytes.data(), n * 4);  // no null pointers, as in st_from_f32
     return out;
 }
 

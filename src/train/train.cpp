@@ -112,8 +112,9 @@ static void check_options(const TrainOptions& o, int T) {
 
 namespace {
 
-// What every rank of a run shares (read-only while the ranks run, except the
-// slots each rank fills for itself).
+// What every rank of a run shares: read-only while the ranks run, except the
+// report and rank_peak, which rank 0 alone fills (the threads backend's ranks
+// are threads sharing this struct; a second writer would be a data race).
 struct Shared {
     const TrainOptions* opts;
     const std::vector<uint16_t>* tokens;
@@ -237,12 +238,12 @@ void rank_main(Comm& comm, Shared& sh) {
         mine[2 * c + 1] = int32_t(ledger.peak(Mem(c)) >> 31);
     }
     comm.all_gather(mine.data(), all.data(), mine.size(), DType::i32, comm.world_group(), Label{});
-    for (int rk = 0; rk < comm.world_size(); ++rk)
-        for (int c = 0; c < kMemCategories; ++c) {
-            const int32_t* v = &all[size_t(rk * 2 * kMemCategories + 2 * c)];
-            sh.rank_peak[size_t(rk)][c] = size_t(uint32_t(v[0])) | (size_t(uint32_t(v[1])) << 31);
-        }
-    if (rank0) {
+    if (rank0) {  // rank 0 fills the report; the threads backend's ranks share one (ThreadSanitizer)
+        for (int rk = 0; rk < comm.world_size(); ++rk)
+            for (int c = 0; c < kMemCategories; ++c) {
+                const int32_t* v = &all[size_t(rk * 2 * kMemCategories + 2 * c)];
+                sh.rank_peak[size_t(rk)][c] = size_t(uint32_t(v[0])) | (size_t(uint32_t(v[1])) << 31);
+            }
         for (int c = 0; c < kMemCategories; ++c) {
             r.live[c] = ledger.live(Mem(c));
             r.peak[c] = ledger.peak(Mem(c));
