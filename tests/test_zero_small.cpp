@@ -32,6 +32,7 @@ TEST_CASE("DDP, bucketed DDP and ZeRO 1-3 equal one rank on `small` (10 steps)",
         par.bucket_mb = c.bucket_mb;
         par.save = std::string(SS_BINARY_DIR) + "/test_zero_small_par.safetensors";
         INFO("ZeRO-" << c.zero << " " << c.dp_shard << "x" << c.dp_rep << " bucket " << c.bucket_mb);
-        require_same_training(par, one);
+        REQUIRE(par.mbs * par.ranks == one.mbs);  // the same global batch, split over the ranks
+        require_same_training(par, one);          // losses, final parameters (equivalence.h)
     }
 }
