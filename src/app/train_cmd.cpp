@@ -56,6 +56,17 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--replica-sync-every", opts->replica_sync_every,
                     "K > 1: replicas skip the gradient all-reduce and average parameters every K steps (local SGD)")
         ->capture_default_str();
+    cmd->add_option("--pp", opts->pp, "Pipeline stages: ranks that each hold a slice of the layers")
+        ->capture_default_str();
+    cmd->add_option("--pp-split", opts->pp_split, "Blocks per (virtual) stage, e.g. 3,3,2 (default: an even split)")
+        ->delimiter(',');
+    cmd->add_option("--schedule", opts->schedule, "Pipeline schedule: gpipe, 1f1b or interleaved")
+        ->capture_default_str();
+    cmd->add_option("--pp-virtual", opts->pp_virtual, "Model chunks per pipeline rank (--schedule interleaved)")
+        ->capture_default_str();
+    cmd->add_option("--recompute", opts->recompute,
+                    "Activation recompute: none, selective (attention core) or full (each block from its input)")
+        ->capture_default_str();
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();
         opts->dtype = parse_dtype(*dtype);

@@ -43,6 +43,10 @@ Phase parse_phase(const std::string& s) {
     SS_FAIL("unknown phase \"" << s << "\"; expected one of fwd, bwd, step, none");
 }
 
+int p2p_key(const Label& label) {
+    return (int(label.payload) & 0x7) | (((label.microbatch + 1) & 0x3ff) << 3) | (((label.layer + 1) & 0x7f) << 13);
+}
+
 std::string label_str(const Label& label) {
     std::ostringstream os;
     os << payload_name(label.payload);

@@ -52,6 +52,15 @@ Payload parse_payload(const std::string& s);
 /// Inverse of phase_name (throws ss::Error listing the accepted names).
 Phase parse_phase(const std::string& s);
 
+/// What a recv matches a send on besides the two ranks: the label's payload,
+/// micro-batch and layer, packed into 20 bits (micro-batch mod 1024, layer mod
+/// 128). Messages from one rank to another with the same key arrive in the
+/// order they were sent; different keys may be received in any order. This is
+/// what lets a pipeline stage take "the activation of micro-batch 3" and "the
+/// gradient of micro-batch 1" from the same neighbour in the order its
+/// schedule says, whatever order they were sent in.
+int p2p_key(const Label& label);
+
 /// The label as people read it: "grad, step 3, microbatch 1, layer 2, bwd"
 /// (fields that are -1 or none are left out).
 std::string label_str(const Label& label);

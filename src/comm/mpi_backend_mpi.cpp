@@ -27,8 +27,11 @@ using mpi::WaitInfo;
 
 namespace {
 
-// send / recv tags: the sender's dtype rides in the tag, so recv can check it.
+// send / recv tags: the label's p2p_key (what recv matches on) and the
+// sender's dtype ride in the tag, so recv can check the dtype.
 constexpr int kSendTagBase = 100;
+constexpr int kDTypes = 3;  // f32, bf16, i32
+int p2p_tag(const Label& label, DType dt) { return kSendTagBase + int(dt) + kDTypes * p2p_key(label); }
 
 // FNV-1a over the rank lists: equal on every rank iff they prepare the same groups.
 uint64_t hash_groups(const std::vector<Group>& groups) {
@@ -334,7 +337,16 @@ void MpiBackend::send(const void* buf, size_t count, DType dt, int peer, const s
     s.label = label;
     s.count = count;
     s.dt = dt;
-    SS_MPI_CHECK(MPI_Isend(s.data.data(), int(count), mpi::datatype(dt), peer, kSendTagBase + int(dt), m.p2p, &s.req));
+    const int tag = p2p_tag(label, dt);
+    if (m.tag_ub < 0) {  // the largest tag this MPI allows (at least 32767 by the standard)
+        int* ub = nullptr;
+        int flag = 0;
+        SS_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
+        m.tag_ub = flag && ub ? *ub : 32767;
+    }
+    SS_CHECK(tag <= m.tag_ub, "send to rank " << peer << ": message tag " << tag << " (" << label_str(label)
+                                              << ") is above this MPI's MPI_TAG_UB " << m.tag_ub);
+    SS_MPI_CHECK(MPI_Isend(s.data.data(), int(count), mpi::datatype(dt), peer, tag, m.p2p, &s.req));
 }
 
 void MpiBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis, const Label& label) {
@@ -349,14 +361,18 @@ void MpiBackend::recv(void* buf, size_t count, DType dt, int peer, const std::st
     // Probe first: the message's size and type (in its tag) are checked before it is received.
     MPI_Message msg;
     MPI_Status st;
+    // A message with my label's key, in whichever dtype it was sent.
     m.watch->wait([&] {
-        int found = 0;
-        SS_MPI_CHECK(MPI_Improbe(peer, MPI_ANY_TAG, m.p2p, &found, &msg, &st));
-        return found != 0;
+        for (int d = 0; d < kDTypes; ++d) {
+            int found = 0;
+            SS_MPI_CHECK(MPI_Improbe(peer, p2p_tag(label, DType(d)), m.p2p, &found, &msg, &st));
+            if (found) return true;
+        }
+        return false;
     }, info);
     int bytes = 0;
     SS_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
-    const DType sent_dt = DType(st.MPI_TAG - kSendTagBase);
+    const DType sent_dt = DType((st.MPI_TAG - kSendTagBase) % kDTypes);
     const size_t sent_count = size_t(bytes) / dtype_size(sent_dt);
     if (sent_dt != dt || sent_count != count) {
         std::vector<char> sink(size_t(bytes) + 1);  // take it off the wire before reporting

@@ -163,6 +163,7 @@ struct MpiBackend::Impl {
     int rank = 0;   ///< rank in MPI_COMM_WORLD
     int world = 1;  ///< size of MPI_COMM_WORLD
     MPI_Comm p2p = MPI_COMM_NULL;  ///< a dup of the world: send / recv, and prepare's check and splits
+    int tag_ub = -1;               ///< MPI_TAG_UB, read at the first send (-1: not yet)
     MPI_Comm ctl = MPI_COMM_NULL;  ///< a dup of the world: the Watch's side channel
     std::unique_ptr<mpi::Watch> watch;  ///< waits with a deadline
 

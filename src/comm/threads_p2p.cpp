@@ -2,8 +2,9 @@
 //
 // Each rank has an inbox (threads_world.h). send copies the data into a
 // message and appends it to the receiver's inbox, so it never waits; recv
-// takes the oldest message from that sender, waiting for it with the same
-// timeout and failure reports as the collectives.
+// takes the oldest message from that sender with the same key (p2p_key:
+// payload, micro-batch, layer), waiting for it with the same timeout and
+// failure reports as the collectives.
 #include <cstring>
 #include <sstream>
 
@@ -38,9 +39,10 @@ void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std
     if (world_.failed()) stop(what);
     threads::Inbox& box = world_.inbox(rank_);
     std::unique_lock<std::mutex> lock(box.mu);
+    const int key = p2p_key(label);
     auto find = [&] {
         for (auto it = box.messages.begin(); it != box.messages.end(); ++it)
-            if (it->src == peer) return it;  // the oldest from that sender
+            if (it->src == peer && p2p_key(it->label) == key) return it;  // the oldest from that sender, that key
         return box.messages.end();
     };
     auto it = find();

@@ -106,11 +106,19 @@ void GPT2::load_compute_params() {
 
 std::vector<Unit> make_units(const ParamLayout& lay) {
     std::vector<Unit> units;
-    const int L = int((lay.specs.size() - 4) / kBlockParams);
-    units.push_back({0, lay.wpe().offset + lay.wpe().numel});
-    for (int l = 0; l < L; ++l)
-        units.push_back({lay.block(l, kLn1W).offset, lay.block(l, kFcProjB).offset + lay.block(l, kFcProjB).numel});
-    units.push_back({lay.lnf_w().offset, lay.total});
+    const ModelPart& part = lay.part;
+    const bool whole = part.embedding && part.head && part.first == 0 &&
+                       lay.specs.size() == size_t(part.count) * kBlockParams + 4;  // every block
+    auto spec_end = [](const ParamSpec& s) { return s.offset + s.numel; };
+    if (whole) {
+        units.push_back({0, spec_end(lay.wpe()), -1});  // wte + wpe: one unit, as FSDP wraps the root
+    } else {
+        if (lay.has_wte()) units.push_back({lay.wte().offset, spec_end(lay.wte()), -1});
+        if (part.embedding) units.push_back({lay.wpe().offset, spec_end(lay.wpe()), -1});
+    }
+    for (int l = part.first; l < part.first + part.count; ++l)
+        units.push_back({lay.block(l, kLn1W).offset, spec_end(lay.block(l, kFcProjB)), l});
+    if (part.head) units.push_back({lay.lnf_w().offset, lay.total, part.first + part.count});
     return units;
 }
 
@@ -125,66 +133,149 @@ BlockPtrs<F> unit_block(const ParamLayout& lay, F* base, const Unit& u, int l) {
     return BlockPtrs<F>{p(kLn1W), p(kLn1B), p(kAttnW), p(kAttnB), p(kAttnProjW), p(kAttnProjB),
                         p(kLn2W), p(kLn2B), p(kFcW),   p(kFcB),   p(kFcProjW),   p(kFcProjB)};
 }
+
+// Which unit holds what, for one layout (-1: not held).
+struct UnitMap {
+    std::vector<Unit> units;
+    int wte = -1, wpe = -1, lnf = -1;
+    int first_block = 0;  // unit of block part.first
+    explicit UnitMap(const ParamLayout& lay) : units(make_units(lay)) {
+        auto holding = [&](const ParamSpec& s) {
+            for (size_t u = 0; u < units.size(); ++u)
+                if (units[u].begin <= s.offset && s.offset < units[u].end) return int(u);
+            return -1;
+        };
+        if (lay.has_wte()) wte = holding(lay.wte());
+        if (lay.part.embedding) wpe = holding(lay.wpe());
+        if (lay.part.head) lnf = holding(lay.lnf_w());
+        first_block = lay.part.embedding ? wpe + 1 : lay.has_wte() ? wte + 1 : 0;
+    }
+    int block(const ParamLayout& lay, int l) const { return first_block + (l - lay.part.first); }
+};
+
+// Full recompute: of a block's saved activations keep only its output (the next block's input).
+void keep_only_output(BlockActs& ba) {
+    Tensor out = std::move(ba.x_out);
+    ba = BlockActs{};
+    ba.x_out = std::move(out);
+}
 }  // namespace
 
-float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
-                   const int* tokens, const int* targets, int B, int T, Activations& a, Ledger& ledger) {
-    SS_CHECK(T * mp.sp.size() <= cfg.maxT, "sequence length T=" << T * mp.sp.size() << " is longer than the positional table (maxT=" << cfg.maxT
+const float* part_output(const Activations& a) {
+    return a.blocks.empty() ? a.encoded.f32() : a.blocks.back().x_out.f32();
+}
+
+float part_forward(const PartPass& p, const int* tokens, const int* targets, const float* x_in, int B, int T,
+                   Activations& a) {
+    const GPT2Config& cfg = p.cfg;
+    const ParamLayout& lay = p.lay;
+    UnitHooks& hooks = p.hooks;
+    SS_CHECK(T * p.mp.sp.size() <= cfg.maxT, "sequence length T=" << T * p.mp.sp.size() << " is longer than the positional table (maxT=" << cfg.maxT
                                                  << "); use --seq " << cfg.maxT
                                                  << " or less, or a model with a larger --max-seq");
-    const std::vector<Unit> units = make_units(lay);
-    const int L = cfg.L, C = cfg.C;
+    const UnitMap um(lay);
+    const std::vector<Unit>& units = um.units;
+    const int C = cfg.C;
     a.clear();
     a.B = B;
     a.T = T;
+    a.recompute = p.recompute;
     // Megatron-SP: the residual stream holds T/t tokens of each sequence per TP rank.
-    a.Tl = mp.tp.sequence_parallel() ? T / mp.tp.size() : T;
-    const float* emb = hooks.params(0, false);  // kept until the tied head has used wte
-    encoder_stage_forward(a, at(emb, units[0], lay.wte()), at(emb, units[0], lay.wpe()), tokens, C, cfg.V, mp, ledger);
-    a.blocks.resize(L);
-    const float* x = a.encoded.f32();
-    for (int l = 0; l < L; ++l) {
-        const float* p = hooks.params(1 + l, false);
-        block_forward(a.blocks[l], unit_block(lay, p, units[1 + l], l), x, B, a.Tl, C, cfg.H, l, mp, ledger);
-        hooks.release(1 + l, false);
-        x = a.blocks[l].x_out.f32();
+    a.Tl = p.mp.tp.sequence_parallel() ? T / p.mp.tp.size() : T;
+    const float* emb = nullptr;  // wte's unit, kept until the tied head has used it
+    if (lay.part.embedding) {
+        emb = hooks.params(um.wte, false);
+        const float* pos = um.wpe == um.wte ? emb : hooks.params(um.wpe, false);
+        encoder_stage_forward(a, at(emb, units[um.wte], lay.wte()), at(pos, units[um.wpe], lay.wpe()), tokens, C,
+                              cfg.V, p.mp, p.ledger);
+        if (um.wpe != um.wte) hooks.release(um.wpe, false);
+    } else {  // a later pipeline stage: the previous stage's output is my input, saved for backward
+        a.encoded = Tensor(p.ledger, Mem::acts, {B, a.Tl, C}, DType::f32, false);
+        std::memcpy(a.encoded.f32(), x_in, sizeof(float) * size_t(a.encoded.numel()));
     }
-    const float* head = hooks.params(L + 1, false);
-    float loss = head_forward(a, x, at(head, units[L + 1], lay.lnf_w()), at(head, units[L + 1], lay.lnf_b()),
-                              at(emb, units[0], lay.wte()), targets, C, cfg.V, mp, ledger);
-    hooks.release(L + 1, false);
-    hooks.release(0, false);
+    a.blocks.resize(size_t(lay.part.count));
+    const float* x = a.encoded.f32();
+    for (int i = 0; i < lay.part.count; ++i) {
+        const int l = lay.part.first + i, u = um.block(lay, l);
+        const float* w = hooks.params(u, false);
+        block_forward(a.blocks[i], unit_block(lay, w, units[u], l), x, B, a.Tl, C, cfg.H, l, p.mp, p.ledger);
+        hooks.release(u, false);
+        if (p.recompute == Recompute::selective && !p.mp.sp.ring()) a.blocks[i].att.reset();  // the as^2 term
+        if (p.recompute == Recompute::full) keep_only_output(a.blocks[i]);
+        x = a.blocks[i].x_out.f32();
+    }
+    float loss = 0.0f;
+    if (lay.part.head) {
+        if (!emb) emb = hooks.params(um.wte, false);
+        const float* head = hooks.params(um.lnf, false);
+        loss = head_forward(a, x, at(head, units[um.lnf], lay.lnf_w()), at(head, units[um.lnf], lay.lnf_b()),
+                            at(emb, units[um.wte], lay.wte()), targets, C, cfg.V, p.mp, p.ledger);
+        hooks.release(um.lnf, false);
+    }
+    if (emb) hooks.release(um.wte, false);
     return loss;
 }
 
-void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
-                   const int* tokens, const int* targets, const Activations& a, float dloss, Ledger& ledger) {
-    const std::vector<Unit> units = make_units(lay);
-    const int L = cfg.L, C = cfg.C, B = a.B, T = a.T;
-    auto x_in = [&](int l) { return l == 0 ? a.encoded.f32() : a.blocks[l - 1].x_out.f32(); };
-    Tensor dx(ledger, Mem::workspace, {B, a.Tl, C});
+void part_backward(const PartPass& p, const int* tokens, const int* targets, const Activations& a, float dloss,
+                   const float* dy, float* dx_in) {
+    const GPT2Config& cfg = p.cfg;
+    const ParamLayout& lay = p.lay;
+    UnitHooks& hooks = p.hooks;
+    const UnitMap um(lay);
+    const std::vector<Unit>& units = um.units;
+    const int C = cfg.C, B = a.B, T = a.T, n = lay.part.count;
+    auto x_in = [&](int i) { return i == 0 ? a.encoded.f32() : a.blocks[size_t(i - 1)].x_out.f32(); };
+    Tensor dx(p.ledger, Mem::workspace, {B, a.Tl, C});
 
-    const float* emb = hooks.params(0, true);
-    const float* head = hooks.params(L + 1, true);
-    float* gemb = hooks.grads(0);
-    float* ghead = hooks.grads(L + 1);
-    head_backward(dx.f32(), at(ghead, units[L + 1], lay.lnf_w()), at(ghead, units[L + 1], lay.lnf_b()),
-                  at(gemb, units[0], lay.wte()), a, x_in(L), at(head, units[L + 1], lay.lnf_w()),
-                  at(emb, units[0], lay.wte()), targets, dloss, C, cfg.V, mp, ledger);
-    hooks.release(L + 1, true);
-    hooks.grads_ready(L + 1);
-    for (int l = L - 1; l >= 0; --l) {
-        const float* p = hooks.params(1 + l, true);
-        BlockGrads g = unit_block(lay, hooks.grads(1 + l), units[1 + l], l);
-        block_backward(dx.f32(), g, a.blocks[l], unit_block(lay, p, units[1 + l], l), x_in(l), B, a.Tl, C, cfg.H, l,
-                       mp, ledger);
-        hooks.release(1 + l, true);
-        hooks.grads_ready(1 + l);
+    const float* emb = nullptr;
+    float* gemb = nullptr;
+    if (lay.part.head) {
+        emb = hooks.params(um.wte, true);
+        const float* head = hooks.params(um.lnf, true);
+        gemb = hooks.grads(um.wte);
+        float* ghead = hooks.grads(um.lnf);
+        head_backward(dx.f32(), at(ghead, units[um.lnf], lay.lnf_w()), at(ghead, units[um.lnf], lay.lnf_b()),
+                      at(gemb, units[um.wte], lay.wte()), a, x_in(n), at(head, units[um.lnf], lay.lnf_w()),
+                      at(emb, units[um.wte], lay.wte()), targets, dloss, C, cfg.V, p.mp, p.ledger);
+        hooks.release(um.lnf, true);
+        hooks.grads_ready(um.lnf);
+    } else {
+        std::memcpy(dx.f32(), dy, sizeof(float) * size_t(dx.numel()));
     }
-    encoder_stage_backward(at(gemb, units[0], lay.wte()), at(gemb, units[0], lay.wpe()), dx.f32(), tokens, B, T, C,
-                           cfg.V, mp);
-    hooks.release(0, true);
-    hooks.grads_ready(0);
+    for (int i = n - 1; i >= 0; --i) {
+        const int l = lay.part.first + i, u = um.block(lay, l);
+        const float* w = hooks.params(u, true);
+        const BlockWeights bw = unit_block(lay, w, units[u], l);
+        BlockGrads g = unit_block(lay, hooks.grads(u), units[u], l);
+        BlockActs redone;  // full recompute: the block's forward again, from its saved input
+        if (a.recompute == Recompute::full)
+            block_forward(redone, bw, x_in(i), B, a.Tl, C, cfg.H, l, p.mp, p.ledger);
+        const BlockActs& ba = a.recompute == Recompute::full ? redone : a.blocks[size_t(i)];
+        block_backward(dx.f32(), g, ba, bw, x_in(i), B, a.Tl, C, cfg.H, l, p.mp, p.ledger);
+        hooks.release(u, true);
+        hooks.grads_ready(u);
+    }
+    if (lay.part.embedding) {
+        if (!gemb) gemb = hooks.grads(um.wte);
+        float* gpos = um.wpe == um.wte ? gemb : hooks.grads(um.wpe);
+        encoder_stage_backward(at(gemb, units[um.wte], lay.wte()), at(gpos, units[um.wpe], lay.wpe()), dx.f32(),
+                               tokens, B, T, C, cfg.V, p.mp);
+        if (um.wpe != um.wte) hooks.grads_ready(um.wpe);
+    } else {
+        std::memcpy(dx_in, dx.f32(), sizeof(float) * size_t(dx.numel()));
+    }
+    if (emb) hooks.release(um.wte, true);
+    if (gemb) hooks.grads_ready(um.wte);
+}
+
+float gpt2_forward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
+                   const int* tokens, const int* targets, int B, int T, Activations& a, Ledger& ledger) {
+    return part_forward(PartPass{cfg, lay, hooks, mp, ledger}, tokens, targets, nullptr, B, T, a);
+}
+
+void gpt2_backward(const GPT2Config& cfg, const ParamLayout& lay, UnitHooks& hooks, const ModelParallel& mp,
+                   const int* tokens, const int* targets, const Activations& acts, float dloss, Ledger& ledger) {
+    part_backward(PartPass{cfg, lay, hooks, mp, ledger}, tokens, targets, acts, dloss, nullptr, nullptr);
 }
 
 // The plain model's hooks: slices of its own full buffers, nothing to do on release.

@@ -19,6 +19,7 @@
 #include "core/tensor.h"
 #include "model/config.h"
 #include "model/params.h"
+#include "model/recompute.h"
 
 namespace ss {
 
@@ -64,12 +65,14 @@ struct BlockActs {
 };
 
 /// Everything a forward pass of B x T tokens saves for backward (Mem::acts).
+/// On a pipeline stage: what that stage saves for one micro-batch.
 struct Activations {
     int B = 0;                       ///< batch size (sequences)
     int T = 0;                       ///< tokens of each sequence this rank computes the loss for
     int Tl = 0;                      ///< tokens of each sequence in this rank's residual stream (T/t under Megatron-SP)
-    Tensor encoded;                  ///< [B,Tl,C] x before block 0
-    std::vector<BlockActs> blocks;   ///< [L] what each block saved
+    Recompute recompute = Recompute::none;  ///< what the forward dropped for backward to recompute
+    Tensor encoded;                  ///< [B,Tl,C] x before the first block held (a later stage: the received input)
+    std::vector<BlockActs> blocks;   ///< what each block held saved (full recompute: x_out only)
     Tensor lnf;                      ///< [B,T,C] ln_f output (head input)
     Tensor lnf_mean;                 ///< [B,T] ln_f mean of each row
     Tensor lnf_rstd;                 ///< [B,T] ln_f 1/sqrt(var + eps) of each row
@@ -186,13 +189,17 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
                             const ModelParallel& mp);
 
-/// The units a pass walks through, in flat-buffer order: unit 0 = embeddings
-/// (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f. Each unit is one
-/// contiguous range of the flat buffer, so a strategy can gather, shard or
-/// reduce a unit as one piece (FSDP calls them "units", DeepSpeed "modules").
+/// The units a pass walks through, in flat-buffer order: for the whole model
+/// unit 0 = embeddings (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f.
+/// Each unit is one contiguous range of the flat buffer, so a strategy can
+/// gather, shard or reduce a unit as one piece (FSDP calls them "units",
+/// DeepSpeed "modules"). A pipeline stage's layout has the units of what it
+/// holds, and there wte is a unit of its own: the first and the last stage
+/// then shard it identically, and sum its gradients shard by shard.
 struct Unit {
     int64_t begin = 0;  ///< first flat element
     int64_t end = 0;    ///< one past the last
+    int layer = -1;     ///< -1 for embeddings, l for block l, L for ln_f (trace labels)
     /// Elements in the unit.
     int64_t size() const { return end - begin; }
 };
@@ -204,6 +211,11 @@ std::vector<Unit> make_units(const ParamLayout& lay);
 /// gradients: the seam between the model and a data-parallel strategy.
 ///
 /// Every pointer is UNIT-LOCAL: element 0 is the unit's first flat element.
+/// The orders below are the whole model's; a pipeline stage walks the same
+/// order over the units it holds (a first stage takes no parameters in
+/// backward: the embedding's backward needs none; a last stage takes wte at
+/// the head, and completes its gradients at the end, so units always
+/// complete from the end of the flat buffer towards its start).
 /// A plain model hands out slices of its full buffers; ZeRO-3 gathers a unit's
 /// parameters from the shards just before use and frees them after; ZeRO-2/3
 /// hand out a temporary gradient buffer and reduce-scatter it once the unit's
@@ -228,6 +240,33 @@ public:
     /// Unit @p u's gradients for this micro-batch are complete.
     virtual void grads_ready(int u) = 0;
 };
+
+/// One pass over the part of the model a layout holds (all of it, or one
+/// pipeline stage): where the parameters come from and what the pass may
+/// recompute.
+struct PartPass {
+    const GPT2Config& cfg;    ///< the model's dimensions
+    const ParamLayout& lay;   ///< this rank's layout (TP slice, pipeline stage)
+    UnitHooks& hooks;         ///< where parameters come from and gradients go
+    const ModelParallel& mp;  ///< tensor and sequence parallelism (or none)
+    Ledger& ledger;           ///< this rank's memory book
+    Recompute recompute = Recompute::none;  ///< what forward drops and backward recomputes
+};
+
+/// Forward of the blocks @p p.lay holds for one micro-batch. The first stage
+/// embeds @p tokens; a later stage starts from @p x_in [B, Tl, C] (copied into
+/// acts.encoded). The last stage returns the mean loss over @p targets; other
+/// stages return 0 and leave their output in part_output(acts).
+float part_forward(const PartPass& p, const int* tokens, const int* targets, const float* x_in, int B, int T,
+                   Activations& acts);
+/// The output [B, Tl, C] of a stage that is not the last (the next stage's input).
+const float* part_output(const Activations& acts);
+/// Backward of part_forward. The last stage starts from the loss (d/d(token
+/// loss) = @p dloss); another from @p dy = d/d(part_output) [B, Tl, C]. A
+/// stage that is not the first writes d/d(x_in) into @p dx_in [B, Tl, C].
+/// Adds into hooks.grads(u). (The caller frees acts afterwards.)
+void part_backward(const PartPass& p, const int* tokens, const int* targets, const Activations& acts, float dloss,
+                   const float* dy, float* dx_in);
 
 /// One forward pass through units provided by @p hooks; saves into @p acts; returns the mean loss.
 /// @p lay is this rank's layout (its TP slice when mp.tp.size() > 1). Under

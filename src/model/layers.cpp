@@ -273,15 +273,25 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     Tensor dln1 = scratch(ledger, {B, Tf, C});
     matmul_backward(datty.f32(), g.attnproj_w, msp ? nullptr : g.attnproj_b, dproj, ba.atty.f32(), w.attnproj_w, N,
                     Cl, C);
+    // Selective recompute (Korthikanti et al. 2022, section 5): the forward dropped the
+    // softmax probabilities; compute them again from the saved q, k, v (same kernel, same values).
+    const float* att = ba.att.f32();
+    Tensor att_again;
+    if (!ring && ba.att.empty()) {
+        att_again = Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
+        Tensor y_again = scratch(ledger, {B, Ta, Ca});
+        attention_forward(y_again.f32(), att_again.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
+        att = att_again.f32();
+    }
     if (ring) {
         sp.ring_backward(dqkv.f32(), datty.f32(), ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), B, Tf, Cl, Hl, l);
     } else if (s == 1) {
-        attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), ba.att.f32(), B, Tf, Cl, Hl);
+        attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), att, B, Tf, Cl, Hl);
     } else {  // the two all-to-alls in reverse
         Tensor dy_heads = scratch(ledger, {B, Ta, Ca});
         sp.seq_to_heads(datty.f32(), dy_heads.f32(), B, Tf, Cl, 1, l, true);
         Tensor dqkv_heads = scratch(ledger, {B, Ta, 3 * Ca});
-        attention_backward(dqkv_heads.f32(), datt_scratch.f32(), dy_heads.f32(), ba.qkv.f32(), ba.att.f32(), B, Ta,
+        attention_backward(dqkv_heads.f32(), datt_scratch.f32(), dy_heads.f32(), ba.qkv.f32(), att, B, Ta,
                            Ca, Ha);
         sp.heads_to_seq(dqkv_heads.f32(), dqkv.f32(), B, Tf, Cl, 3, l, true);
     }

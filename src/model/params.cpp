@@ -35,7 +35,7 @@ int64_t ParamSpec::global_index(int64_t local) const {
     return row * out + gcol;
 }
 
-ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank) {
+ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank, const ModelPart& part_in) {
     SS_CHECK(tp >= 1 && 0 <= tp_rank && tp_rank < tp, "bad tensor-parallel rank " << tp_rank << " of " << tp);
     if (tp > 1) {
         SS_CHECK(cfg.H % tp == 0, "TP=" << tp << " does not divide n_head H=" << cfg.H
@@ -46,7 +46,13 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank) {
                                         << ": the vocabulary-parallel embedding gives each rank V/TP rows; choose a "
                                            "TP that divides V (or a --vocab padded to a multiple of TP)");
     }
+    ModelPart part = part_in;
+    if (part.count < 0) part.count = cfg.L - part.first;
+    SS_CHECK(part.first >= 0 && part.count >= 0 && part.first + part.count <= cfg.L,
+             "blocks [" << part.first << ", " << part.first + part.count << ") are not inside the model's L="
+                        << cfg.L << " blocks");
     ParamLayout lay;
+    lay.part = part;
     const int64_t C = cfg.C;
     auto add = [&](std::string name, Shape shape, int layer, Init init, bool decay, Split split = Split::none) {
         ParamSpec s;
@@ -67,9 +73,10 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank) {
         lay.index[s.name] = lay.specs.size();
         lay.specs.push_back(std::move(s));
     };
-    add("wte.weight", {cfg.V, C}, -1, Init::normal, true, Split::rows);
-    add("wpe.weight", {cfg.maxT, C}, -1, Init::normal, true);
-    for (int l = 0; l < cfg.L; ++l) {
+    if (part.embedding || part.head) add("wte.weight", {cfg.V, C}, -1, Init::normal, true, Split::rows);
+    if (part.embedding) add("wpe.weight", {cfg.maxT, C}, -1, Init::normal, true);
+    lay.block_base = lay.specs.size();
+    for (int l = part.first; l < part.first + part.count; ++l) {
         std::string p = "h." + std::to_string(l) + ".";
         // Order matches enum BlockParam.
         add(p + "ln_1.weight", {C}, l, Init::ones, false);
@@ -85,8 +92,10 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank) {
         add(p + "mlp.c_proj.weight", {4 * C, C}, l, Init::normal_resproj, true, Split::rows);
         add(p + "mlp.c_proj.bias", {C}, l, Init::zeros, false);
     }
-    add("ln_f.weight", {C}, -1, Init::ones, false);
-    add("ln_f.bias", {C}, -1, Init::zeros, false);
+    if (part.head) {
+        add("ln_f.weight", {C}, -1, Init::ones, false);
+        add("ln_f.bias", {C}, -1, Init::zeros, false);
+    }
     return lay;
 }
 

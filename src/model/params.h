@@ -72,7 +72,27 @@ enum BlockParam {
     kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kBlockParams
 };
 
+/// Which part of the model a rank holds: all of it, or one pipeline stage
+/// (Huang et al. 2019; Narayanan et al. 2021). A stage holds the consecutive
+/// blocks [first, first + count); the first stage also the embeddings (wte,
+/// wpe), the last stage ln_f and, for the tied LM head, its own copy of wte
+/// (Megatron-LM's "word embeddings for head": the two copies start equal and
+/// stay equal because their gradients are summed over the embedding group).
+struct ModelPart {
+    int first = 0;          ///< first block held
+    int count = -1;         ///< blocks held (-1: all L)
+    bool embedding = true;  ///< holds wte and wpe and embeds the tokens (pipeline stage 0)
+    bool head = true;       ///< holds ln_f and the tied wte and computes the loss (the last stage)
+
+    /// The whole model (what one rank without pipeline parallelism holds).
+    static ModelPart whole() { return ModelPart{}; }
+    /// True when it is the whole model of @p L blocks.
+    bool is_whole(int L) const { return first == 0 && (count < 0 || count == L) && embedding && head; }
+};
+
 /// Every parameter of a model, in HF state-dict order, over one flat buffer.
+/// A pipeline stage's layout (ModelPart) lists only the tensors the stage
+/// holds, in the same order: [wte] [wpe] [its blocks] [ln_f].
 struct ParamLayout {
     std::vector<ParamSpec> specs;  ///< every tensor, in flat-buffer (HF state-dict) order
     int64_t total = 0;  ///< elements in the flat buffer
@@ -81,26 +101,37 @@ struct ParamLayout {
     const ParamSpec& get(const std::string& name) const;
     /// The spec called @p name, or nullptr.
     const ParamSpec* find(const std::string& name) const;
-    /// Spec of tensor @p which of block @p layer.
-    const ParamSpec& block(int layer, BlockParam which) const { return specs[2 + layer * kBlockParams + which]; }
-    /// wte.weight
+    ModelPart part;       ///< what it holds (count resolved: never -1)
+    size_t block_base = 0;  ///< index in specs of block part.first's first tensor
+
+    /// Spec of tensor @p which of block @p layer (a block this layout holds).
+    const ParamSpec& block(int layer, BlockParam which) const {
+        return specs[block_base + size_t(layer - part.first) * kBlockParams + which];
+    }
+    /// Holds wte.weight (the embedding, or the tied head's copy).
+    bool has_wte() const { return part.embedding || part.head; }
+    /// wte.weight (has_wte() only)
     const ParamSpec& wte() const { return specs[0]; }
-    /// wpe.weight
+    /// wpe.weight (part.embedding only)
     const ParamSpec& wpe() const { return specs[1]; }
-    /// ln_f.weight
+    /// ln_f.weight (part.head only)
     const ParamSpec& lnf_w() const { return specs[specs.size() - 2]; }
-    /// ln_f.bias
+    /// ln_f.bias (part.head only)
     const ParamSpec& lnf_b() const { return specs[specs.size() - 1]; }
 
     std::map<std::string, size_t> index;  ///< name -> position in specs
 };
 
 /// The layout of @p cfg's parameters; with @p tp > 1, the slice that tensor-parallel
-/// rank @p tp_rank holds (see Split). Throws ss::Error if TP does not divide H and V.
-ParamLayout make_param_layout(const GPT2Config& cfg, int tp = 1, int tp_rank = 0);
+/// rank @p tp_rank holds (see Split); with @p part, only that pipeline stage's
+/// tensors. Throws ss::Error if TP does not divide H and V, or the part is not
+/// inside the model.
+ParamLayout make_param_layout(const GPT2Config& cfg, int tp = 1, int tp_rank = 0,
+                              const ModelPart& part = ModelPart::whole());
 
 /// This rank's slice of whole flat parameters: @p local (local.total elements)
-/// from @p global (laid out as make_param_layout(cfg) with tp = 1).
+/// from @p global (laid out as make_param_layout(cfg) with tp = 1). @p local may
+/// be a pipeline stage's layout: it takes just the tensors it lists.
 void slice_for_rank(const ParamLayout& local, const ParamLayout& global, const float* global_flat, float* local_flat);
 
 /// The inverse: writes this rank's slice @p local_flat into its places in @p global_flat.

@@ -49,20 +49,16 @@ std::vector<Piece> ShardPlan::pieces() const {
 
 // ---- 2. holding the model -------------------------------------------------------------
 
-namespace {
-// The label's layer for a unit: -1 for the embeddings, l for block l, L for ln_f.
-int unit_layer(int u) { return u - 1; }
-}  // namespace
-
 ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
                      Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
-                     TensorParallelComm* tp, SequenceParallel* sp)
+                     TensorParallelComm* tp, SequenceParallel* sp, const ModelPart& part, Recompute recompute)
     : cfg_(cfg),
       tp_(tp),
       sp_(sp),
       parallel_{tp ? static_cast<TensorParallel&>(*tp) : ModelParallel::none().tp,
                 sp ? static_cast<SequenceParallel&>(*sp) : ModelParallel::none().sp},
-      layout_(make_param_layout(cfg, tp ? tp->size() : 1, tp ? tp->rank() : 0)),
+      recompute_(recompute),
+      layout_(make_param_layout(cfg, tp ? tp->size() : 1, tp ? tp->rank() : 0, part)),
       units_(make_units(layout_)),
       storage_(storage),
       zc_(zc),
@@ -165,7 +161,7 @@ std::vector<float> ZeroModel::gather_full(const Tensor& t, bool is_shard, Payloa
     for (size_t u = 0; u < units_.size(); ++u) {
         const ShardPlan::UnitShard& us = plan_.units[u];
         Tensor whole(ledger_, Mem::comm, {us.chunk * plan_.n}, t.dtype(), false);
-        Label label{payload, unit_layer(int(u)), Phase::none, -1, step_};
+        Label label{payload, units_[u].layer, Phase::none, -1, step_};
         const void* mine = static_cast<const char*>(t.data()) + size_t(us.local) * dtype_size(t.dtype());
         comm_.all_gather(mine, whole.data(), size_t(us.chunk), t.dtype(), shard_, label);
         widen(full.data() + us.begin, whole.data(), t.dtype(), size_t(us.end - us.begin));
@@ -173,9 +169,33 @@ std::vector<float> ZeroModel::gather_full(const Tensor& t, bool is_shard, Payloa
     return full;
 }
 
+std::vector<float> ZeroModel::whole_params() {
+    return place_whole(gather_full(params_, zc_.stage >= 3, Payload::param), Payload::param);
+}
+
 void ZeroModel::save(const std::string& path) {
-    std::vector<float> whole = assemble_tp(gather_full(params_, zc_.stage >= 3, Payload::param), Payload::param);
+    SS_CHECK(layout_.part.is_whole(cfg_.L), "ZeroModel::save writes the whole model; a pipeline stage holds part of it");
+    std::vector<float> whole = whole_params();
     if (comm_.rank() == 0) save_params(cfg_, make_param_layout(cfg_), whole.data(), st(), path);
+}
+
+void ZeroModel::sync_tied_grads(const Group& emb) {
+    if (emb.size() <= 1 || !layout_.has_wte()) return;
+    // wte is a unit of its own on a stage (model/gpt2.h, Unit), the same size on
+    // the first and the last stage, so both hold the same range of it: all of it
+    // (stages 0, 1) or the same shard (stages 2, 3). The sum is linear, so it
+    // commutes with the data-parallel average that happens before or after it.
+    const Label label{Payload::grad, -1, Phase::step, -1, step_ + 1};
+    const ShardPlan::UnitShard& us = plan_.units[0];  // wte: the stage's first unit
+    if (zc_.stage == 0) {  // the gradients were synchronised in backward, into grads_
+        comm_.all_reduce(grads_.data(), size_t(us.end - us.begin), st(), emb, ReduceOp::sum, label);
+        return;
+    }
+    float* acc = st() == DType::bf16 ? grad_acc_.f32() : grads_.f32();
+    if (zc_.stage == 1)
+        comm_.all_reduce(acc + us.begin, size_t(us.end - us.begin), emb, ReduceOp::sum, label);
+    else
+        comm_.all_reduce(acc + us.local, size_t(us.chunk), emb, ReduceOp::sum, label);
 }
 
 std::vector<float> ZeroModel::full_grads() {
@@ -183,30 +203,40 @@ std::vector<float> ZeroModel::full_grads() {
     // (Stages 0: done in backward. Others: average a copy here, outside the
     // step's own traffic, labelled phase "none".)
     const float* acc = st() == DType::bf16 ? grad_acc_.f32() : grads_.f32();
-    if (zc_.stage == 0) return assemble_tp(gather_full(grads_, false, Payload::grad), Payload::grad);
+    if (zc_.stage == 0) return place_whole(gather_full(grads_, false, Payload::grad), Payload::grad);
     Tensor copy(ledger_, Mem::comm, {grads_.numel()});
     std::memcpy(copy.f32(), acc, size_t(copy.numel()) * sizeof(float));
     Label label{Payload::grad, -1, Phase::none, -1, step_ + 1};
     if (zc_.stage == 1) {
         comm_.all_reduce(copy.f32(), size_t(copy.numel()), dp_, ReduceOp::avg, label);
-        return assemble_tp(gather_full(copy, false, Payload::grad), Payload::grad);
+        return place_whole(gather_full(copy, false, Payload::grad), Payload::grad);
     }
     if (rep_.size() > 1) comm_.all_reduce(copy.f32(), size_t(copy.numel()), rep_, ReduceOp::avg, label);
-    return assemble_tp(gather_full(copy, true, Payload::grad), Payload::grad);
+    return place_whole(gather_full(copy, true, Payload::grad), Payload::grad);
 }
 
 // Under tensor parallelism each TP rank holds a different slice: gather all
 // slices over the tp group and put each element in its place in the whole
-// HF tensors. Every rank must call it; every rank gets the whole.
-std::vector<float> ZeroModel::assemble_tp(const std::vector<float>& mine, Payload payload) {
-    if (!tp_ || tp_->size() == 1) return mine;
-    const int t = tp_->size();
-    std::vector<float> all(mine.size() * size_t(t));
-    comm_.all_gather(mine.data(), all.data(), mine.size(), tp_->group(), Label{payload, -1, Phase::none, -1, step_});
+// HF tensors. A pipeline stage's part goes to its places; the rest stays zero
+// (and so does the head's copy of wte: the first stage's is the one that counts).
+// Every rank must call it; every rank gets the whole.
+std::vector<float> ZeroModel::place_whole(const std::vector<float>& mine, Payload payload) {
+    const int t = tp_ ? tp_->size() : 1;
+    const ModelPart& part = layout_.part;
+    if (t == 1 && part.is_whole(cfg_.L)) return mine;
+    std::vector<float> all = mine;
+    if (t > 1) {
+        all.resize(mine.size() * size_t(t));
+        comm_.all_gather(mine.data(), all.data(), mine.size(), tp_->group(),
+                         Label{payload, -1, Phase::none, -1, step_});
+    }
     const ParamLayout global = make_param_layout(cfg_);
-    std::vector<float> whole(size_t(global.total));
+    std::vector<float> whole(size_t(global.total), 0.0f);
     for (int r = 0; r < t; ++r)
-        place_from_rank(make_param_layout(cfg_, t, r), global, all.data() + size_t(r) * mine.size(), whole.data());
+        place_from_rank(make_param_layout(cfg_, t, r, part), global, all.data() + size_t(r) * mine.size(),
+                        whole.data());
+    if (!part.embedding && part.head)
+        std::fill_n(whole.begin() + global.wte().offset, global.wte().numel, 0.0f);
     return whole;
 }
 
@@ -217,21 +247,24 @@ void ZeroModel::zero_grad() {
     acc.zero();
 }
 
-float ZeroModel::forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro) {
+float ZeroModel::forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro,
+                         const float* x_in) {
     micro_ = micro;
     if (tp_) tp_->set_position(micro, step_ + 1);
     if (sp_) sp_->set_position(micro, step_ + 1);
-    return gpt2_forward(cfg_, layout_, *this, parallel_, tokens, targets, B, T, acts, ledger_);
+    return part_forward(PartPass{cfg_, layout_, *this, parallel_, ledger_, recompute_}, tokens, targets, x_in, B, T,
+                        acts);
 }
 
 void ZeroModel::backward(const int* tokens, const int* targets, const Activations& acts, float dloss, int micro,
-                         bool last) {
+                         bool last, const float* dy, float* dx_in) {
     micro_ = micro;
     last_micro_ = last;
     next_bucket_ = 0;
     if (tp_) tp_->set_position(micro, step_ + 1);
     if (sp_) sp_->set_position(micro, step_ + 1);
-    gpt2_backward(cfg_, layout_, *this, parallel_, tokens, targets, acts, dloss, ledger_);
+    part_backward(PartPass{cfg_, layout_, *this, parallel_, ledger_, recompute_}, tokens, targets, acts, dloss, dy,
+                  dx_in);
     if (zc_.stage == 0 && last && !zc_.bucketed) {
         if (st() == DType::bf16) f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
         dp_allreduce_naive(comm_, replicas_sync_grads() || rep_.size() == 1 ? dp_ : shard_, grads_, layout_,
@@ -248,7 +281,7 @@ const float* ZeroModel::params(int u, bool backward) {
     // widen it for the math (workspace), and free both at release().
     const ShardPlan::UnitShard& us = plan_.units[u];
     Tensor& g = gathered_[u] = Tensor(ledger_, Mem::comm, {us.chunk * plan_.n}, st(), false);
-    Label label{Payload::param, unit_layer(u), backward ? Phase::bwd : Phase::fwd, micro_, step_ + 1};
+    Label label{Payload::param, units_[u].layer, backward ? Phase::bwd : Phase::fwd, micro_, step_ + 1};
     comm_.all_gather(storage_at(params_, us.local), g.data(), size_t(us.chunk), st(), shard_, label);
     if (st() == DType::f32) return g.f32();
     Tensor& w = gathered_f32_[u] = Tensor(ledger_, Mem::workspace, {g.numel()}, DType::f32, false);
@@ -322,7 +355,7 @@ void ZeroModel::reduce_scatter_unit(int u, const float* unit_grads) {
         send_ptr = send.data();
     }
     Tensor mine(ledger_, Mem::comm, {us.chunk}, st(), false);
-    Label label{Payload::grad, unit_layer(u), Phase::bwd, micro_, step_ + 1};
+    Label label{Payload::grad, units_[u].layer, Phase::bwd, micro_, step_ + 1};
     comm_.reduce_scatter(send_ptr, mine.data(), size_t(us.chunk), st(), shard_, ReduceOp::avg, label);
     float* acc = (st() == DType::bf16 ? grad_acc_.f32() : grads_.f32()) + us.local;
     if (st() == DType::bf16)
@@ -350,7 +383,7 @@ void ZeroModel::step() {
                 const ShardPlan::UnitShard& us = plan_.units[u];
                 Tensor send(ledger_, Mem::comm, {us.chunk * plan_.n}, st());  // padded
                 std::memcpy(send.data(), storage_at(grads_, us.begin), size_t(us.end - us.begin) * dtype_size(st()));
-                Label label{Payload::grad, unit_layer(int(u)), Phase::step, -1, step};
+                Label label{Payload::grad, units_[u].layer, Phase::step, -1, step};
                 comm_.reduce_scatter(send.data(), storage_at(gshard_tmp, us.local), size_t(us.chunk), st(), shard_,
                                      ReduceOp::avg, label);
             }
@@ -384,7 +417,7 @@ void ZeroModel::assemble_params(Tensor& pshard, Payload payload, int step) {
     for (size_t u = 0; u < units_.size(); ++u) {
         const ShardPlan::UnitShard& us = plan_.units[u];
         Tensor whole(ledger_, Mem::comm, {us.chunk * plan_.n}, st(), false);
-        Label label{payload, unit_layer(int(u)), Phase::step, -1, step};
+        Label label{payload, units_[u].layer, Phase::step, -1, step};
         comm_.all_gather(storage_at(pshard, us.local), whole.data(), size_t(us.chunk), st(), shard_, label);
         std::memcpy(storage_at(params_, us.begin), whole.data(), size_t(us.end - us.begin) * dtype_size(st()));
     }

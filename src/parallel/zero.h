@@ -104,9 +104,12 @@ public:
     /// (Ulysses, parallel/sequence_parallel.h, or ring attention, parallel/ring_attention.h)
     /// the passes take this rank's T/sp tokens, and
     /// the dp / shard groups given here must include the sp ranks (dp+sp, dp_shard+sp).
+    /// With @p part (a pipeline stage, parallel/pipeline.h) it holds only that stage's
+    /// tensors; @p recompute is what its passes recompute in backward.
     ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
               Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
-              TensorParallelComm* tp = nullptr, SequenceParallel* sp = nullptr);
+              TensorParallelComm* tp = nullptr, SequenceParallel* sp = nullptr,
+              const ModelPart& part = ModelPart::whole(), Recompute recompute = Recompute::none);
     /// Frees everything (the Ledger sees it go).
     ~ZeroModel() override;
 
@@ -115,18 +118,30 @@ public:
     /// Loads an HF-layout safetensors file: each rank takes only what it holds.
     void load(const std::string& path);
     /// Saves the whole model to @p path from rank 0 (every rank must call: stage 3 gathers).
+    /// The whole model only; a pipeline stage's part is written by parallel/pipeline.h.
     void save(const std::string& path);
-    /// The whole, averaged fp32 gradients of the last step (every rank must call; rank 0's
-    /// copy is complete). Valid between backward of the last micro-batch and step().
+    /// The fp32 parameters this rank's part holds, gathered over the shard and tp groups,
+    /// in the whole model's HF flat layout, zero where the part holds nothing (and where
+    /// it holds only the head's copy of wte). Every rank of those groups must call.
+    std::vector<float> whole_params();
+    /// The same for the averaged fp32 gradients of the last step (every rank must call).
+    /// Valid between backward of the last micro-batch (and sync_tied_grads) and step().
     std::vector<float> full_grads();
+    /// Pipeline parallelism: sums wte's gradients over @p embedding_group, the first and
+    /// the last stage (Megatron-LM's embedding group), so both copies of the tied
+    /// weight take the same step. Call once per step, after the last backward.
+    void sync_tied_grads(const Group& embedding_group);
 
     /// Starts a step: gradient accumulators to zero.
     void zero_grad();
-    /// Forward of one micro-batch; returns its mean loss.
-    float forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro);
+    /// Forward of one micro-batch; returns its mean loss (0 on a pipeline stage
+    /// without the head). A later pipeline stage starts from @p x_in [B, Tl, C].
+    float forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro,
+                  const float* x_in = nullptr);
     /// Backward of one micro-batch. @p last: the step's last micro-batch (DDP communicates then).
+    /// A stage without the head starts from @p dy; one without the embedding writes @p dx_in.
     void backward(const int* tokens, const int* targets, const Activations& acts, float dloss, int micro,
-                  bool last);
+                  bool last, const float* dy = nullptr, float* dx_in = nullptr);
     /// Synchronises gradients as the stage says, runs AdamW on what this rank owns,
     /// and re-assembles parameters (stages 1, 2); local SGD averages replicas every K steps.
     void step();
@@ -137,6 +152,8 @@ public:
     AdamW& optimizer() { return *optim_; }
     /// Steps taken.
     int steps_done() const { return step_; }
+    /// The memory book this model's tensors are booked in.
+    Ledger& ledger() { return ledger_; }
     /// This rank's parameter layout (its TP slice under tensor parallelism).
     const ParamLayout& layout() const { return layout_; }
     /// The parameters this rank stores (all of them for stages 0-2, its shard for stage 3).
@@ -166,12 +183,13 @@ private:
     std::vector<float> pick_mine(const std::vector<float>& full) const;
     void set_local_values(std::vector<float> local);
     std::vector<float> gather_full(const Tensor& shard_or_full, bool is_shard, Payload payload);
-    std::vector<float> assemble_tp(const std::vector<float>& mine, Payload payload);
+    std::vector<float> place_whole(const std::vector<float>& mine, Payload payload);
 
     GPT2Config cfg_;
     TensorParallelComm* tp_;     // null: no tensor parallelism
     SequenceParallel* sp_;       // null: no sequence parallelism (else Ulysses or ring)
     ModelParallel parallel_;     // what the passes call: tp_ and sp_, or the identity
+    Recompute recompute_;        // what the passes recompute in backward
     ParamLayout layout_;
     std::vector<Unit> units_;
     DType storage_;

@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "model/config.h"
+#include "model/recompute.h"  // enum Recompute
 #include "plan/hardware.h"
 
 namespace ss {
@@ -35,12 +36,6 @@ enum class Schedule {
     interleaved,  ///< interleaved 1F1B: v model chunks per stage, bubble / v (Narayanan et al. 2021, sec. 2.2)
 };
 
-/// What the backward pass recomputes instead of keeping (Korthikanti et al. 2022).
-enum class Recompute {
-    none,       ///< keep every activation
-    selective,  ///< recompute the attention core (softmax, dropout, scores x V): drops the 5as/h term
-    full,       ///< keep only each layer's input, recompute the layer (Chen et al. 2016)
-};
 
 /// Whose activation layout to count.
 enum class ActModel {

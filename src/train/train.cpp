@@ -19,6 +19,7 @@
 #include "parallel/tensor_parallel.h"
 #include "plan/for_run.h"
 #include "plan/report.h"
+#include "parallel/pipeline.h"
 #include "parallel/zero.h"
 #include "core/atomic_file.h"
 
@@ -28,6 +29,20 @@ std::string TrainReport::gbs_line() const {
     char buf[256];
     std::snprintf(buf, sizeof buf, "GBS = MBS x GA x DP = %d x %d x %d = %lld sequences (x T %d = %lld tokens per step)",
                   opts.mbs, opts.ga, dp, (long long)gbs, T, (long long)(gbs * T));
+    return buf;
+}
+
+std::string TrainReport::pipeline_line() const {
+    if (pp <= 1) return "";
+    std::string split;
+    for (size_t i = 0; i < pp_split.size(); ++i) split += (i ? "," : "") + std::to_string(pp_split[i]);
+    const int v = opts.pp_virtual, m = opts.ga;
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "pipeline: PP %d stages%s, schedule %s, blocks per stage %s; m = GA = %d micro-batches; "
+                  "bubble (p-1)/%s = %d/%d = %.3f of the compute time",
+                  pp, v > 1 ? (" x " + std::to_string(v) + " chunks").c_str() : "", opts.schedule.c_str(),
+                  split.c_str(), m, v > 1 ? "(v m)" : "m", pp - 1, v * m, bubble);
     return buf;
 }
 
@@ -52,8 +67,14 @@ nlohmann::json TrainReport::to_json() const {
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
     j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
-                  {"tp", tp}, {"sp", sp},
+                  {"tp", tp}, {"sp", sp}, {"pp", pp},
                   {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
+    if (pp > 1)
+        j["pipeline"] = {{"pp", pp},           {"schedule", opts.schedule}, {"pp_virtual", opts.pp_virtual},
+                         {"split", pp_split},  {"micro_batches", opts.ga},  {"bubble", bubble},
+                         {"recompute", opts.recompute}};
+    else
+        j["recompute"] = opts.recompute;
     j["gbs"] = {{"mbs", opts.mbs}, {"ga", opts.ga}, {"dp", dp}, {"gbs", gbs}, {"tokens_per_step", gbs * T},
                 {"formula", "GBS = MBS x GA x DP"}, {"line", gbs_line()}};
     json st = json::array();
@@ -133,6 +154,16 @@ cpu::AdamWParams adamw_params(const TrainOptions& o) {
     return hp;
 }
 
+// The schedule a run asks for: p stages, m = GA micro-batches, v chunks.
+PipeSpec pipe_spec(const TrainOptions& o, int pp) {
+    PipeSpec spec;
+    spec.kind = parse_schedule(o.schedule);
+    spec.p = pp;
+    spec.m = o.ga;
+    spec.v = o.pp_virtual;
+    return spec;
+}
+
 // One rank's whole run: build the model, then step.
 void rank_main(Comm& comm, Shared& sh) {
     const TrainOptions& opts = *sh.opts;
@@ -141,7 +172,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
 
-    ProcessMesh mesh(comm.world_size(), MeshShape{1, r.dp_rep, r.dp_shard, r.sp, r.tp});
+    ProcessMesh mesh(comm.world_size(), MeshShape{r.pp, r.dp_rep, r.dp_shard, r.sp, r.tp});
     Mpu mpu = mesh.mpu(comm.rank());
     DataLoader loader(*sh.tokens, B, T, mpu.get_data_parallel_rank(), mpu.get_data_parallel_world_size());
 
@@ -162,17 +193,26 @@ void rank_main(Comm& comm, Shared& sh) {
     // (With sp = 1 these are the plain dp and dp_shard groups, and the trace says so.)
     const Group grad_group = r.sp > 1 ? mpu.get_sequence_data_parallel_group() : mpu.get_data_parallel_group();
     const Group shard_group = r.sp > 1 ? mpu.dp_shard_sp_group() : mpu.dp_shard_group();
-    ZeroModel model(opts.model, opts.dtype, zc, comm, grad_group, shard_group, mpu.dp_rep_group(), ledger,
-                    adamw_params(opts), r.tp > 1 ? &tp : nullptr, r.sp > 1 ? sp : nullptr);
+    // Every rank is one pipeline rank (p = 1: the whole model, and the schedule is
+    // forward then backward of each micro-batch in turn, as plain training).
+    const Recompute recompute = parse_recompute(opts.recompute);
+    auto make_chunk = [&](const ModelPart& part) {
+        return std::make_unique<ZeroModel>(opts.model, opts.dtype, zc, comm, grad_group, shard_group,
+                                           mpu.dp_rep_group(), ledger, adamw_params(opts), r.tp > 1 ? &tp : nullptr,
+                                           r.sp > 1 ? sp : nullptr, part, recompute);
+    };
+    const Group pp_group = mpu.get_pipeline_model_parallel_group();
+    const int Tl = T / r.sp;  // this rank's tokens of each sequence (sp)
+    PipelineRank pipe(comm, opts.model, pipe_spec(opts, r.pp), r.pp_split, pp_group, embedding_group(pp_group),
+                      opts.sequence_parallel ? Tl / r.tp : Tl, make_chunk);
     if (opts.init.empty())
-        model.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
+        pipe.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
-        model.load(opts.init);
+        pipe.load(opts.init);
 
-    Activations acts;
     // Ulysses: this rank's tokens of each sequence are [sp_rank * Tl, (sp_rank + 1) * Tl).
-    const int Tl = T / r.sp, t0 = mpu.get_sequence_parallel_rank() * Tl;
-    std::vector<int> in(size_t(B) * Tl), tg(size_t(B) * Tl);
+    const int t0 = mpu.get_sequence_parallel_rank() * Tl;
+    std::vector<std::vector<int>> in(size_t(opts.ga), std::vector<int>(size_t(B) * Tl)), tg = in;
     auto my_tokens = [&](const std::vector<int32_t>& all, std::vector<int>& mine) {
         for (int b = 0; b < B; ++b)
             std::copy(all.begin() + size_t(b) * T + t0, all.begin() + size_t(b) * T + t0 + Tl, mine.begin() + size_t(b) * Tl);
@@ -180,25 +220,15 @@ void rank_main(Comm& comm, Shared& sh) {
     const float dloss = 1.0f / float(B * Tl * opts.ga);  // mean over this rank's tokens of the step
     for (int step = 1; step <= opts.steps; ++step) {
         auto t0 = std::chrono::steady_clock::now();
-        model.zero_grad();
-        float loss_sum = 0.0f;
-        for (int micro = 0; micro < opts.ga; ++micro) {
+        pipe.zero_grad();
+        for (int micro = 0; micro < opts.ga; ++micro) {  // every stage reads the same micro-batches
             loader.next_batch();
-            my_tokens(loader.inputs(), in);
-            my_tokens(loader.targets(), tg);
-            {
-                ScopedSpan span(tracer, "forward", "fwd", {{"step", step}, {"microbatch", micro}});
-                loss_sum += model.forward(in.data(), tg.data(), B, Tl, acts, micro);
-            }
-            {
-                ScopedSpan span(tracer, "backward", "bwd", {{"step", step}, {"microbatch", micro}});
-                model.backward(in.data(), tg.data(), acts, dloss, micro,
-                               micro == opts.ga - 1);
-            }
-            acts.clear();  // saved activations die after their backward
+            my_tokens(loader.inputs(), in[size_t(micro)]);
+            my_tokens(loader.targets(), tg[size_t(micro)]);
         }
+        const float loss_sum = pipe.run(in, tg, B, Tl, dloss, step);  // forwards and backwards, as scheduled
         if (step == 1 && !opts.dump_grads.empty()) {
-            std::vector<float> g = model.full_grads();  // every rank takes part
+            std::vector<float> g = pipe.full_grads();  // every rank takes part
             if (rank0) {
                 ParamLayout lay = make_param_layout(opts.model);
                 write_safetensors(opts.dump_grads, flat_to_safetensors(lay, g.data(), opts.dtype));
@@ -206,10 +236,12 @@ void rank_main(Comm& comm, Shared& sh) {
         }
         {
             ScopedSpan span(tracer, "optimizer", "step", {{"step", step}});
-            model.step();
+            pipe.step();
         }
-        // The step's loss is the mean over all dp ranks' tokens.
+        // The step's loss is the mean over all dp ranks' tokens (the last stage has it).
         float loss = loss_sum / float(opts.ga);
+        if (r.pp > 1)
+            comm.all_reduce(&loss, 1, pp_group, ReduceOp::sum, Label{Payload::scalar, -1, Phase::step, -1, step});
         comm.all_reduce(&loss, 1, grad_group, ReduceOp::avg,
                         Label{Payload::scalar, -1, Phase::step, -1, step});
         auto t1 = std::chrono::steady_clock::now();
@@ -230,7 +262,10 @@ void rank_main(Comm& comm, Shared& sh) {
         }
     }
 
-    if (!opts.save.empty()) model.save(opts.save);  // collective under ZeRO-3; rank 0 writes
+    if (!opts.save.empty()) {  // collective (ZeRO-3 gathers, stages are summed); rank 0 writes
+        std::vector<float> whole = pipe.whole_params();
+        if (rank0) save_params(opts.model, make_param_layout(opts.model), whole.data(), opts.dtype, opts.save);
+    }
     // Every rank's peaks, for the report (a world all_gather, so it works across processes too).
     std::vector<int32_t> mine(2 * kMemCategories), all(size_t(2 * kMemCategories * comm.world_size()));
     for (int c = 0; c < kMemCategories; ++c) {
@@ -297,7 +332,21 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         check_divides("TP", opts.tp, "n_head", opts.model.H);
         check_divides("TP", opts.tp, "the vocabulary V", opts.model.V);
     }
-    MeshShape shape = fill_dp(r.world, MeshShape{1, opts.dp_rep, opts.dp_shard, opts.sp, opts.tp});
+    SS_CHECK(opts.pp >= 1, "--pp must be at least 1 (got " << opts.pp << ")");
+    SS_CHECK(opts.pp_virtual >= 1, "--pp-virtual must be at least 1 (got " << opts.pp_virtual << ")");
+    {
+        const Schedule kind = parse_schedule(opts.schedule);  // throws naming the choices
+        SS_CHECK(opts.pp_virtual == 1 || kind == Schedule::interleaved,
+                 "--pp-virtual " << opts.pp_virtual << " gives each pipeline rank several model chunks, which only "
+                                 << "--schedule interleaved runs; add --schedule interleaved or drop --pp-virtual");
+        SS_CHECK(kind != Schedule::interleaved || (opts.pp > 1 && opts.pp_virtual > 1),
+                 "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per rank)");
+        parse_recompute(opts.recompute);  // throws naming the choices
+        r.pp_split = pipeline_split(opts.model.L, opts.pp * opts.pp_virtual, opts.pp_split);
+        r.bubble = opts.pp > 1 ? pipe_bubble_formula(pipe_spec(opts, opts.pp)) : 0.0;
+        make_pipe_schedule(pipe_spec(opts, opts.pp));  // throws for a schedule it cannot make (too few micro-batches)
+    }
+    MeshShape shape = fill_dp(r.world, MeshShape{opts.pp, opts.dp_rep, opts.dp_shard, opts.sp, opts.tp});
     ProcessMesh mesh(r.world, shape);  // throws a clear error for a bad layout
     SS_CHECK(opts.zero >= 0 && opts.zero <= 3, "--zero " << opts.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
     SS_CHECK(opts.replica_sync_every >= 1,
@@ -305,6 +354,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     SS_CHECK(opts.bucket_mb >= 0, "--bucket-mb must not be negative (got " << opts.bucket_mb << ")");
     r.tp = shape.tp;
     r.sp = shape.sp;
+    r.pp = shape.pp;
     r.dp_shard = shape.dp_shard;
     r.dp_rep = shape.dp_rep;
     r.dp = shape.dp();
@@ -328,6 +378,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         *out << buf;
         if (r.world > 1) {
             *out << "ranks: " << r.world << " (" << opts.backend << "), ";
+            if (r.pp > 1) *out << "PP " << r.pp << " (pipeline: layers on different ranks) x ";
             if (r.tp > 1)
                 *out << "TP " << r.tp << (opts.sequence_parallel ? " with Megatron-SP" : "")
                      << " (tensor parallel: shares each micro-batch) x ";
@@ -342,6 +393,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                  << "\n";
         }
         *out << r.gbs_line() << "\n";
+        if (!r.pipeline_line().empty()) *out << r.pipeline_line() << "\n";
         if (!r.replica_batch_line().empty()) *out << r.replica_batch_line() << "\n";
     }
 
@@ -354,10 +406,13 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         tracers = make_tracers(r.world);
         for (auto& t : tracers) copts.tracers.push_back(t.get());
     }
-    if (mpi)
-        run_mpi([&](Comm& comm) { rank_main(comm, sh); }, copts, mesh_groups(mesh));
-    else
+    if (mpi) {
+        std::vector<Group> groups = mesh_groups(mesh), emb = embedding_groups(mesh);
+        groups.insert(groups.end(), emb.begin(), emb.end());
+        run_mpi([&](Comm& comm) { rank_main(comm, sh); }, copts, groups);
+    } else {
         run_threads(r.world, [&](Comm& comm) { rank_main(comm, sh); }, copts);
+    }
     const bool writer = !mpi || mpi_world_rank() == 0;  // who writes the files
     r.rank_peak = sh.rank_peak;
 
@@ -369,7 +424,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         nlohmann::json other = r.to_json();
         // The planner's prediction for this very run, so a viewer can show it beside the measurement.
         other["prediction"] = plan_json(plan(plan_input_for(opts)));
-        other["mesh"] = {{"world", r.world}, {"pp", 1}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
+        other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                          {"tp", r.tp}};
         if (mpi)
             write_chrome_trace_mpi(opts.trace, *tracers[size_t(mpi_world_rank())], other, opts.comm_timeout);

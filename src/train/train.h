@@ -64,6 +64,13 @@ struct TrainOptions {
     std::string sp_mode = "ulysses";  ///< how the sp axis splits attention: ulysses or ring
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
+
+    // -- pipeline parallelism (src/parallel/pipeline.h) and recompute --
+    int pp = 1;                    ///< pipeline stages; the step's GA micro-batches flow through them
+    std::vector<int> pp_split;     ///< blocks per (virtual) stage; empty = an even split
+    std::string schedule = "1f1b";  ///< pipeline schedule: gpipe, 1f1b or interleaved
+    int pp_virtual = 1;            ///< model chunks per pipeline rank (interleaved)
+    std::string recompute = "none";  ///< activation recompute: none, selective or full
 };
 
 /// One optimizer step as measured.
@@ -84,6 +91,9 @@ struct TrainReport {
     int dp_rep = 1;           ///< replicas of the shard group
     int tp = 1;               ///< tensor-parallel degree
     int sp = 1;               ///< sequence-parallel degree
+    int pp = 1;               ///< pipeline stages
+    std::vector<int> pp_split;  ///< blocks per virtual stage, as run
+    double bubble = 0;        ///< the schedule's bubble fraction, (p-1)/m or (p-1)/(v m)
     int64_t gbs = 0;          ///< MBS x GA x DP
     int64_t num_params = 0;   ///< parameters in the model
     std::vector<StepStats> steps;  ///< one entry per optimizer step
@@ -94,6 +104,8 @@ struct TrainReport {
 
     /// The GBS arithmetic written out: "GBS = MBS x GA x DP = 4 x 1 x 1 = 4".
     std::string gbs_line() const;
+    /// With pipeline parallelism: the stages, the schedule and its bubble; else empty.
+    std::string pipeline_line() const;
     /// With local SGD (replica_sync_every > 1): the batch each replica steps on; else empty.
     std::string replica_batch_line() const;
     /// The machine-readable summary (what --json writes).

@@ -1,0 +1,188 @@
+// pipeline.cpp — the stages (pipeline_split, pipeline_part) and the executor
+// that walks a schedule's action list. The picture is in pipeline.h.
+#include "parallel/pipeline.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "comm/trace.h"
+#include "core/check.h"
+
+namespace ss {
+
+std::vector<int> pipeline_split(int L, int stages, const std::vector<int>& given) {
+    SS_CHECK(stages >= 1, "the pipeline needs at least one stage (got " << stages << ")");
+    if (!given.empty()) {
+        SS_CHECK(int(given.size()) == stages, "--pp-split lists " << given.size() << " stages but the pipeline has "
+                                                                  << stages << " (--pp x --pp-virtual); give "
+                                                                  << stages << " block counts");
+        for (int n : given)
+            SS_CHECK(n >= 1, "--pp-split: every stage needs at least one block (got " << n << ")");
+        const int sum = std::accumulate(given.begin(), given.end(), 0);
+        SS_CHECK(sum == L, "--pp-split adds up to " << sum << " blocks but the model has L=" << L
+                                                    << "; the counts must sum to " << L);
+        return given;
+    }
+    SS_CHECK(stages <= L, "pipeline of " << stages << " stages but the model has only L=" << L
+                                         << " blocks; every stage needs at least one block: use --pp " << L
+                                         << " or less (x --pp-virtual)");
+    std::vector<int> split(size_t(stages), L / stages);
+    for (int s = 0; s < L % stages; ++s) ++split[size_t(s)];
+    return split;
+}
+
+ModelPart pipeline_part(const std::vector<int>& split, int vs) {
+    ModelPart part;
+    part.first = std::accumulate(split.begin(), split.begin() + vs, 0);
+    part.count = split[size_t(vs)];
+    part.embedding = vs == 0;
+    part.head = vs == int(split.size()) - 1;
+    return part;
+}
+
+Group embedding_group(const Group& pp_group) {
+    if (pp_group.size() <= 2) return pp_group;
+    return Group{"pp", {pp_group.ranks.front(), pp_group.ranks.back()}};
+}
+
+std::vector<Group> embedding_groups(const ProcessMesh& mesh) {
+    std::vector<Group> out;
+    if (mesh.shape().pp <= 2) return out;
+    for (const Group& g : mesh.groups(GroupKind::pp)) out.push_back(embedding_group(g));
+    return out;
+}
+
+PipelineRank::PipelineRank(Comm& comm, const GPT2Config& cfg, const PipeSpec& spec, std::vector<int> split,
+                           Group pp_group, Group embedding_group, int resid_tokens, const MakeChunk& make_chunk)
+    : comm_(comm),
+      cfg_(cfg),
+      spec_(spec),
+      split_(std::move(split)),
+      pp_(std::move(pp_group)),
+      emb_(std::move(embedding_group)),
+      stage_(pp_.index_of(comm.rank())),
+      resid_T_(resid_tokens),
+      schedule_(make_pipe_schedule(spec)) {
+    SS_CHECK(pp_.size() == spec.p, "pipeline group of " << pp_.size() << " ranks for a schedule of p=" << spec.p);
+    SS_CHECK(int(split_.size()) == spec.p * spec.v, "the split has " << split_.size() << " stages, not p x v = "
+                                                                     << spec.p * spec.v);
+    for (int c = 0; c < spec.v; ++c) chunks_.push_back(make_chunk(pipeline_part(split_, c * spec.p + stage_)));
+}
+
+void PipelineRank::init(uint64_t seed) {
+    for (auto& c : chunks_) c->init(seed);
+}
+
+void PipelineRank::load(const std::string& path) {
+    for (auto& c : chunks_) c->load(path);
+}
+
+void PipelineRank::zero_grad() {
+    for (auto& c : chunks_) c->zero_grad();
+}
+
+void PipelineRank::step() {
+    for (auto& c : chunks_) c->step();
+}
+
+float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::vector<std::vector<int>>& targets,
+                        int B, int T, float dloss, int step) {
+    const int p = spec_.p, last_vs = p * spec_.v - 1;
+    const size_t n = size_t(B) * resid_T_ * cfg_.C;  // one micro-batch's activation at a boundary
+    Tracer* tracer = comm_.tracer();
+    Ledger& ledger = chunks_.front()->ledger();
+    using Key = std::pair<int, int>;  // (micro, chunk)
+    std::map<Key, Tensor> inputs, out_grads, in_grads;  // received act, received act_grad, act_grad to send
+    std::map<Key, Activations> acts;                    // what each (micro, chunk) saved, until its backward
+    std::vector<int> backwards_done(size_t(spec_.v), 0);
+    float loss_sum = 0.0f;
+    // Both ends of a boundary label it with the first block after it, so the
+    // key (payload, micro-batch, layer) matches send to recv (comm/label.h).
+    auto boundary = [&](Payload payload, int vs_after, int micro) {
+        return Label{payload, first_block(vs_after), payload == Payload::act ? Phase::fwd : Phase::bwd, micro, step};
+    };
+    for (const PipeAction& a : schedule_.ranks[size_t(stage_)]) {
+        const int vs = a.chunk * p + stage_;
+        const Key k{a.micro, a.chunk};
+        ZeroModel& chunk = *chunks_[size_t(a.chunk)];
+        switch (a.op) {
+            case PipeOp::recv_act: {
+                Tensor& x = inputs[k] = Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
+                comm_.recv(x.f32(), n, rank_of(vs - 1), boundary(Payload::act, vs, a.micro), "pp");
+                break;
+            }
+            case PipeOp::forward: {
+                ScopedSpan span(tracer, "forward", "fwd",
+                                {{"step", step}, {"microbatch", a.micro}, {"stage", vs}});
+                auto in = inputs.find(k);
+                loss_sum += chunk.forward(tokens[size_t(a.micro)].data(), targets[size_t(a.micro)].data(), B, T,
+                                          acts[k], a.micro, in == inputs.end() ? nullptr : in->second.f32());
+                if (in != inputs.end()) inputs.erase(in);  // forward copied it into its saved input
+                break;
+            }
+            case PipeOp::send_act:
+                comm_.send(part_output(acts.at(k)), n, rank_of(vs + 1), boundary(Payload::act, vs + 1, a.micro),
+                           "pp");
+                break;
+            case PipeOp::recv_grad: {
+                Tensor& dy = out_grads[k] = Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
+                comm_.recv(dy.f32(), n, rank_of(vs + 1), boundary(Payload::act_grad, vs + 1, a.micro), "pp");
+                break;
+            }
+            case PipeOp::backward: {
+                ScopedSpan span(tracer, "backward", "bwd",
+                                {{"step", step}, {"microbatch", a.micro}, {"stage", vs}});
+                auto dy = out_grads.find(k);
+                float* dx = nullptr;
+                if (vs > 0) dx = (in_grads[k] = Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false)).f32();
+                const bool last = ++backwards_done[size_t(a.chunk)] == spec_.m;
+                SS_CHECK(vs == last_vs || dy != out_grads.end(),
+                         "pipeline schedule: backward of micro-batch " << a.micro << " on stage " << vs
+                                                                       << " before its recv_grad");
+                chunk.backward(tokens[size_t(a.micro)].data(), targets[size_t(a.micro)].data(), acts.at(k), dloss,
+                               a.micro, last, dy == out_grads.end() ? nullptr : dy->second.f32(), dx);
+                acts.erase(k);  // saved activations die after their backward
+                if (dy != out_grads.end()) out_grads.erase(dy);
+                break;
+            }
+            case PipeOp::send_grad:
+                comm_.send(in_grads.at(k).f32(), n, rank_of(vs - 1), boundary(Payload::act_grad, vs, a.micro), "pp");
+                in_grads.erase(k);
+                break;
+        }
+    }
+    SS_CHECK(acts.empty() && inputs.empty() && out_grads.empty() && in_grads.empty(),
+             "pipeline schedule left work undone on pp rank " << stage_);
+    // The tied embedding: the first stage's wte and the last stage's copy take the summed gradient.
+    for (auto& c : chunks_)
+        if (c->layout().part.embedding != c->layout().part.head) c->sync_tied_grads(emb_);
+    return loss_sum;
+}
+
+std::vector<float> PipelineRank::sum_over_pipeline(std::vector<float> mine, Payload payload) {
+    // Each element comes from exactly one stage (zero elsewhere), so the sum is exact.
+    if (pp_.size() > 1) comm_.all_reduce(mine.data(), mine.size(), pp_, ReduceOp::sum, Label{payload, -1, Phase::none, -1, -1});
+    return mine;
+}
+
+std::vector<float> PipelineRank::whole_params() {
+    std::vector<float> sum;
+    for (auto& c : chunks_) {
+        std::vector<float> w = c->whole_params();
+        if (sum.empty()) sum.assign(w.size(), 0.0f);
+        for (size_t i = 0; i < w.size(); ++i) sum[i] += w[i];
+    }
+    return sum_over_pipeline(std::move(sum), Payload::param);
+}
+
+std::vector<float> PipelineRank::full_grads() {
+    std::vector<float> sum;
+    for (auto& c : chunks_) {
+        std::vector<float> g = c->full_grads();
+        if (sum.empty()) sum.assign(g.size(), 0.0f);
+        for (size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
+    }
+    return sum_over_pipeline(std::move(sum), Payload::grad);
+}
+
+}  // namespace ss
