@@ -21,5 +21,7 @@ void add_mesh_command(CLI::App& root);
 void add_trace_command(CLI::App& root);
 /// `shardscope plan`: predict GBS, memory, traffic and step time of a layout; --search ranks layouts (plan_cmd.cpp).
 void add_plan_command(CLI::App& root);
+/// `shardscope schedule`: draw a pipeline schedule (gpipe, 1f1b, interleaved) and its bubble (schedule_cmd.cpp).
+void add_schedule_command(CLI::App& root);
 
 }  // namespace ss::app

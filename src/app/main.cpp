@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     ss::app::add_mesh_command(root);
     ss::app::add_trace_command(root);
     ss::app::add_plan_command(root);
+    ss::app::add_schedule_command(root);
     try {
         root.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

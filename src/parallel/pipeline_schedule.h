@@ -17,6 +17,21 @@
 // (micro i, vs s) needs vs s+1's input gradient for micro i, and the forward
 // of (i, s) on the same rank. Sends are eager (Comm::send returns once the
 // data is copied), so a rank blocks only in a recv.
+//
+// 1F1B, p = 4, m = 8 (`shardscope schedule --pp 4 --micro 8 --schedule 1f1b`;
+// one column = one forward, a backward takes two, . = idle):
+//
+//     rank 0 | F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1 F5 B2 B2 F6 B3 B3 F7 B4 B4 .  B5 B5 .  B6 B6 .  B7 B7
+//     rank 1 | .  F0 F1 F2 .  .  .  .  B0 B0 F3 B1 B1 F4 B2 B2 F5 B3 B3 F6 B4 B4 F7 B5 B5 .  B6 B6 .  B7 B7 .  .
+//     rank 2 | .  .  F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 F4 B3 B3 F5 B4 B4 F6 B5 B5 F7 B6 B6 .  B7 B7 .  .  .  .
+//     rank 3 | .  .  .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 F4 B4 B4 F5 B5 B5 F6 B6 B6 F7 B7 B7 .  .  .  .  .  .
+//              warm-up  |            steady state: one forward, one backward             | cool-down
+//
+// A receive takes the message from its neighbour with the same key: payload
+// (act or act_grad), micro-batch and boundary (comm/label.h, p2p_key). So the
+// order of one rank's sends need not be the order of the other's receives;
+// check_pipe_schedule checks that each receive has its send and each send its
+// receive.
 #pragma once
 
 #include <string>
@@ -60,9 +75,22 @@ struct PipeSchedule {
     std::vector<std::vector<PipeAction>> ranks;   ///< [p] actions, in order
 };
 
-/// The schedule @p spec asks for. Throws ss::Error with what to change for bad
-/// input: p < 1, m < 1, v < 1, v > 1 with a schedule other than interleaved,
-/// interleaved with m not a multiple of p (Megatron's requirement).
+/// The schedule @p spec asks for:
+///  - gpipe: every forward (micro 0..m-1), then every backward in reverse
+///    (m-1..0), as in Huang et al. 2019, fig. 2c;
+///  - one_f_one_b: rank r runs min(p-r-1, m) warm-up forwards, then pairs of one
+///    forward and one backward, then the remaining backwards (Megatron-LM's
+///    forward_backward_pipelining_without_interleaving);
+///  - interleaved: the same over m v chunk-forwards, micro-batches passing the
+///    chunks in groups of p, with min(2 (p-r-1) + (v-1) p, m v) warm-up
+///    (Megatron-LM's forward_backward_pipelining_with_interleaving).
+/// Each forward of a virtual stage > 0 is preceded by its recv_act and each of a
+/// non-last one followed by its send_act; each backward of a non-last virtual
+/// stage is preceded by its recv_grad and each of a stage > 0 followed by its
+/// send_grad. GPipe and 1F1B with m < p are legal (the bubble is just larger
+/// than the compute). Throws ss::Error with what to change for bad input: p < 1,
+/// m < 1, v < 1, v > 1 with a schedule other than interleaved, interleaved with
+/// p < 2, v < 2 or m not a multiple of p (Megatron's requirement).
 PipeSchedule make_pipe_schedule(const PipeSpec& spec);
 
 /// What a schedule does, counted from its lists (not from formulas).
@@ -77,8 +105,13 @@ struct PipeStats {
     /// Each rank's idle time in the simulated step: makespan - busy, where busy = 3 m
     /// (m v chunk-forwards of 1/v and m v chunk-backwards of 2/v).
     std::vector<double> idle;
-    /// Idle time of a rank / its busy time (the same for every rank in these
-    /// schedules): the bubble fraction, (p-1)/m for GPipe and 1F1B, (p-1)/(v m) interleaved.
+    /// Idle time of a rank / its busy time (the same for every rank: each computes
+    /// 3 m and the step ends when the last one is done): the bubble fraction.
+    /// With this timing it equals pipe_bubble_formula exactly for every schedule
+    /// make_pipe_schedule makes: GPipe and 1F1B take 3 m + 3 (p-1), interleaved
+    /// 3 m + 3 (p-1) / v. It does not lean on t_b = 2 t_f: with any backward time
+    /// the idle is (p-1)(t_f + t_b)/v (pipe_simulated_bubble; the tests try 1 to 4),
+    /// but on free messages, and for interleaved on m being a multiple of p.
     double bubble_fraction = 0;
 };
 
@@ -86,21 +119,37 @@ struct PipeStats {
 /// action and the rule if: a forward or backward of some (micro, virtual stage)
 /// is missing or repeated; a backward comes before its forward on a rank; a
 /// forward lacks its recv_act (or a backward its recv_grad) earlier on the
-/// same rank; the sends from one rank to another do not match the other's
-/// receives one for one (same micro, same boundary); or the lists deadlock
-/// (simulation makes no progress).
+/// same rank; a send comes before the compute that makes its data; a receive
+/// or send crosses the ends of the pipeline; the sends from one rank to another
+/// do not match the other's receives one for one (same payload, micro and
+/// boundary); or the lists deadlock: the simulation (each rank runs its list in
+/// order, a receive completes once its send has run) stops with actions left,
+/// and the message names each stuck rank and the receive it waits in.
 PipeStats check_pipe_schedule(const PipeSchedule& s);
+
+/// The bubble fraction of @p s in the same simulation as check_pipe_schedule,
+/// with a chunk's forward taking @p t_f and its backward @p t_b (any unit; with
+/// full recompute t_b is about 3 t_f). Checks @p s first.
+double pipe_simulated_bubble(const PipeSchedule& s, int t_f, int t_b);
 
 /// The bubble fraction the formula predicts: (p-1)/m, or (p-1)/(v m) interleaved.
 double pipe_bubble_formula(const PipeSpec& spec);
 
 /// The activation sets a rank holds at most by the formula: GPipe m; 1F1B
-/// min(p - rank, m) on rank `rank`; interleaved as Megatron's warm-up counts.
+/// min(p - rank, m) on rank `rank`; interleaved min(2 (p-rank-1) + (v-1) p + 1, m v)
+/// chunks (Megatron's warm-up plus the steady state's first forward), which on
+/// rank 0 is p (1 + (p-1)/(p v)) micro-batches' worth (Korthikanti et al. 2022,
+/// sec. 4.2.3, eq. 5): more than 1F1B's p.
 int pipe_in_flight_formula(const PipeSpec& spec, int rank);
 
-/// A text chart of the simulated timeline, one row per rank, one column per
-/// time unit: "F3" forward of micro 3, "B3" backward, "." idle; interleaved
-/// chunks as lower/upper case or a chunk suffix. Ends with the bubble line.
+/// A text chart of the simulated timeline (checks @p s first), one row per rank,
+/// one column per forward's time (a chunk's forward when interleaved): "F3"
+/// forward of micro 3, "B3" backward (two columns), "." idle; interleaved adds the
+/// chunk as a letter ("F3a" chunk 0, "F3b" chunk 1). Rows wrap into blocks to stay
+/// under 120 characters. Then each rank's warm-up/steady/cool-down counts, the
+/// step's length, and the line "bubble: (p-1)/m = 3/8 = 0.375 of the compute time
+/// (counted from the lists: 0.375); at most 4 micro-batches in flight on rank 0
+/// (GPipe: 8)".
 std::string pipe_schedule_chart(const PipeSchedule& s);
 
 }  // namespace ss
