@@ -100,7 +100,7 @@ struct PipeStats {
     std::vector<int> max_in_flight;
     /// Simulated with forward = 1 and backward = 2 time units per virtual stage
     /// chunk (each chunk is 1/v of a rank's layers, so a chunk's forward takes 1/v),
-    /// communication free: the step's length and each rank's idle time.
+    /// communication free: the step's length, in a stage's forward times.
     double makespan = 0;
     /// Each rank's idle time in the simulated step: makespan - busy, where busy = 3 m
     /// (m v chunk-forwards of 1/v and m v chunk-backwards of 2/v).
