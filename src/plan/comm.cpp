@@ -154,8 +154,12 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         k.add("pp", stride, 2, "recv", act, Phase::fwd, recvs, recvs * x, none, "activations from the previous stage", p);
         k.add("pp", stride, 2, "send", act_grad, Phase::bwd, recvs, recvs * x, none, "their gradients back", p);
         k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, none, "gradients from the next stage", p);
-        if (first || last)  // the tied wte lives on both ends (Megatron's embedding group)
-            k.add("pp", stride, 2, "all_reduce", Payload::grad, Phase::step, 1, (m.V + t - 1) / t * h * es, none,
+        // The tied wte lives on both ends (Megatron's embedding group). ZeRO 1-3 sum the
+        // fp32 accumulator (stages 2, 3: the rank's shard of it); DDP the synced gradients.
+        const int64_t wte = (m.V + t - 1) / t * h, shards = int64_t(mesh.dp_shard) * c;
+        const int64_t tied = l.zero >= 2 ? (wte + shards - 1) / shards * 4 : l.zero == 1 ? wte * 4 : wte * es;
+        if (first || last)
+            k.add("pp", stride, 2, "all_reduce", Payload::grad, Phase::step, 1, tied, none,
                   "tied embedding: first and last stage sum their wte gradients", p, true);
     }
 
@@ -184,8 +188,16 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         case 3:
             k.add(shard_axis, t, n, "all_gather", param, Phase::fwd, ga * units, ga * shard_bytes, Overlap::fwd,
                   "ZeRO-3: gather each unit before its forward");
-            k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
-                  "ZeRO-3: gather it again for its backward");
+        {
+            // A first stage without the head gathers no embedding for backward: the
+            // embedding's backward needs no parameters (model/gpt2.cpp, part_backward).
+            const bool no_emb = first && !last;
+            const int64_t emb_units = no_emb ? 2 : 0;  // wte and wpe are units of their own on a stage
+            const int64_t emb_bytes =
+                no_emb ? int64_t(n) * es * ((slice.units[0] + n - 1) / n + (slice.units[1] + n - 1) / n) : 0;
+            k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * (units - emb_units),
+                  ga * (shard_bytes - emb_bytes), Overlap::bwd, "ZeRO-3: gather it again for its backward");
+        }
             k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
                   "ZeRO-3: each unit's gradients to their owners");
             break;
@@ -197,9 +209,13 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     if (l.zero == 1 || l.zero == 2)  // Megatron's --overlap-param-gather: under the next step's forward
         k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, Overlap::fwd,
               "ZeRO-1/2: the updated parameters back to everyone", 0, true);
-    if (last)
-        k.add(dp_axis, t, dp * c, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss", 0,
-              true);
+    // The step's loss: the last stage has it; with pp > 1 every stage takes it
+    // from there (a sum over the pp group) so that rank 0 can print it.
+    if (p > 1)
+        k.add("pp", dp * c * t, p, "all_reduce", Payload::scalar, Phase::step, 1, 4, none,
+              "the step's loss, from the last stage", 0, true);
+    k.add(dp_axis, t, dp * c, "all_reduce", Payload::scalar, Phase::step, 1, 4, none, "the step's mean loss", 0,
+          true);
     return k.out;
 }
 

@@ -38,7 +38,13 @@ ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage) {
     // Per block (model/params.h, Split): LayerNorms and row-parallel biases
     // whole (6C), everything else cut t ways: (12 C^2 + 7 C) / t.
     const int64_t block = (12 * C * C + 7 * C) / t + 6 * C;
-    if (s.has_embedding) s.units.push_back(wte + int64_t(cfg.maxT) * C);  // unit 0: wte + wpe
+    // One rank's whole model: unit 0 = wte + wpe. A pipeline stage: wte a unit of its
+    // own, so the first and the last stage shard it alike (model/gpt2.h, Unit).
+    if (s.has_embedding && pp == 1) s.units.push_back(wte + int64_t(cfg.maxT) * C);
+    if (s.has_embedding && pp > 1) {
+        s.units.push_back(wte);
+        s.units.push_back(int64_t(cfg.maxT) * C);
+    }
     for (int l = 0; l < s.layers; ++l) s.units.push_back(block);
     if (s.has_head) {
         s.units.push_back(2 * C);                // ln_f
@@ -135,8 +141,12 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     const double mbs_in_flight = l.schedule == Schedule::gpipe ? ga : std::min(p - stage, ga);
     const double tok = s * b / c;  // tokens of one micro-batch on this rank
     const double hs = seqpar ? t : 1;
-    if (stage == 0)  // paper: the embedding's dropout mask (1 byte); engine: x before block 0 (fp32)
-        r.embedding = mbs_in_flight * (engine ? 4 * tok * h / hs : tok * h / hs);
+    // paper: the embedding's dropout mask (1 byte); engine: x before the stage's first
+    // block (fp32; a later pipeline stage keeps the input it received).
+    if (engine)
+        r.embedding = mbs_in_flight * 4 * tok * h / hs;
+    else if (stage == 0)
+        r.embedding = mbs_in_flight * tok * h / hs;
     if (stage == p - 1) {
         const double head_mbs = l.schedule == Schedule::gpipe ? ga : 1;
         // paper (sec. 4.3): ln_f and projection inputs 4sbh/t, fp32 logits 4sbv/t;
@@ -145,6 +155,18 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
                                     : 4 * tok * h / hs + 4 * tok * std::ceil(V / t));
     }
     r.total = r.per_layer * r.layer_sets + r.embedding + r.head;
+    // What the engine's recompute makes again lives one layer at a time: selective,
+    // one layer's scores (in its forward, and again in its backward); full, one layer's
+    // whole activations, rebuilt for its backward.
+    // (Selective: on the last stage the head's own activations come after the blocks'
+    // forwards, so the peak holds the larger of the two.)
+    if (engine && l.recompute == Recompute::selective && !blockwise) {
+        const double scores = 4 * b * (a / t / c) * s * s;
+        const double head_one = stage == p - 1 ? r.head / (l.schedule == Schedule::gpipe ? ga : 1) : 0;
+        r.total += std::max(0.0, scores - head_one);
+    }
+    if (engine && l.recompute == Recompute::full)
+        r.total += engine_layer_bytes(s, b, h, a, t, seqpar, Recompute::none, blockwise) / c;
     char buf[160];
     if (engine && l.recompute == Recompute::full)
         std::snprintf(buf, sizeof buf, "4 sbh%s%s (engine, fp32, full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
