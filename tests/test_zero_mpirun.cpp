@@ -53,6 +53,42 @@ TEST_CASE("DDP, ZeRO 1-3, TP (+Megatron-SP), Ulysses and ring SP under mpirun -n
     }
 }
 
+TEST_CASE("pipeline layouts under mpirun -np 4 equal one rank", "[pp][mpi]") {
+    TrainOptions one;
+    one.model = model_preset("tiny");
+    one.model.L = 4;
+    one.steps = 10;
+    one.mbs = 4;
+    one.ga = 2;  // the same 2 micro-batches of 4 sequences as every layout below
+    one.quiet = true;
+    one.save = out_path("pp_one.safetensors");
+    TrainReport ref = train(one, nullptr);
+    StFile ref_params = read_safetensors(one.save);
+
+    for (const std::string flags :
+         {"--pp 2 --mbs 2 --zero 1", "--pp 4 --mbs 4", "--pp 2 --tp 2 --mbs 4 --schedule gpipe",
+          "--pp 2 --mbs 2 --schedule interleaved --pp-virtual 2 --zero 3", "--pp 2 --sp 2 --mbs 4 --recompute full"}) {
+        std::string json = out_path("pp.json"), save = out_path("pp.safetensors");
+        std::remove(json.c_str());
+        CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
+                                SS_SHARDSCOPE_EXE + " train --backend mpi --model tiny --layers 4 --ga 2 --steps 10 "
+                                "--quiet " + flags + " --json " + json + " --save " + save);
+        INFO(flags << "\n" << r.output);
+        REQUIRE(r.code == 0);
+        std::ifstream f(json);
+        nlohmann::json j = nlohmann::json::parse(f);
+        for (int i = 0; i < 10; ++i)
+            REQUIRE(j["steps"][i]["loss"].get<double>() == Approx(ref.steps[i].loss).margin(1e-4));
+        StFile got = read_safetensors(save);
+        double worst = 0;
+        for (const auto& [name, t] : ref_params.tensors) {
+            std::vector<float> a = st_to_f32(got.get(name)), b = st_to_f32(t);
+            for (size_t k = 0; k < b.size(); ++k) worst = std::max(worst, double(std::fabs(a[k] - b[k])));
+        }
+        REQUIRE(worst < 1e-5);
+    }
+}
+
 TEST_CASE("bench comm --backend mpi times the mpi backend beside Open MPI's own collectives", "[mpi][bench]") {
     CliResult r = run_shell(std::string("mpirun --allow-run-as-root --oversubscribe -np 2 ") + SS_SHARDSCOPE_EXE +
                             " bench comm --backend mpi --ops all_reduce,all_gather --min-bytes 1024 --max-bytes 8192 "

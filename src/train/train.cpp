@@ -219,6 +219,7 @@ void rank_main(Comm& comm, Shared& sh) {
     };
     const float dloss = 1.0f / float(B * Tl * opts.ga);  // mean over this rank's tokens of the step
     for (int step = 1; step <= opts.steps; ++step) {
+        inject_fault(opts.fault, comm, step, opts.steps);  // --inject-fault: arms it on its rank at its step
         auto t0 = std::chrono::steady_clock::now();
         pipe.zero_grad();
         for (int micro = 0; micro < opts.ga; ++micro) {  // every stage reads the same micro-batches
@@ -342,6 +343,12 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         SS_CHECK(kind != Schedule::interleaved || (opts.pp > 1 && opts.pp_virtual > 1),
                  "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per rank)");
         parse_recompute(opts.recompute);  // throws naming the choices
+        SS_CHECK(kind != Schedule::interleaved || !opts.pp_split.empty() ||
+                     opts.model.L % (opts.pp * opts.pp_virtual) == 0,
+                 "--schedule interleaved cuts the L=" << opts.model.L << " blocks into --pp x --pp-virtual = "
+                     << opts.pp * opts.pp_virtual << " equal chunks, which does not divide them (interleaving "
+                     << "needs equal chunks); choose --pp-virtual so that pp x v divides " << opts.model.L
+                     << ", or give the chunks with --pp-split");
         r.pp_split = pipeline_split(opts.model.L, opts.pp * opts.pp_virtual, opts.pp_split);
         r.bubble = opts.pp > 1 ? pipe_bubble_formula(pipe_spec(opts, opts.pp)) : 0.0;
         make_pipe_schedule(pipe_spec(opts, opts.pp));  // throws for a schedule it cannot make (too few micro-batches)
