@@ -39,10 +39,10 @@ std::string TrainReport::pipeline_line() const {
     const int v = opts.pp_virtual, m = opts.ga;
     char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "pipeline: PP %d stages%s, schedule %s, blocks per stage %s; m = GA = %d micro-batches; "
+                  "pipeline: PP %d stages%s, schedule %s, blocks per stage %s; m = GA = %d micro-batch%s; "
                   "bubble (p-1)/%s = %d/%d = %.3f of the compute time",
                   pp, v > 1 ? (" x " + std::to_string(v) + " chunks").c_str() : "", opts.schedule.c_str(),
-                  split.c_str(), m, v > 1 ? "(v m)" : "m", pp - 1, v * m, bubble);
+                  split.c_str(), m, m == 1 ? "" : "es", v > 1 ? "(v m)" : "m", pp - 1, v * m, bubble);
     return buf;
 }
 
