@@ -147,6 +147,49 @@ TEST_CASE("bench layouts: an odd world cannot be split in two", "[cli][bench][er
     REQUIRE_THAT(r.output, Contains("--ranks 3: bench layouts splits the world into DP x 2"));
 }
 
+TEST_CASE("bench pipeline: PP 1 beside PP 2 and 4 with each schedule, the bubble beside its formula", "[cli][bench]") {
+    const std::string json = tmp("pipeline.json");
+    CliResult r = run_shardscope("bench pipeline --model tiny --layers 4 --mbs 2 --ga 4 --steps 1 --warmup 1 "
+                                 "--rounds 1 --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("MBS 2 x GA 4 = 8 sequences (512 tokens) per step, DP 1"));
+    // L=4 holds p x v = 4 virtual stages for PP 2, not the 8 PP 4 would need.
+    REQUIRE_THAT(r.output, Contains("skipped: PP 4 interleaved v=2: needs p x v = 8 blocks, the model has L=4"));
+    const std::string num = R"(\s+[0-9.]+)";
+    REQUIRE(count_lines(r.output, "PP 1\\s+-\\s+1" + num + num + "\\s+1.00x\\s+-\\s+-\\s+-" + num) == 1);
+    for (const char* row : {"PP 2\\s+gpipe\\s+2", "PP 2\\s+1f1b\\s+2", "PP 2\\s+interleaved v=2\\s+2",
+                            "PP 4\\s+gpipe\\s+4", "PP 4\\s+1f1b\\s+4"}) {
+        INFO(row);
+        REQUIRE(count_lines(r.output, std::string(row) + num + num + num + "x\\s+[0-9/()x]+ = [0-9.]+" + num + num +
+                                          num) == 1);
+    }
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["rows"].size() == 6);
+    const int cores = j["cores"].get<int>();
+    for (const auto& row : j["rows"]) {
+        INFO(row.dump());
+        REQUIRE(row["tokens_per_s"].get<double>() > 0);
+        const int p = row["pp"].get<int>();
+        const double formula = row["bubble_formula"].get<double>(), predicted = row["predicted_overhead"].get<double>();
+        if (p == 1) continue;
+        // The formula, from the rows' p, m = GA 4 and v.
+        REQUIRE(formula == Approx(double(p - 1) / (4.0 * row["v"].get<int>())));
+        // With a core per rank the simulated lists are the formula exactly (forward 1, backward 2, messages
+        // free: pipeline_schedule.h); with fewer cores than ranks, idle ranks lend their cores and less is left.
+        if (p <= cores) REQUIRE(predicted == Approx(formula).margin(1e-12));
+        else REQUIRE(predicted < formula);
+    }
+    REQUIRE(j["rows"][0]["vs_pp1"].get<double>() == 1.0);  // PP 1 against itself
+}
+
+TEST_CASE("bench pipeline: a pipeline needs at least 2 stages and at most L", "[cli][bench][errors]") {
+    CliResult r = run_shardscope("bench pipeline --model tiny --pp 4 --steps 1 --warmup 0 --rounds 1");
+    INFO(r.output);
+    REQUIRE(r.code == 1);
+    REQUIRE_THAT(r.output, Contains("--pp 4: a pipeline needs 2 to L=2 stages"));
+}
+
 TEST_CASE("bench calibrate writes what plan --hw cpu-local reads", "[cli][bench]") {
     const std::string out = tmp("calibration.json");
     std::remove(out.c_str());
