@@ -3,12 +3,14 @@
 # exit, within MAX_SECONDS (nothing hangs), and every EXPECTED text in its output.
 #
 #   mpi_failure.sh MPIEXEC NP PROGRAM MODE MAX_SECONDS EXPECTED...
+#
+# MODE is the program's arguments, split at spaces ("skip", or "train --backend mpi ...").
 set -u
 mpiexec=$1 np=$2 program=$3 mode=$4 max_seconds=$5
 shift 5
 
 start=$(date +%s.%N)
-out=$(timeout $((max_seconds + 30)) "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" "$program" "$mode" 2>&1)
+out=$(timeout $((max_seconds + 30)) "$mpiexec" --allow-run-as-root --oversubscribe -np "$np" "$program" $mode 2>&1)
 rc=$?
 elapsed=$(echo "$start $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
 

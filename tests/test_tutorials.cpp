@@ -7,9 +7,12 @@
 //   model tiny: L=2 C=64 ... 136960 parameters       <- a line it must print
 //   step    1/2 | loss 5.5* | * ms | * tok/s         <- '*' matches any text
 //   ...                                              <- lines the chapter leaves out
+//   [exit 1]                                         <- the exit status it must end with (default 0)
 //
-// Quoted lines must appear in the command's output in the order quoted.
+// Quoted lines must appear in the command's output in the order quoted. A
+// command meant to fail (a chapter on errors) says so with its exit status.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <dirent.h>
 #include <fstream>
 #include <sstream>
@@ -23,6 +26,7 @@ namespace {
 struct Command {
     std::string file, cmd;
     std::vector<std::string> expect;
+    int code = 0;  // the exit status it must end with
 };
 
 bool glob_match(const char* p, const char* s) {
@@ -47,8 +51,12 @@ std::vector<Command> parse(const std::string& path, const std::string& name) {
             continue;
         }
         if (!in_console) continue;
+        int code = 0;
+        char end = 0;
         if (line.rfind("$ ", 0) == 0) {
             out.push_back({name, line.substr(2), {}});
+        } else if (!out.empty() && std::sscanf(line.c_str(), "[exit %d%c", &code, &end) == 2 && end == ']') {
+            out.back().code = code;
         } else if (!out.empty() && rtrim(line) != "..." && !rtrim(line).empty()) {
             out.back().expect.push_back(rtrim(line));
         }
@@ -89,7 +97,7 @@ TEST_CASE("every tutorial command runs and prints what the chapter quotes", "[tu
                                SS_SHARDSCOPE_EXE + c.cmd.substr(std::string("shardscope").size());
             CliResult r = run_shell(line);
             INFO(name << ": $ " << c.cmd << "\n" << r.output);
-            REQUIRE(r.code == 0);
+            REQUIRE(r.code == c.code);
             std::istringstream got(r.output);
             std::string out_line;
             size_t next = 0;

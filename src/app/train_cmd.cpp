@@ -67,6 +67,9 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--recompute", opts->recompute,
                     "Activation recompute: none, selective (attention core) or full (each block from its input)")
         ->capture_default_str();
+    cmd->add_option_function<std::string>(
+        "--inject-fault", [opts](const std::string& spec) { opts->fault = parse_fault(spec); },
+        "rank=R,step=S,kind=throw|hang|exit: make one rank fail on purpose (src/train/fault.h)");
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();
         opts->dtype = parse_dtype(*dtype);

@@ -69,6 +69,20 @@ public:
                       const Label& label) = 0;
     /// Returns once every member of the group has called it.
     virtual void barrier(const Group& group, const Label& label) = 0;
+
+    /// Stops communicating, as a rank stuck in its own code does (an injected
+    /// `hang`, src/train/fault.h): takes part in nothing and answers nobody.
+    /// The other ranks' waits then time out and name this rank. Threads: wakes
+    /// and throws ss::Error when the run fails, so no thread is left behind.
+    /// MPI: sleeps; the MPI_Abort of the rank that times out ends the process.
+    /// Either way, if nothing has ended it after stall_backstop_seconds(timeout),
+    /// throws ss::Error with @p why.
+    virtual void stall(const std::string& why) = 0;
 };
+
+/// How long Backend::stall waits for the other ranks to notice before it gives
+/// up: well past their own timeout, which each counts from its arrival at the
+/// call (a rank may arrive much later than the stalled one stopped).
+inline double stall_backstop_seconds(double timeout_seconds) { return 2 * timeout_seconds + 10; }
 
 }  // namespace ss

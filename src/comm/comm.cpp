@@ -105,9 +105,17 @@ void Comm::trace(const char* op, const Group& group, size_t count, DType dt, con
     tracer_->record(std::move(ev));
 }
 
+void Comm::run_hook(const char* op, const Group& group, const Label& label) {
+    if (!next_call_hook_) return;
+    auto hook = std::move(next_call_hook_);  // once: cleared before it runs (it may throw)
+    next_call_hook_ = nullptr;
+    hook(describe_call(op, group, label));
+}
+
 // ---- the collectives: check, call the backend, trace -------------------------------
 
 void Comm::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op, const Label& label) {
+    run_hook("all_reduce", group, label);
     check_group("all_reduce", group);
     check_reducible("all_reduce", dt);
     check_buffer("all_reduce", "the", buf, count);
@@ -118,6 +126,7 @@ void Comm::all_reduce(void* buf, size_t count, DType dt, const Group& group, Red
 
 void Comm::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                       const Label& label) {
+    run_hook("all_gather", group, label);
     check_group("all_gather", group);
     check_buffer("all_gather", "send", send, count_per_rank);
     check_buffer("all_gather", "recv", recv, count_per_rank);
@@ -133,6 +142,7 @@ void Comm::all_gather(const void* send, void* recv, size_t count_per_rank, DType
 
 void Comm::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                           ReduceOp op, const Label& label) {
+    run_hook("reduce_scatter", group, label);
     check_group("reduce_scatter", group);
     check_reducible("reduce_scatter", dt);
     check_buffer("reduce_scatter", "send", send, count_per_rank);
@@ -149,6 +159,7 @@ void Comm::reduce_scatter(const void* send, void* recv, size_t count_per_rank, D
 
 void Comm::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                       const Label& label) {
+    run_hook("all_to_all", group, label);
     check_group("all_to_all", group);
     check_buffer("all_to_all", "send", send, count_per_rank);
     check_buffer("all_to_all", "recv", recv, count_per_rank);
@@ -161,6 +172,7 @@ void Comm::all_to_all(const void* send, void* recv, size_t count_per_rank, DType
 }
 
 void Comm::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group, const Label& label) {
+    run_hook("broadcast", group, label);
     check_group("broadcast", group);
     check_buffer("broadcast", "the", buf, count);
     SS_CHECK(root_index >= 0 && root_index < group.size(),
@@ -173,6 +185,7 @@ void Comm::broadcast(void* buf, size_t count, DType dt, int root_index, const Gr
 }
 
 void Comm::send(const void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis) {
+    run_hook("send", Group{axis, {rank_, peer}}, label);
     check_peer("send", peer);
     check_buffer("send", "the", buf, count);
     const double t0 = tracer_ ? tracer_->now_us() : 0;
@@ -181,6 +194,7 @@ void Comm::send(const void* buf, size_t count, DType dt, int peer, const Label& 
 }
 
 void Comm::recv(void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis) {
+    run_hook("recv", Group{axis, {peer, rank_}}, label);
     check_peer("recv", peer);
     check_buffer("recv", "the", buf, count);
     const double t0 = tracer_ ? tracer_->now_us() : 0;
@@ -189,6 +203,7 @@ void Comm::recv(void* buf, size_t count, DType dt, int peer, const Label& label,
 }
 
 void Comm::barrier(const Group& group, const Label& label) {
+    run_hook("barrier", group, label);
     check_group("barrier", group);
     const double t0 = tracer_ ? tracer_->now_us() : 0;
     backend_->barrier(group, label);

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ struct CommOptions {
     /// One Tracer per rank (see make_tracers), or empty for no tracing.
     std::vector<Tracer*> tracers;
 };
+
+/// Thrown by a rank's work to end it at once, as if it had returned: run_threads
+/// marks the rank finished, not failed, so the others see a rank that vanished
+/// (an injected `exit` fault, src/train/fault.h). Deliberately not a
+/// std::exception, so no error handler on the way out catches it.
+struct RankVanished {};
 
 /// The collectives of one rank. Not thread-safe: one rank, one thread.
 class Comm {
@@ -132,7 +139,19 @@ public:
     /// Returns once every member of the group has called it.
     void barrier(const Group& group, const Label& label = {});
 
+    /// Calls @p hook once, at the start of this rank's next collective or
+    /// send/recv (before any check or wait), with the call described as errors
+    /// describe it: "all_gather on dp group [0,1] (param, step 3, layer 0, fwd)".
+    /// The hook may throw, which fails that call. For injected faults
+    /// (src/train/fault.h), which strike at a rank's next call so that their
+    /// message can name it. An empty @p hook removes a pending one.
+    void before_next_call(std::function<void(const std::string& call)> hook) { next_call_hook_ = std::move(hook); }
+
+    /// Stops communicating, as a rank stuck in its own code does: see Backend::stall.
+    void stall(const std::string& why) { backend_->stall(why); }
+
 private:
+    void run_hook(const char* op, const Group& group, const Label& label);
     void check_group(const char* op, const Group& group) const;
     void check_peer(const char* op, int peer) const;
     void trace(const char* op, const Group& group, size_t count, DType dt, const Label& label,
@@ -142,6 +161,7 @@ private:
     int world_size_;
     std::unique_ptr<Backend> backend_;
     Tracer* tracer_;
+    std::function<void(const std::string&)> next_call_hook_;  // before_next_call
 };
 
 /// "all_reduce on tp group [0,1] (grad, step 3, layer 2, bwd)": how errors name a call.

@@ -191,6 +191,7 @@ public:
     void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
               const Label& label) override;
     void barrier(const Group& group, const Label& label) override;
+    void stall(const std::string& why) override;
 
     /// The MPI state (communicators, sends in flight, the side channel): internal,
     /// defined in mpi_detail.h, which only the backend's own files include.

@@ -13,9 +13,11 @@
 // timeout. bf16 reductions go through fp32 (reduce_kernels.h): widen, MPI_SUM
 // on MPI_FLOAT, round once. A count of 0 still synchronises the group (MPI may
 // return at once from a 0-element collective, so it becomes a barrier).
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "comm/mpi_detail.h"
 #include "comm/reduce_kernels.h"
@@ -315,6 +317,15 @@ void MpiBackend::barrier(const Group& group, const Label& label) {
     Impl& m = *impl_;
     Call c = begin_call(m, "barrier", group, label, 0, DType::f32);
     meet(m, c);
+}
+
+// An injected hang: sleep, answering nobody (not even the side channel's "where
+// are you?"), as a rank stuck in its own code would. The rank that times out
+// waiting for this one calls MPI_Abort, which ends this process too.
+void MpiBackend::stall(const std::string& why) {
+    const double backstop = stall_backstop_seconds(impl_->watch->timeout_seconds());
+    std::this_thread::sleep_for(std::chrono::duration<double>(backstop));
+    SS_FAIL(why << ": still stalled after " << backstop << " s and no other rank timed out waiting for it");
 }
 
 // ---- point to point ------------------------------------------------------------------

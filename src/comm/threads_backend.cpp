@@ -264,6 +264,8 @@ void run_threads(int world, const std::function<void(Comm&)>& body, const CommOp
             Comm comm(r, world, std::make_unique<ThreadsBackend>(shared, r),
                       opts.tracers.empty() ? nullptr : opts.tracers[r]);
             body(comm);
+        } catch (const RankVanished&) {
+            // The rank ends here as if its work had returned: finished, not failed.
         } catch (const std::exception& e) {
             shared.fail(r, e.what());  // ignored if another rank failed first
         } catch (...) {

@@ -61,6 +61,7 @@ public:
     void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
               const Label& label) override;
     void barrier(const Group& group, const Label& label) override;
+    void stall(const std::string& why) override;
 
 private:
     // This rank's view of one group: where it sits and how far it has got.

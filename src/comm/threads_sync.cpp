@@ -117,8 +117,11 @@ void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
         return out;
     };
     const Group group{d.axis, gs.ranks};
+    // The timeout counts from arrival: under load (more threads than cores)
+    // 2000 yields can themselves take seconds, so the spin stops at the deadline too.
+    const auto deadline = world_.deadline();
 
-    for (int spin = 0; spin < kSpinRounds; ++spin) {
+    for (int spin = 0; spin < kSpinRounds && std::chrono::steady_clock::now() < deadline; ++spin) {
         if (all_here()) return;
         if (world_.failed()) stop(describe_call(d.op, group, d.label));
         std::this_thread::yield();
@@ -128,7 +131,6 @@ void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
     world_.set_waiting(rank_, describe_call(d.op, group, d.label));
     std::unique_lock<std::mutex> lock(gs.mu);
     gs.sleepers.fetch_add(1);
-    const auto deadline = world_.deadline();
     std::string error;
     bool stopped = false;
     while (!all_here()) {
@@ -164,6 +166,32 @@ void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
     world_.set_waiting(rank_, "");
     if (stopped) stop(describe_call(d.op, group, d.label));
     if (!error.empty()) raise(error);
+}
+
+// An injected hang (Backend::stall): sleep on my own inbox, which every failure
+// and every rank that returns wakes (World::wake_all), so the thread gets out
+// as soon as the others' timeout fails the run.
+void ThreadsBackend::stall(const std::string& why) {
+    auto others_returned = [&] {
+        for (int r = 0; r < world_.size(); ++r)
+            if (r != rank_ && !world_.finished(r)) return false;
+        return true;
+    };
+    const double backstop_s = stall_backstop_seconds(world_.timeout_seconds());
+    const auto backstop = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(backstop_s));
+    threads::Inbox& box = world_.inbox(rank_);
+    std::unique_lock<std::mutex> lock(box.mu);
+    bool late = false;
+    while (!world_.failed() && !others_returned() && !late)
+        late = box.cv.wait_until(lock, backstop) == std::cv_status::timeout;
+    lock.unlock();  // before fail(), which takes every inbox's lock
+    if (world_.failed()) stop(why);
+    if (others_returned()) raise(why + ": every other rank has returned, none is left to wait for this one");
+    std::ostringstream os;
+    os << why << ": still stalled after " << backstop_s << " s and no other rank timed out waiting for it";
+    raise(os.str());
 }
 
 float* ThreadsBackend::scratch(size_t count) {

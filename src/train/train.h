@@ -23,6 +23,7 @@
 #include "core/dtype.h"
 #include "core/ledger.h"
 #include "model/config.h"
+#include "train/fault.h"
 
 namespace ss {
 
@@ -71,6 +72,8 @@ struct TrainOptions {
     std::string schedule = "1f1b";  ///< pipeline schedule: gpipe, 1f1b or interleaved
     int pp_virtual = 1;            ///< model chunks per pipeline rank (interleaved)
     std::string recompute = "none";  ///< activation recompute: none, selective or full
+
+    Fault fault;                   ///< --inject-fault: a rank that fails on purpose (train/fault.h); none by default
 };
 
 /// One optimizer step as measured.
