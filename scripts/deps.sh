@@ -15,6 +15,10 @@ ss_install_deps() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" || return 1
 }
 
+# What ./scripts/fuzz adds (clang's libFuzzer and sanitizer runtimes live in
+# libclang-rt-dev, only a "Recommends" of clang): ss_install_deps "${SS_FUZZ_PKGS[@]}".
+SS_FUZZ_PKGS=(clang libclang-rt-dev)
+
 # Configure and build (Release, both cores) into build/.
 # The three parts that depend on the machine are AUTO unless the caller's
 # environment says otherwise (a build folder configured by hand keeps no stale OFF).

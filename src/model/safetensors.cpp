@@ -152,7 +152,7 @@ StFile read_safetensors(const std::string& path) {
     json header;
     try {
         header = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large (1e999)
         SS_FAIL("safetensors file '" << path << "': the header is not valid JSON (" << e.what()
                 << "); the file is corrupt or not a safetensors file");
     }

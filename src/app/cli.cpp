@@ -1,0 +1,65 @@
+// cli.cpp — the `shardscope` command tree, parsed and run (see cli.h).
+#include "app/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "app/commands.h"
+#include "core/check.h"
+
+namespace ss::app {
+
+namespace {
+
+constexpr const char* kDescription = "ShardScope: distributed training of GPT-2, traced and explained";
+
+}  // namespace
+
+void add_commands(CLI::App& root) {
+    root.require_subcommand(1);
+    add_train_command(root);
+    add_bench_command(root);
+    add_mesh_command(root);
+    add_trace_command(root);
+    add_plan_command(root);
+    add_schedule_command(root);
+}
+
+int run_command_line(int argc, const char* const* argv) {
+    CLI::App root{kDescription};
+    add_commands(root);
+    try {
+        root.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return root.exit(e);
+    } catch (const ss::Error& e) {
+        std::fprintf(stderr, "shardscope: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "shardscope: internal error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
+int check_command_line(const std::vector<std::string>& args) {
+    CLI::App root{kDescription};
+    add_commands(root);
+    // CLI11 runs the root's parse-complete callback after every flag is
+    // converted and every requirement checked, and before any subcommand's
+    // callback: stopping there leaves the work undone. (The subcommands'
+    // callbacks cannot simply be removed: they own the flags' storage.)
+    root.parse_complete_callback([] { throw CLI::Success(); });
+    std::vector<const char*> argv{"shardscope"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    try {
+        root.parse(int(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+        return e.get_exit_code();
+    } catch (const ss::Error&) {  // a flag whose own parser rejects its value (--inject-fault)
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace ss::app

@@ -1,0 +1,19 @@
+// fuzz_trace.cpp — any bytes as a Chrome trace for `shardscope trace summary`:
+// parse_chrome_trace (src/comm/trace_io.cpp, what read_chrome_trace does after
+// reading the file), then the summary it prints (src/comm/trace_summary.h).
+#include <cstdint>
+#include <string>
+
+#include "comm/trace.h"
+#include "comm/trace_summary.h"
+#include "core/check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    try {
+        const ss::Trace trace = ss::parse_chrome_trace(text, "fuzz.json");
+        ss::format_trace_summary(ss::summarize_trace(trace), "fuzz.json");
+    } catch (const ss::Error&) {
+    }
+    return 0;
+}
