@@ -144,7 +144,7 @@ TEST_CASE("pipeline_split: even by default, as given, or a clear error", "[pp]")
     REQUIRE(pipeline_split(12, 4, {}) == std::vector<int>{3, 3, 3, 3});
     REQUIRE(pipeline_split(7, 3, {}) == std::vector<int>{3, 2, 2});
     REQUIRE(pipeline_split(4, 2, {3, 1}) == std::vector<int>{3, 1});
-    REQUIRE_THROWS_WITH(pipeline_split(2, 4, {}), Catch::Contains("only L=2 blocks") && Catch::Contains("--pp 2"));
+    REQUIRE_THROWS_WITH(pipeline_split(2, 4, {}), Catch::Contains("only L=2 blocks") && Catch::Contains("--pp x --pp-virtual <= 2"));
     REQUIRE_THROWS_WITH(pipeline_split(4, 2, {2, 1}), Catch::Contains("adds up to 3") && Catch::Contains("sum to 4"));
     REQUIRE_THROWS_WITH(pipeline_split(4, 2, {1, 1, 2}), Catch::Contains("lists 3 stages"));
     REQUIRE_THROWS_WITH(pipeline_split(4, 2, {4, 0}), Catch::Contains("at least one block"));

@@ -13,6 +13,31 @@ using namespace ss;
 
 namespace {
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_zero_mpirun_" + name; }
+
+// `shardscope train --backend mpi <args>` under mpirun -np 4 against the one-rank
+// run @p ref (its final parameters in @p ref_params): the same 10 losses (1e-4)
+// and final parameters (1e-5: fp32 summation order only, as on threads).
+void require_mpirun_equals(const std::string& args, const TrainReport& ref, const StFile& ref_params) {
+    std::string json = out_path("run.json"), save = out_path("run.safetensors");
+    std::remove(json.c_str());
+    CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
+                            SS_SHARDSCOPE_EXE + " train --backend mpi --steps 10 --quiet " + args + " --json " + json +
+                            " --save " + save);
+    INFO(args << "\n" << r.output);
+    REQUIRE(r.code == 0);
+    std::ifstream f(json);
+    nlohmann::json j = nlohmann::json::parse(f);
+    REQUIRE(j["ranks"]["world"] == 4);
+    for (int i = 0; i < 10; ++i)
+        REQUIRE(j["steps"][i]["loss"].get<double>() == Approx(ref.steps[i].loss).margin(1e-4));
+    StFile got = read_safetensors(save);
+    double worst = 0;
+    for (const auto& [name, t] : ref_params.tensors) {
+        std::vector<float> a = st_to_f32(got.get(name)), b = st_to_f32(t);
+        for (size_t k = 0; k < b.size(); ++k) worst = std::max(worst, double(std::fabs(a[k] - b[k])));
+    }
+    REQUIRE(worst < 1e-5);
+}
 }  // namespace
 
 TEST_CASE("DDP, ZeRO 1-3, TP (+Megatron-SP), Ulysses and ring SP under mpirun -np 4 equal one rank", "[zero][tp][sp][mpi]") {
@@ -30,26 +55,7 @@ TEST_CASE("DDP, ZeRO 1-3, TP (+Megatron-SP), Ulysses and ring SP under mpirun -n
           "--mbs 2 --zero 3", "--mbs 2 --zero 3 --dp-shard 2 --dp-rep 2", "--mbs 4 --tp 2 --zero 3", "--mbs 8 --tp 4",
           "--mbs 4 --sp 2 --zero 2", "--mbs 8 --sp 2 --tp 2", "--mbs 8 --sp 4 --sp-mode ring",
           "--mbs 4 --tp 2 --sequence-parallel --zero 1"}) {
-        std::string json = out_path("run.json"), save = out_path("run.safetensors");
-        std::remove(json.c_str());
-        CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
-                                SS_SHARDSCOPE_EXE + " train --backend mpi --model tiny --steps 10 --quiet " +
-                                flags + " --json " + json + " --save " + save);
-        INFO(flags << "\n" << r.output);
-        REQUIRE(r.code == 0);
-        std::ifstream f(json);
-        nlohmann::json j = nlohmann::json::parse(f);
-        REQUIRE(j["ranks"]["world"] == 4);
-        for (int i = 0; i < 10; ++i)  // tolerance as in test_zero.cpp: fp32 summation order only
-            REQUIRE(j["steps"][i]["loss"].get<double>() == Approx(ref.steps[i].loss).margin(1e-4));
-        StFile got = read_safetensors(save);
-        double worst = 0;
-        for (const auto& [name, t] : ref_params.tensors) {
-            std::vector<float> a = st_to_f32(got.get(name)), b = st_to_f32(t);
-            for (size_t k = 0; k < b.size(); ++k) worst = std::max(worst, double(std::fabs(a[k] - b[k])));
-        }
-        // Final parameters (of size up to ~1): fp32 summation order only, as on threads.
-        REQUIRE(worst < 1e-5);
+        require_mpirun_equals("--model tiny " + flags, ref, ref_params);
     }
 }
 
@@ -68,24 +74,7 @@ TEST_CASE("pipeline layouts under mpirun -np 4 equal one rank", "[pp][mpi]") {
     for (const std::string flags :
          {"--pp 2 --mbs 2 --zero 1", "--pp 4 --mbs 4", "--pp 2 --tp 2 --mbs 4 --schedule gpipe",
           "--pp 2 --mbs 2 --schedule interleaved --pp-virtual 2 --zero 3", "--pp 2 --sp 2 --mbs 4 --recompute full"}) {
-        std::string json = out_path("pp.json"), save = out_path("pp.safetensors");
-        std::remove(json.c_str());
-        CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
-                                SS_SHARDSCOPE_EXE + " train --backend mpi --model tiny --layers 4 --ga 2 --steps 10 "
-                                "--quiet " + flags + " --json " + json + " --save " + save);
-        INFO(flags << "\n" << r.output);
-        REQUIRE(r.code == 0);
-        std::ifstream f(json);
-        nlohmann::json j = nlohmann::json::parse(f);
-        for (int i = 0; i < 10; ++i)
-            REQUIRE(j["steps"][i]["loss"].get<double>() == Approx(ref.steps[i].loss).margin(1e-4));
-        StFile got = read_safetensors(save);
-        double worst = 0;
-        for (const auto& [name, t] : ref_params.tensors) {
-            std::vector<float> a = st_to_f32(got.get(name)), b = st_to_f32(t);
-            for (size_t k = 0; k < b.size(); ++k) worst = std::max(worst, double(std::fabs(a[k] - b[k])));
-        }
-        REQUIRE(worst < 1e-5);
+        require_mpirun_equals("--model tiny --layers 4 --ga 2 " + flags, ref, ref_params);
     }
 }
 

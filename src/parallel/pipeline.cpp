@@ -23,9 +23,9 @@ std::vector<int> pipeline_split(int L, int stages, const std::vector<int>& given
                                                     << "; the counts must sum to " << L);
         return given;
     }
-    SS_CHECK(stages <= L, "pipeline of " << stages << " stages but the model has only L=" << L
-                                         << " blocks; every stage needs at least one block: use --pp " << L
-                                         << " or less (x --pp-virtual)");
+    SS_CHECK(stages <= L, "pipeline of " << stages << " stages (--pp x --pp-virtual) but the model has only L="
+                                         << L << " blocks; every stage needs at least one block: choose --pp and "
+                                         << "--pp-virtual with --pp x --pp-virtual <= " << L);
     std::vector<int> split(size_t(stages), L / stages);
     for (int s = 0; s < L % stages; ++s) ++split[size_t(s)];
     return split;
@@ -159,30 +159,23 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
     return loss_sum;
 }
 
-std::vector<float> PipelineRank::sum_over_pipeline(std::vector<float> mine, Payload payload) {
-    // Each element comes from exactly one stage (zero elsewhere), so the sum is exact.
-    if (pp_.size() > 1) comm_.all_reduce(mine.data(), mine.size(), pp_, ReduceOp::sum, Label{payload, -1, Phase::none, -1, -1});
-    return mine;
-}
-
-std::vector<float> PipelineRank::whole_params() {
+// The whole model from every chunk's part (zero where a part holds nothing):
+// summed over my chunks, then over the pp group. Each element comes from
+// exactly one (stage, chunk), so the sums are exact.
+std::vector<float> PipelineRank::sum_parts(std::vector<float> (ZeroModel::*part)(), Payload payload) {
     std::vector<float> sum;
     for (auto& c : chunks_) {
-        std::vector<float> w = c->whole_params();
-        if (sum.empty()) sum.assign(w.size(), 0.0f);
-        for (size_t i = 0; i < w.size(); ++i) sum[i] += w[i];
+        std::vector<float> mine = ((*c).*part)();
+        if (sum.empty()) sum.assign(mine.size(), 0.0f);
+        for (size_t i = 0; i < mine.size(); ++i) sum[i] += mine[i];
     }
-    return sum_over_pipeline(std::move(sum), Payload::param);
+    if (pp_.size() > 1)
+        comm_.all_reduce(sum.data(), sum.size(), pp_, ReduceOp::sum, Label{payload, -1, Phase::none, -1, -1});
+    return sum;
 }
 
-std::vector<float> PipelineRank::full_grads() {
-    std::vector<float> sum;
-    for (auto& c : chunks_) {
-        std::vector<float> g = c->full_grads();
-        if (sum.empty()) sum.assign(g.size(), 0.0f);
-        for (size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
-    }
-    return sum_over_pipeline(std::move(sum), Payload::grad);
-}
+std::vector<float> PipelineRank::whole_params() { return sum_parts(&ZeroModel::whole_params, Payload::param); }
+
+std::vector<float> PipelineRank::full_grads() { return sum_parts(&ZeroModel::full_grads, Payload::grad); }
 
 }  // namespace ss

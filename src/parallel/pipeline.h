@@ -93,7 +93,7 @@ public:
     std::vector<float> full_grads();
 
 private:
-    std::vector<float> sum_over_pipeline(std::vector<float> mine, Payload payload);
+    std::vector<float> sum_parts(std::vector<float> (ZeroModel::*part)(), Payload payload);
     int rank_of(int vs) const { return pp_.ranks[size_t(vs % spec_.p)]; }
     int first_block(int vs) const { return pipeline_part(split_, vs).first; }
 

@@ -118,6 +118,14 @@ void print_memory(std::ostream& out, const TrainReport& r) {
     std::snprintf(buf, sizeof buf, "  %-24s %16s %16s %12.3f\n", "total (peak of the sum)", "",
                   with_commas(r.peak_total).c_str(), r.peak_total / 1048576.0);
     out << buf;
+    if (r.pp > 1 && !r.rank_peak.empty()) {  // pipeline stages hold different layers and micro-batches
+        out << "acts peak of each pipeline stage (rank, bytes):";
+        const int per_stage = int(r.rank_peak.size()) / r.pp;  // the grid puts pp outermost
+        for (int stage = 0; stage < r.pp; ++stage)
+            out << (stage ? ", " : " ") << "stage " << stage << " (rank " << stage * per_stage
+                << ") " << with_commas(r.rank_peak[size_t(stage * per_stage)][int(Mem::acts)]);
+        out << "\n";
+    }
 }
 
 static void check_options(const TrainOptions& o, int T) {
@@ -433,6 +441,16 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         other["prediction"] = plan_json(plan(plan_input_for(opts)));
         other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                          {"tp", r.tp}};
+        if (r.pp > 1) {  // the schedule as data, for a viewer to draw: each pp rank's actions in order
+            const PipeSchedule sched = make_pipe_schedule(pipe_spec(opts, r.pp));
+            nlohmann::json ranks = nlohmann::json::array();
+            for (const auto& actions : sched.ranks) {
+                nlohmann::json list = nlohmann::json::array();
+                for (const PipeAction& a : actions) list.push_back({pipe_op_name(a.op), a.micro, a.chunk});
+                ranks.push_back(list);
+            }
+            other["pipeline"]["actions"] = ranks;  // [pp rank][i] = [op, micro-batch, chunk]
+        }
         if (mpi)
             write_chrome_trace_mpi(opts.trace, *tracers[size_t(mpi_world_rank())], other, opts.comm_timeout);
         else
