@@ -625,6 +625,191 @@ TEST_CASE("otherData gives the mesh, the model and the GBS line", "[viz][run]") 
     REQUIRE(read_run_info(r.trace).model == "?");
 }
 
+// ---- pipeline schedule ---------------------------------------------------------------------
+
+namespace {
+
+using Op = TraceAction::Op;
+
+// 1F1B, p = 2, m = 4, in Megatron's order (src/parallel/pipeline_schedule.h): rank 0 warms
+// up with one forward, then pairs one forward with one backward; rank 1 (the last stage)
+// has no warm-up. Each action as train writes it into otherData.pipeline.actions.
+const std::vector<std::vector<TraceAction>> k1f1b = {
+    {{Op::forward, 0, 0}, {Op::send_act, 0, 0}, {Op::forward, 1, 0}, {Op::send_act, 1, 0}, {Op::recv_grad, 0, 0},
+     {Op::backward, 0, 0}, {Op::forward, 2, 0}, {Op::send_act, 2, 0}, {Op::recv_grad, 1, 0}, {Op::backward, 1, 0},
+     {Op::forward, 3, 0}, {Op::send_act, 3, 0}, {Op::recv_grad, 2, 0}, {Op::backward, 2, 0}, {Op::recv_grad, 3, 0},
+     {Op::backward, 3, 0}},
+    {{Op::recv_act, 0, 0}, {Op::forward, 0, 0}, {Op::backward, 0, 0}, {Op::send_grad, 0, 0}, {Op::recv_act, 1, 0},
+     {Op::forward, 1, 0}, {Op::backward, 1, 0}, {Op::send_grad, 1, 0}, {Op::recv_act, 2, 0}, {Op::forward, 2, 0},
+     {Op::backward, 2, 0}, {Op::send_grad, 2, 0}, {Op::recv_act, 3, 0}, {Op::forward, 3, 0}, {Op::backward, 3, 0},
+     {Op::send_grad, 3, 0}}};
+
+json actions_json(const std::vector<std::vector<TraceAction>>& lists) {
+    static const char* kOps[] = {"recv_act", "forward", "send_act", "recv_grad", "backward", "send_grad"};
+    json out = json::array();
+    for (const auto& list : lists) {
+        json l = json::array();
+        for (const TraceAction& a : list) l.push_back({kOps[int(a.op)], a.micro, a.chunk});
+        out.push_back(l);
+    }
+    return out;
+}
+
+// A 2-rank pp trace: otherData.pipeline = @p pipeline (absent if null), and the forward
+// and backward spans train records (args step, microbatch, stage) for two steps.
+PipelineView pp_view(const json& pipeline) {
+    json ev = json::array();
+    for (int step = 1; step <= 2; ++step)
+        for (int r = 0; r < 2; ++r)
+            for (int micro = 0; micro < 4; ++micro) {
+                const double base = 1000.0 * step + 100 * micro + 10 * r;
+                for (const char* name : {"forward", "backward"})
+                    ev.push_back({{"name", name}, {"cat", name[0] == 'f' ? "fwd" : "bwd"}, {"ph", "X"}, {"pid", r},
+                                  {"tid", 0}, {"ts", base + (name[0] == 'f' ? 0 : 40)}, {"dur", name[0] == 'f' ? 20 : 40},
+                                  {"args", {{"step", step}, {"microbatch", micro}, {"stage", r}}}});
+            }
+    json other = {{"mesh", {{"world", 2}, {"pp", 2}, {"dp_rep", 1}, {"dp_shard", 1}, {"sp", 1}, {"tp", 1}}}};
+    if (!pipeline.is_null()) other["pipeline"] = pipeline;
+    LoadResult r = load_trace_text(json{{"traceEvents", ev}, {"otherData", other}}.dump(), "pp.json");
+    REQUIRE(r.ok);
+    std::unique_ptr<ViewModel> vm;
+    REQUIRE_NOTHROW(vm = build_view_model(std::move(r.trace), "pp.json"));
+    return vm->pipeline;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: 1F1B p=2 m=4 simulates to the hand-drawn chart, bubble (p-1)/m", "[viz][pipeline]") {
+    std::string error;
+    const PipeTimeline t = simulate_pipeline(k1f1b, 1, error);
+    REQUIRE(error.empty());
+    // Forward 1, backward 2, messages free (pipeline.h's chart):
+    //   rank 0 | F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 .  B3 B3
+    //   rank 1 | .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 .  .
+    struct Want {
+        int rank;
+        double start, end;
+        bool backward;
+        int micro;
+    };
+    const Want want[] = {{0, 0, 1, false, 0},  {0, 1, 2, false, 1},  {0, 4, 6, true, 0},   {0, 6, 7, false, 2},
+                         {0, 7, 9, true, 1},   {0, 9, 10, false, 3}, {0, 10, 12, true, 2}, {0, 13, 15, true, 3},
+                         {1, 1, 2, false, 0},  {1, 2, 4, true, 0},   {1, 4, 5, false, 1},  {1, 5, 7, true, 1},
+                         {1, 7, 8, false, 2},  {1, 8, 10, true, 2},  {1, 10, 11, false, 3}, {1, 11, 13, true, 3}};
+    REQUIRE(t.boxes.size() == 16);
+    for (size_t i = 0; i < 16; ++i) {
+        INFO("box " << i << ": " << pipe_box_label(t.boxes[i], 1) << " on rank " << t.boxes[i].rank);
+        CHECK(t.boxes[i].rank == want[i].rank);
+        CHECK(t.boxes[i].start == want[i].start);  // sums of 1s and 2s: exact in a double
+        CHECK(t.boxes[i].end == want[i].end);
+        CHECK(t.boxes[i].backward == want[i].backward);
+        CHECK(t.boxes[i].micro == want[i].micro);
+    }
+    REQUIRE(t.makespan == 15);  // 3 m + 3 (p-1)
+    REQUIRE(t.busy == 24);      // 3 m on each of 2 ranks
+    REQUIRE(t.bubble == Approx(1.0 / 4).epsilon(1e-12));  // (p-1)/m = 1/4, counted: (2 x 15 - 24) / 24
+    REQUIRE(pipe_box_label(t.boxes[2], 1) == "B0");
+    REQUIRE(pipe_box_label(PipeBox{0, 0, 1, false, 3, 1}, 2) == "F3b");
+}
+
+TEST_CASE("pipeline: GPipe's counted bubble is (p-1)/m for p 1..5, m 1..8", "[viz][pipeline]") {
+    for (int p = 1; p <= 5; ++p)
+        for (int m = 1; m <= 8; ++m) {
+            // Huang et al. 2019, fig. 2c: every forward, then every backward in reverse.
+            std::vector<std::vector<TraceAction>> lists(static_cast<size_t>(p));
+            for (int r = 0; r < p; ++r) {
+                auto& l = lists[size_t(r)];
+                for (int i = 0; i < m; ++i) {
+                    if (r > 0) l.push_back({Op::recv_act, i, 0});
+                    l.push_back({Op::forward, i, 0});
+                    if (r < p - 1) l.push_back({Op::send_act, i, 0});
+                }
+                for (int i = m - 1; i >= 0; --i) {
+                    if (r < p - 1) l.push_back({Op::recv_grad, i, 0});
+                    l.push_back({Op::backward, i, 0});
+                    if (r > 0) l.push_back({Op::send_grad, i, 0});
+                }
+            }
+            std::string error;
+            const PipeTimeline t = simulate_pipeline(lists, 1, error);
+            INFO("p = " << p << ", m = " << m);
+            REQUIRE(error.empty());
+            REQUIRE(t.makespan == 3 * m + 3 * (p - 1));
+            REQUIRE(t.bubble == Approx(double(p - 1) / m).epsilon(1e-12));
+        }
+}
+
+TEST_CASE("pipeline: otherData.pipeline read from a trace, with the measured step beside it", "[viz][pipeline]") {
+    const json pipeline = {{"pp", 2},          {"schedule", "1f1b"}, {"pp_virtual", 1},       {"split", {2, 2}},
+                           {"micro_batches", 4}, {"bubble", 0.25},   {"actions", actions_json(k1f1b)}};
+    const PipelineView pv = pp_view(pipeline);
+    INFO(pv.message);
+    REQUIRE(pv.drawable());
+    REQUIRE(pv.pp == 2);
+    REQUIRE(pv.m == 4);
+    REQUIRE(pv.v == 1);
+    REQUIRE(pv.schedule == "1f1b");
+    REQUIRE(pv.split == std::vector<int>{2, 2});
+    REQUIRE(pv.bubble_formula == 0.25);
+    REQUIRE(pv.simulated.bubble == Approx(0.25).epsilon(1e-12));
+    // Measured: step 2 (the first warms up), 4 forwards and 4 backwards per rank, µs from the step's start.
+    INFO(pv.measured_message);
+    REQUIRE(pv.measured_message.empty());
+    REQUIRE(pv.measured_step == 2);
+    REQUIRE(pv.measured_ranks == std::vector<int>{0, 1});
+    REQUIRE(pv.measured.boxes.size() == 16);
+    const PipeBox& first = pv.measured.boxes.front();
+    REQUIRE(first.rank == 0);
+    REQUIRE(first.start == 0);
+    REQUIRE(first.end == 20);
+    REQUIRE(pv.measured.makespan == 390);  // rank 1's last backward: 10 + 300 + 40 + 40
+    REQUIRE(pv.measured.busy == 2 * 4 * 60);
+    // Without the optional fields, p, m and v come from the lists and the formula from them.
+    const PipelineView bare = pp_view({{"actions", actions_json(k1f1b)}});
+    REQUIRE(bare.drawable());
+    REQUIRE(bare.m == 4);
+    REQUIRE(bare.bubble_formula == 0.25);
+}
+
+TEST_CASE("pipeline: no pipeline, or a malformed one, is a message, never a throw", "[viz][pipeline]") {
+    // pp = 1 or an older trace: the view model of the two-rank ZeRO-3 trace has none.
+    REQUIRE_THAT(two_rank_model()->pipeline.message, Catch::StartsWith("no pipeline in this run"));
+    REQUIRE_THAT(pp_view(json()).message, Catch::StartsWith("no pipeline in this run"));
+
+    auto message = [](const json& pipeline) {
+        const PipelineView pv = pp_view(pipeline);
+        REQUIRE(!pv.drawable());
+        REQUIRE(pv.simulated.boxes.empty());
+        return pv.message;
+    };
+    using Catch::Contains;
+    REQUIRE(message(5) == "otherData.pipeline is not an object");
+    REQUIRE_THAT(message(json::object()), Contains("has no actions"));
+    auto actions = [&](const char* text) { return message({{"actions", json::parse(text)}}); };
+    REQUIRE_THAT(actions(R"("F0 F1")"), Contains("actions is not a list"));
+    REQUIRE_THAT(actions("[]"), Contains("actions is empty"));
+    REQUIRE_THAT(actions(R"([[["forward", 0, 0]], 7])"), Contains("actions[1] is not a list"));
+    REQUIRE_THAT(actions(R"([[["forward", 0]]])"), Contains("actions[0][0] is not [op, micro-batch, chunk]"));
+    REQUIRE_THAT(actions(R"([[["forward", 1e30, 0]]])"), Contains("actions[0][0] is not"));
+    REQUIRE_THAT(actions(R"([[["jump", 0, 0]]])"), Contains("unknown op \"jump\""));
+    REQUIRE_THAT(actions(R"([[["forward", -1, 0]]])"), Contains("micro-batch out of range"));
+    REQUIRE_THAT(actions(R"([[["forward", 18446744073709551615, 0]]])"), Contains("micro-batch out of range"));
+    REQUIRE_THAT(actions(R"([[["forward", 0, 1000]]])"), Contains("chunk out of range"));
+    // Fields that contradict the lists.
+    REQUIRE_THAT(message({{"pp", 4}, {"actions", actions_json(k1f1b)}}), Contains("pp = 4 but actions has 2 lists"));
+    REQUIRE_THAT(message({{"micro_batches", 2}, {"actions", actions_json(k1f1b)}}),
+                 Contains("micro_batches = 2 but an action uses micro-batch 3"));
+    // Lists that cannot run: a receive across the pipeline's end, and a receive whose send never comes.
+    REQUIRE_THAT(actions(R"([[["recv_act", 0, 0], ["forward", 0, 0]]])"),
+                 Contains("pp rank 0, action 0 (recv_act of micro-batch 0, chunk 0) crosses an end of the pipeline"));
+    auto stuck = k1f1b;
+    stuck[0].erase(stuck[0].begin() + 1);  // rank 0 never sends micro-batch 0's activation
+    REQUIRE_THAT(message({{"actions", actions_json(stuck)}}),
+                 Contains("deadlock: pp rank 0, action 3 (recv_grad of micro-batch 0, chunk 0); "
+                          "pp rank 1, action 0 (recv_act of micro-batch 0, chunk 0) wait for sends that never come"));
+    REQUIRE_THAT(actions(R"([[["send_act", 0, 0]], [["recv_act", 0, 0]]])"), Contains("no forward or backward"));
+}
+
 // ---- GBS calculator ----------------------------------------------------------------------
 
 TEST_CASE("GBS calculator: the 512-GPU question", "[viz][gbs]") {

@@ -111,6 +111,24 @@ for name in ("trace", "viz_load"):
     put(name, "bad-field.json", trace([dict(events[4], args=dict(events[4]["args"], bytes="abc"))], {}))
     put(name, "not-a-trace.json", '{"traceEvents": 3}')
 
+# A pipeline run (--pp 2 --ga 2, 1F1B): forward/backward spans with microbatch and stage, and
+# otherData.pipeline, the schedule the viewer's Pipeline panel simulates (viz/model/pipeline.h).
+pp_events = []
+for r in (0, 1):
+    for micro in (0, 1):
+        for name, ts in (("forward", 10.0 + 100 * micro + 10 * r), ("backward", 40.0 + 100 * micro + 10 * r)):
+            pp_events.append({"args": {"microbatch": micro, "stage": r, "step": 1},
+                              "cat": "fwd" if name == "forward" else "bwd", "dur": 20.0, "name": name, "ph": "X",
+                              "pid": r, "tid": 0, "ts": ts})
+pp_other = {"mesh": {"dp_rep": 1, "dp_shard": 1, "pp": 2, "sp": 1, "tp": 1, "world": 2},
+            "pipeline": {"pp": 2, "schedule": "1f1b", "pp_virtual": 1, "split": [1, 1], "micro_batches": 2,
+                         "bubble": 0.5, "actions": [
+                             [["forward", 0, 0], ["send_act", 0, 0], ["recv_grad", 0, 0], ["backward", 0, 0],
+                              ["forward", 1, 0], ["send_act", 1, 0], ["recv_grad", 1, 0], ["backward", 1, 0]],
+                             [["recv_act", 0, 0], ["forward", 0, 0], ["backward", 0, 0], ["send_grad", 0, 0],
+                              ["recv_act", 1, 0], ["forward", 1, 0], ["backward", 1, 0], ["send_grad", 1, 0]]]}}
+put("viz_load", "pp2-pipeline.json", trace(pp_events, pp_other))
+
 # ---- the calibration file (`bench --calibrate` writes it, `plan --hw cpu-local` reads it)
 put("hardware", "calibration.json", json.dumps({
     "comm_alpha": 3.15e-06, "comm_busbw": 20297000000.0, "cores": 2, "cores_available": 0.95, "efficiency": 0.73,

@@ -148,7 +148,7 @@ int run(const Flags& f) {
              "--size " << f.size << ": expected WIDTHxHEIGHT, e.g. 1600x1000 (320x240 to 8192x8192)");
     std::vector<Panel> panels;
     SS_CHECK(parse_panel(f.panel, panels),
-             "--panel " << f.panel << ": choose overview, timeline, memory, grid, comm, gbs, live or all");
+             "--panel " << f.panel << ": choose overview, timeline, memory, grid, comm, pipeline, gbs, live or all");
     const bool headless = !f.screenshot.empty() || f.bench_frames > 0 || f.exercise > 0;
 
     // 0. the trace, before any window
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
     app.add_flag("--live", f.live, "open on the Live run tab: run the engine here and watch its trace");
     app.add_option("--screenshot", f.screenshot, "render without interaction and save a PNG (needs an X server: "
                                                  "xvfb-run -a)");
-    app.add_option("--panel", f.panel, "overview, timeline, memory, grid, comm, gbs, live, or all "
+    app.add_option("--panel", f.panel, "overview, timeline, memory, grid, comm, pipeline, gbs, live, or all "
                                        "(one PNG each: out.png, out-timeline.png, ...)");
     app.add_option("--size", f.size, "picture size WIDTHxHEIGHT")->capture_default_str();
     app.add_option("--max-events", f.max_events, "refuse traces with more events than this")->capture_default_str();

@@ -3,7 +3,7 @@
 // so that one screenshot shows the whole story of a run:
 //
 //     +-- ShardScope . ZeRO-3 . 8 ranks ... ----------------------------------------+
-//     | [Overview] [Timeline] [Memory] [Grid] [Comm summary] [GBS calculator] [Live] |
+//     | [Overview] [Timeline] [Memory] [Grid] [Comm summary] [Pipeline] [GBS ...]   |
 //     | +------------------------------------+ +--------------------------------+   |
 //     | | Timeline                           | | Grid                           |   |
 //     | +------------------------------------+ +--------------------------------+   |
@@ -115,8 +115,8 @@ void draw_window(ViewerState& s) {
                 } else if (p == Panel::overview) {
                     draw_overview(s, avail);
                 } else {
-                    static const DrawFn kDraw[] = {nullptr, draw_timeline, draw_memory, draw_grid,
-                                                   draw_comm, draw_gbs,    draw_live};
+                    static const DrawFn kDraw[] = {nullptr,   draw_timeline, draw_memory, draw_grid,
+                                                   draw_comm, draw_pipeline, draw_gbs,    draw_live};
                     tile(s, panel_name(p), avail, kDraw[i]);
                 }
                 ImGui::EndTabItem();

@@ -4,6 +4,7 @@
 //   panel_memory.cpp    bytes per rank by Ledger category: at the cursor, at peak, over time
 //   panel_grid.cpp      the rank grid and each rank's groups (the mpu view)
 //   panel_comm.cpp      collectives added up by axis, op and payload
+//   panel_pipeline.cpp  the pipeline schedule: simulated and measured boxes per pp rank
 //   panel_gbs.cpp       the global-batch-size arithmetic for any cluster (no trace needed)
 //   panel_live.cpp      run the engine here and watch the trace it writes
 //   panels.cpp          the header, the tabs and the overview that tiles the first four
@@ -22,6 +23,7 @@ void draw_timeline(ViewerState& s, ImVec2 size);
 void draw_memory(ViewerState& s, ImVec2 size);
 void draw_grid(ViewerState& s, ImVec2 size);
 void draw_comm(ViewerState& s, ImVec2 size);
+void draw_pipeline(ViewerState& s, ImVec2 size);
 void draw_gbs(ViewerState& s, ImVec2 size);
 void draw_live(ViewerState& s, ImVec2 size);
 

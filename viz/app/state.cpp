@@ -6,13 +6,13 @@
 namespace ss::viz {
 
 const char* panel_name(Panel p) {
-    static const char* kNames[] = {"overview", "timeline", "memory", "grid", "comm", "gbs", "live"};
+    static const char* kNames[] = {"overview", "timeline", "memory", "grid", "comm", "pipeline", "gbs", "live"};
     return kNames[int(p)];
 }
 
 const char* panel_title(Panel p) {
-    static const char* kTitles[] = {"Overview", "Timeline", "Memory", "Grid", "Comm summary", "GBS calculator",
-                                    "Live run"};
+    static const char* kTitles[] = {"Overview",     "Timeline", "Memory",         "Grid",
+                                    "Comm summary", "Pipeline", "GBS calculator", "Live run"};
     return kTitles[int(p)];
 }
 

@@ -22,8 +22,8 @@
 namespace ss::viz {
 
 /// The panels, in tab order; also the names --panel accepts.
-enum class Panel { overview, timeline, memory, grid, comm, gbs, live, count };
-/// "overview", "timeline", "memory", "grid", "comm", "gbs", "live".
+enum class Panel { overview, timeline, memory, grid, comm, pipeline, gbs, live, count };
+/// "overview", "timeline", "memory", "grid", "comm", "pipeline", "gbs", "live".
 const char* panel_name(Panel p);
 /// Tab titles: "Overview", "Timeline", ...
 const char* panel_title(Panel p);

@@ -9,6 +9,7 @@
 //                                                                    |- timeline  (timeline.h)  lanes, bars, instances
 //                                                                    |- memory    (memory.h)    series per rank
 //                                                                    |- grid      (grid.h)      cell positions
+//                                                                    |- pipeline  (pipeline.h)  the schedule as boxes
 //                                                                    '- summary   (trace_summary.h) comm totals
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "comm/trace_summary.h"
 #include "viz/model/grid.h"
 #include "viz/model/memory.h"
+#include "viz/model/pipeline.h"
 #include "viz/model/run_info.h"
 #include "viz/model/timeline.h"
 
@@ -35,6 +37,7 @@ struct ViewModel {
     GridLayout grid;           ///< the Grid panel's cells
     TraceSummary summary;      ///< all collectives added up (the Comm panel filters its own)
     int steps = 0;             ///< distinct training steps in the trace
+    PipelineView pipeline;     ///< otherData.pipeline simulated, and the measured boxes (pp > 1)
 };
 
 /// Builds the view of @p trace (taken over). Never throws for a trace that load_trace accepted.
