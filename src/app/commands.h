@@ -23,5 +23,7 @@ void add_trace_command(CLI::App& root);
 void add_plan_command(CLI::App& root);
 /// `shardscope schedule`: draw a pipeline schedule (gpipe, 1f1b, interleaved) and its bubble (schedule_cmd.cpp).
 void add_schedule_command(CLI::App& root);
+/// `shardscope checkpoint consolidate|show`: one HF file from a sharded checkpoint, or its manifest (checkpoint_cmd.cpp).
+void add_checkpoint_command(CLI::App& root);
 
 }  // namespace ss::app

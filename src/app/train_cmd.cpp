@@ -70,6 +70,11 @@ void add_train_command(CLI::App& root) {
     cmd->add_option_function<std::string>(
         "--inject-fault", [opts](const std::string& spec) { opts->fault = parse_fault(spec); },
         "rank=R,step=S,kind=throw|hang|exit: make one rank fail on purpose (src/train/fault.h)");
+    cmd->add_option("--save-every", opts->save_every, "Save a checkpoint every K steps (sharded; any layout can load it)")
+        ->capture_default_str();
+    cmd->add_option("--checkpoint-dir", opts->checkpoint_dir, "Where --save-every writes: DIR/step-N/, DIR/latest");
+    cmd->add_option("--resume", opts->resume,
+                    "Continue from a checkpoint (a --checkpoint-dir, or one of its step-N): any layout");
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();
         opts->dtype = parse_dtype(*dtype);

@@ -57,6 +57,8 @@ public:
     int64_t size() const { return size_; }
     /// Steps taken so far.
     int t() const { return t_; }
+    /// Sets the steps taken (a resumed checkpoint's; Adam's bias correction uses it).
+    void set_t(int t) { t_ = t; }
     /// Hyper-parameters used by every step() (writable, e.g. to change lr).
     cpu::AdamWParams& hyper() { return hp_; }
 

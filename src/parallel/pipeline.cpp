@@ -174,6 +174,22 @@ std::vector<float> PipelineRank::sum_parts(std::vector<float> (ZeroModel::*part)
     return sum;
 }
 
+bool PipelineRank::checkpoint_writer() const {
+    for (const auto& c : chunks_)
+        if (c->checkpoint_writer()) return true;
+    return false;
+}
+
+void PipelineRank::checkpoint_pieces(StFile& out) const {
+    for (const auto& c : chunks_)
+        if (c->checkpoint_writer()) c->checkpoint_pieces(out);
+}
+
+void PipelineRank::load_state(const std::vector<float>& master, const std::vector<float>& m,
+                              const std::vector<float>& v, int adam_t, int steps_done) {
+    for (auto& c : chunks_) c->load_state(master, m, v, adam_t, steps_done);
+}
+
 std::vector<float> PipelineRank::whole_params() { return sum_parts(&ZeroModel::whole_params, Payload::param); }
 
 std::vector<float> PipelineRank::full_grads() { return sum_parts(&ZeroModel::full_grads, Payload::grad); }

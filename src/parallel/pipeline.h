@@ -91,6 +91,13 @@ public:
     std::vector<float> whole_params();
     /// The same for the last step's averaged gradients (between run() and step()).
     std::vector<float> full_grads();
+    /// Checkpoints: true when some chunk's copy is the one saved (ZeroModel::checkpoint_writer).
+    bool checkpoint_writer() const;
+    /// Every saving chunk's pieces (ZeroModel::checkpoint_pieces) into one file's tensors.
+    void checkpoint_pieces(StFile& out) const;
+    /// Every chunk loads its part of a checkpoint's whole state (ZeroModel::load_state).
+    void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
+                    int adam_t, int steps_done);
 
 private:
     std::vector<float> sum_parts(std::vector<float> (ZeroModel::*part)(), Payload payload);

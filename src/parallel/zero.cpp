@@ -240,6 +240,69 @@ std::vector<float> ZeroModel::place_whole(const std::vector<float>& mine, Payloa
     return whole;
 }
 
+// ---- checkpoints (train/checkpoint.h) -------------------------------------------------
+
+bool ZeroModel::checkpoint_writer() const {
+    // Replicas hold the same shards; under DDP every dp (and sp) rank holds everything.
+    const int me = comm_.rank();
+    return rep_.index_of(me) <= 0 && (zc_.stage >= 1 || shard_.index_of(me) <= 0);
+}
+
+void ZeroModel::checkpoint_pieces(StFile& out) const {
+    ZeroModel& self = const_cast<ZeroModel&>(*this);  // the tensors are read, not changed
+    const std::vector<Piece> pieces =
+        zc_.stage == 0 ? std::vector<Piece>{Piece{0, layout_.total, 0}} : plan_.pieces();
+    Tensor& master = self.optim_->master();
+    for (const Piece& p : pieces)
+        for (const ParamSpec& s : layout_.specs) {
+            const int64_t lo = std::max(p.flat_begin, s.offset), hi = std::min(p.flat_end, s.offset + s.numel);
+            if (lo >= hi) continue;
+            if (s.name == "wte.weight" && !layout_.part.embedding) continue;  // the head's copy
+            const int64_t n = hi - lo, local = p.local + (lo - p.flat_begin);
+            // Stored params: flat positions (stages 0-2) or the shard's (stage 3).
+            const int64_t at = zc_.stage >= 3 ? local : lo;
+            StTensor param;
+            param.name = "param/" + s.name;
+            param.dtype = st();
+            param.shape = {n};
+            const char* src = static_cast<const char*>(params_.data()) + size_t(at) * dtype_size(st());
+            param.bytes.assign(src, src + size_t(n) * dtype_size(st()));
+            out.put(std::move(param));
+            auto put_f32 = [&](const std::string& kind, const Tensor& t) {
+                const float* v = t.f32() + local;
+                out.put(st_from_f32(kind + "/" + s.name, {n}, std::vector<float>(v, v + n)));
+            };
+            put_f32("exp_avg", self.optim_->m());
+            put_f32("exp_avg_sq", self.optim_->v());
+            if (st() == DType::bf16) put_f32("master", master);
+            out.metadata[s.name] = std::to_string(s.tp) + " " + std::to_string(s.tp_rank) + " " +
+                                   std::to_string(lo - s.offset) + " " + std::to_string(hi - s.offset);
+        }
+}
+
+void ZeroModel::load_state(const std::vector<float>& master, const std::vector<float>& m,
+                           const std::vector<float>& v, int adam_t, int steps_done) {
+    const ParamLayout global = make_param_layout(cfg_);
+    // Whole -> my TP slice and stage (flat layout) -> what the optimizer holds (local).
+    auto mine = [&](const std::vector<float>& whole) {
+        std::vector<float> full(size_t(layout_.total));
+        slice_for_rank(layout_, global, whole.data(), full.data());
+        return zc_.stage == 0 ? full : pick_mine(full);
+    };
+    std::vector<float> w(size_t(layout_.total));
+    slice_for_rank(layout_, global, master.data(), w.data());
+    set_local_values(zc_.stage >= 3 ? pick_mine(w) : std::move(w));  // stored params (rounded for bf16)
+    if (st() == DType::bf16) {  // the exact fp32 master, not the rounded params
+        std::vector<float> mm = mine(master);
+        std::copy(mm.begin(), mm.end(), optim_->master().f32());
+    }
+    std::vector<float> mm = mine(m), vv = mine(v);
+    std::copy(mm.begin(), mm.end(), optim_->m().f32());
+    std::copy(vv.begin(), vv.end(), optim_->v().f32());
+    optim_->set_t(adam_t);
+    step_ = steps_done;
+}
+
 // ---- 3. the passes --------------------------------------------------------------------
 
 void ZeroModel::zero_grad() {

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "comm/comm.h"
+#include "model/safetensors.h"
 #include "kernels/cpu/adamw.h"
 #include "model/gpt2.h"
 #include "optim/adamw.h"
@@ -131,6 +132,20 @@ public:
     /// the last stage (Megatron-LM's embedding group), so both copies of the tied
     /// weight take the same step. Call once per step, after the last backward.
     void sync_tied_grads(const Group& embedding_group);
+
+    /// Checkpoints (train/checkpoint.h): whether this rank's copy of what it holds
+    /// is the one saved (replicas and, under DDP, the other dp ranks hold the same).
+    bool checkpoint_writer() const;
+    /// Adds what this rank owns to @p out as tensors "<kind>/<HF name>" (kind: param,
+    /// master, exp_avg, exp_avg_sq), each the range [lo, hi) of the rank's TP-local
+    /// tensor, with metadata "<HF name>" = "tp tp_rank lo hi". The head's copy of wte
+    /// is left out (the first stage's is the one saved).
+    void checkpoint_pieces(StFile& out) const;
+    /// Loads a checkpoint's state, whole-model HF flat layout (make_param_layout(cfg)):
+    /// fp32 master weights (the parameters of an fp32 run), Adam's m and v, its t, and
+    /// the steps done. Each rank takes its TP slice / stage / shard, as load() does.
+    void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
+                    int adam_t, int steps_done);
 
     /// Starts a step: gradient accumulators to zero.
     void zero_grad();

@@ -20,6 +20,7 @@
 #include "plan/for_run.h"
 #include "plan/report.h"
 #include "parallel/pipeline.h"
+#include "train/sharded_checkpoint.h"
 #include "parallel/zero.h"
 #include "core/atomic_file.h"
 
@@ -150,6 +151,8 @@ struct Shared {
     TrainReport* report;  // filled by rank 0
     std::ostream* out;    // printed to by rank 0 only
     std::vector<std::array<size_t, kMemCategories>> rank_peak;
+    const Checkpoint* resume = nullptr;  // --resume: read once, before the ranks start
+    int64_t skip_micro_batches = 0;      // --resume: micro-batches of this run's size already trained on
 };
 
 cpu::AdamWParams adamw_params(const TrainOptions& o) {
@@ -217,6 +220,11 @@ void rank_main(Comm& comm, Shared& sh) {
         pipe.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
         pipe.load(opts.init);
+    if (sh.resume) {  // the checkpoint's whole state; each rank takes its part
+        const Checkpoint& ck = *sh.resume;
+        pipe.load_state(ck.master, ck.m, ck.v, ck.adam_t, ck.step);
+        for (int64_t b = 0; b < sh.skip_micro_batches; ++b) loader.next_batch();  // the data position
+    }
 
     // Ulysses: this rank's tokens of each sequence are [sp_rank * Tl, (sp_rank + 1) * Tl).
     const int t0 = mpu.get_sequence_parallel_rank() * Tl;
@@ -226,7 +234,23 @@ void rank_main(Comm& comm, Shared& sh) {
             std::copy(all.begin() + size_t(b) * T + t0, all.begin() + size_t(b) * T + t0 + Tl, mine.begin() + size_t(b) * Tl);
     };
     const float dloss = 1.0f / float(B * Tl * opts.ga);  // mean over this rank's tokens of the step
-    for (int step = 1; step <= opts.steps; ++step) {
+    // What a checkpoint's manifest says of this run (rank 0 writes it).
+    auto run_description = [&](int step) {
+        nlohmann::json j;
+        const GPT2Config& m = opts.model;
+        j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT}};
+        j["dtype"] = dtype_name(opts.dtype);
+        j["adam_t"] = pipe.chunks().front()->optimizer().t();
+        j["layout"] = {{"world", r.world}, {"pp", r.pp}, {"pp_virtual", opts.pp_virtual}, {"pp_split", r.pp_split},
+                       {"schedule", opts.schedule}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
+                       {"sp_mode", opts.sp_mode}, {"tp", r.tp}, {"sequence_parallel", opts.sequence_parallel},
+                       {"zero", opts.zero}};
+        const int64_t micro_done = sh.skip_micro_batches + int64_t(step - r.first_step + 1) * opts.ga;
+        j["data"] = {{"source", opts.data.empty() ? "builtin" : opts.data}, {"T", T}, {"ga", opts.ga},
+                     {"global_micro_batch", int64_t(r.dp) * B}, {"sequences_done", micro_done * r.dp * B}};
+        return j;
+    };
+    for (int step = r.first_step; step <= opts.steps; ++step) {
         inject_fault(opts.fault, comm, step, opts.steps);  // --inject-fault: arms it on its rank at its step
         auto t0 = std::chrono::steady_clock::now();
         pipe.zero_grad();
@@ -247,6 +271,8 @@ void rank_main(Comm& comm, Shared& sh) {
             ScopedSpan span(tracer, "optimizer", "step", {{"step", step}});
             pipe.step();
         }
+        if (opts.save_every > 0 && step % opts.save_every == 0)
+            save_checkpoint(comm, pipe, opts.checkpoint_dir, step, run_description(step));
         // The step's loss is the mean over all dp ranks' tokens (the last stage has it).
         float loss = loss_sum / float(opts.ga);
         if (r.pp > 1)
@@ -412,8 +438,44 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         if (!r.replica_batch_line().empty()) *out << r.replica_batch_line() << "\n";
     }
 
+    // Checkpoints: check the options, and read a checkpoint to resume from once, here.
+    SS_CHECK(opts.save_every >= 0, "--save-every must not be negative (got " << opts.save_every << ")");
+    SS_CHECK(opts.save_every == 0 || !opts.checkpoint_dir.empty(),
+             "--save-every " << opts.save_every << " needs --checkpoint-dir DIR: where to write the checkpoints");
+    SS_CHECK(opts.save_every == 0 || opts.replica_sync_every == 1,
+             "--save-every with --replica-sync-every " << opts.replica_sync_every << ": between syncs the replicas "
+                 << "hold different parameters and a checkpoint keeps one copy; use --replica-sync-every 1");
+    SS_CHECK(opts.init.empty() || opts.resume.empty(),
+             "--init and --resume both say where the parameters start; give one of them");
+    Checkpoint ck;
+    int64_t skip = 0;
+    if (!opts.resume.empty()) {
+        ck = read_checkpoint(find_checkpoint(opts.resume), opts.model);
+        int saved_T = 0;
+        int64_t seqs = 0;
+        try {
+            saved_T = ck.manifest.at("data").at("T").get<int>();
+            seqs = ck.manifest.at("data").at("sequences_done").get<int64_t>();
+        } catch (const nlohmann::json::exception& e) {
+            SS_FAIL(ck.dir << "/manifest.json has no data position (" << e.what() << ")");
+        }
+        SS_CHECK(saved_T == r.T, "--resume: the checkpoint trained on sequences of T=" << saved_T << " tokens; give --seq "
+                                                                                 << saved_T);
+        const int64_t gmb = int64_t(r.dp) * opts.mbs;  // sequences of one micro-batch over the dp ranks
+        SS_CHECK(seqs % gmb == 0, "--resume: the checkpoint has seen " << seqs << " sequences, not a whole number of "
+                                      << "this run's micro-batches of MBS x DP = " << gmb
+                                      << "; choose MBS and DP so that MBS x DP divides " << seqs);
+        skip = seqs / gmb;
+        SS_CHECK(ck.step < opts.steps, "--resume: the checkpoint is at step " << ck.step << " and --steps is "
+                                                                           << opts.steps << ": nothing to do; raise --steps");
+        r.first_step = ck.step + 1;
+        if (out) *out << "resumed from " << ck.dir << " (step " << ck.step << "); continuing at step " << r.first_step << "\n";
+    }
+
     Shared sh{&opts, &tokens, &r, out, {}};
     sh.rank_peak.resize(size_t(r.world));
+    sh.resume = opts.resume.empty() ? nullptr : &ck;
+    sh.skip_micro_batches = skip;
     CommOptions copts;
     copts.timeout_seconds = opts.comm_timeout;
     std::vector<std::unique_ptr<Tracer>> tracers;

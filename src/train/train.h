@@ -74,6 +74,11 @@ struct TrainOptions {
     std::string recompute = "none";  ///< activation recompute: none, selective or full
 
     Fault fault;                   ///< --inject-fault: a rank that fails on purpose (train/fault.h); none by default
+
+    // -- checkpoints (src/train/sharded_checkpoint.h) --
+    int save_every = 0;            ///< save a checkpoint every K steps (0: never)
+    std::string checkpoint_dir;    ///< where --save-every writes (DIR/step-N/, DIR/latest)
+    std::string resume;            ///< continue from this checkpoint (a --checkpoint-dir or one step-N in it)
 };
 
 /// One optimizer step as measured.
@@ -99,7 +104,8 @@ struct TrainReport {
     double bubble = 0;        ///< the schedule's bubble fraction, (p-1)/m or (p-1)/(v m)
     int64_t gbs = 0;          ///< MBS x GA x DP
     int64_t num_params = 0;   ///< parameters in the model
-    std::vector<StepStats> steps;  ///< one entry per optimizer step
+    int first_step = 1;       ///< the first step this run took (a resumed run: the checkpoint's step + 1)
+    std::vector<StepStats> steps;  ///< one entry per optimizer step this run took
     std::array<size_t, kMemCategories> live{};  ///< bytes by category at the end (rank 0)
     std::array<size_t, kMemCategories> peak{};  ///< highest bytes each category reached (rank 0)
     size_t peak_total = 0;    ///< highest total bytes live at once (not the sum of peak; rank 0)

@@ -1,0 +1,225 @@
+// sharded_checkpoint.cpp — save, find, read and consolidate sharded
+// checkpoints. The layout on disk and the promises are in sharded_checkpoint.h.
+#include "train/sharded_checkpoint.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/check.h"
+#include "model/checkpoint.h"
+#include "model/params.h"
+#include "model/safetensors.h"
+
+namespace ss {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kFormat = "shardscope-checkpoint";
+const char* const kKinds[] = {"param", "master", "exp_avg", "exp_avg_sq"};
+
+std::string rank_file(int rank) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "rank-%05d.safetensors", rank);
+    return buf;
+}
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream f(path);
+    SS_CHECK(f.good(), "cannot open " << path);
+    try {
+        return nlohmann::json::parse(f);
+    } catch (const nlohmann::json::exception& e) {
+        SS_FAIL(path << " is not valid JSON (" << e.what() << "): the checkpoint is corrupt; resume from an older one");
+    }
+}
+
+// For tests of "a crash between shard writes": SHARDSCOPE_CRASH_IN_CHECKPOINT=S
+// makes rank 0 die right after writing its shard of step S's checkpoint.
+void maybe_crash(int rank, int step) {
+    const char* v = std::getenv("SHARDSCOPE_CRASH_IN_CHECKPOINT");
+    if (rank == 0 && v && std::atoi(v) == step) {
+        std::fprintf(stderr, "shardscope: SHARDSCOPE_CRASH_IN_CHECKPOINT=%d: dying in the middle of the save\n", step);
+        std::_Exit(9);
+    }
+}
+
+}  // namespace
+
+std::string checkpoint_step_name(int step) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "step-%08d", step);
+    return buf;
+}
+
+void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& dir, int step,
+                     const nlohmann::json& run) {
+    const std::string final_dir = dir + "/" + checkpoint_step_name(step), partial = final_dir + ".partial";
+    const Label label{Payload::scalar, -1, Phase::none, -1, step};
+    const Group world = comm.world_group();
+    if (comm.rank() == 0) {
+        std::error_code ec;
+        fs::remove_all(partial, ec);  // what a crashed save left
+        fs::create_directories(partial, ec);
+        SS_CHECK(!ec, "cannot create the checkpoint directory " << partial << ": " << ec.message());
+    }
+    comm.barrier(world, label);
+    // 1. Every rank writes what it owns (one copy of each element across the run).
+    int32_t wrote = 0;
+    if (pipe.checkpoint_writer()) {
+        StFile f;
+        pipe.checkpoint_pieces(f);
+        f.metadata["format"] = kFormat;
+        write_safetensors(partial + "/" + rank_file(comm.rank()), f);
+        wrote = 1;
+    }
+    maybe_crash(comm.rank(), step);
+    std::vector<int32_t> writers(size_t(comm.world_size()));
+    comm.all_gather(&wrote, writers.data(), 1, DType::i32, world, label);  // also: every file is complete
+    // 2. Rank 0: the manifest, then the directory's real name, then latest.
+    if (comm.rank() == 0) {
+        nlohmann::json m = run;
+        m["format"] = kFormat;
+        m["version"] = 1;
+        m["step"] = step;
+        nlohmann::json files = nlohmann::json::array();
+        for (int r = 0; r < comm.world_size(); ++r)
+            if (writers[size_t(r)])
+                files.push_back({{"name", rank_file(r)}, {"rank", r},
+                                 {"bytes", fs::file_size(partial + "/" + rank_file(r))}});
+        m["files"] = files;
+        write_json_file(partial + "/manifest.json", m);
+        std::error_code ec;
+        fs::remove_all(final_dir, ec);  // an older save of the same step (a rerun)
+        fs::rename(partial, final_dir, ec);
+        SS_CHECK(!ec, "cannot rename " << partial << " to " << final_dir << ": " << ec.message());
+        write_file_atomically(dir + "/latest", [&](std::ostream& os) { os << checkpoint_step_name(step) << "\n"; });
+    }
+    comm.barrier(world, label);
+}
+
+std::string find_checkpoint(const std::string& dir) {
+    if (fs::exists(dir + "/manifest.json")) return dir;
+    const std::string latest = dir + "/latest";
+    std::ifstream f(latest);
+    SS_CHECK(f.good(), "--resume " << dir << ": no checkpoint there (neither " << dir << "/manifest.json nor "
+                                   << latest << "); give a --checkpoint-dir a run saved into with --save-every");
+    std::string name;
+    f >> name;
+    SS_CHECK(!name.empty() && name.find('/') == std::string::npos,
+             latest << " does not name a step directory (it says '" << name << "')");
+    const std::string step_dir = dir + "/" + name;
+    SS_CHECK(fs::exists(step_dir + "/manifest.json"),
+             latest << " names " << name << " but " << step_dir << "/manifest.json does not exist");
+    return step_dir;
+}
+
+GPT2Config checkpoint_model(const nlohmann::json& manifest) {
+    try {
+        const nlohmann::json& j = manifest.at("model");
+        GPT2Config c = model_preset("tiny");
+        c.name = j.at("name").get<std::string>();
+        c.L = j.at("L").get<int>();
+        c.C = j.at("C").get<int>();
+        c.H = j.at("H").get<int>();
+        c.V = j.at("V").get<int>();
+        c.maxT = j.at("maxT").get<int>();
+        validate(c);
+        return c;
+    } catch (const nlohmann::json::exception& e) {
+        SS_FAIL("the checkpoint's manifest has no valid \"model\" (" << e.what() << ")");
+    }
+}
+
+Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg) {
+    Checkpoint ck;
+    ck.dir = step_dir;
+    const std::string mpath = step_dir + "/manifest.json";
+    ck.manifest = read_json(mpath);
+    const nlohmann::json& man = ck.manifest;
+    SS_CHECK(man.value("format", "") == kFormat, mpath << " is not a ShardScope checkpoint manifest");
+    const GPT2Config saved = checkpoint_model(man);
+    SS_CHECK(saved.L == cfg.L && saved.C == cfg.C && saved.H == cfg.H && saved.V == cfg.V && saved.maxT == cfg.maxT,
+             "the checkpoint in " << step_dir << " is of a model with L=" << saved.L << " C=" << saved.C
+                                  << " H=" << saved.H << " V=" << saved.V << " maxT=" << saved.maxT
+                                  << " but this run's has L=" << cfg.L << " C=" << cfg.C << " H=" << cfg.H
+                                  << " V=" << cfg.V << " maxT=" << cfg.maxT << "; give the same --model (and "
+                                  << "--layers, --dim, ...) as the run that saved it");
+    try {
+        ck.step = man.at("step").get<int>();
+        ck.adam_t = man.at("adam_t").get<int>();
+        ck.dtype = parse_dtype(man.at("dtype").get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+        SS_FAIL(mpath << " lacks step, adam_t or dtype (" << e.what() << ")");
+    }
+    const ParamLayout global = make_param_layout(cfg);
+    const size_t P = size_t(global.total);
+    std::map<std::string, std::vector<float>> whole;  // kind -> whole model
+    std::vector<uint8_t> covered(P, 0);
+    std::map<std::pair<int, int>, ParamLayout> tp_layouts;  // (tp, tp_rank) -> its slice's specs
+    const nlohmann::json files = man.value("files", nlohmann::json::array());
+    SS_CHECK(files.is_array() && !files.empty(), mpath << " lists no shard files");
+    for (const nlohmann::json& fj : files) {
+        const std::string name = fj.value("name", ""), path = step_dir + "/" + name;
+        SS_CHECK(!name.empty() && name.find('/') == std::string::npos, mpath << " lists a bad file name '" << name << "'");
+        SS_CHECK(fs::exists(path), "checkpoint shard " << path << " is missing (the manifest lists it): the "
+                                                       << "checkpoint is incomplete; resume from an older one");
+        const uintmax_t want = fj.value("bytes", uintmax_t(0)), got = fs::file_size(path);
+        SS_CHECK(got == want, "checkpoint shard " << path << " is " << got << " bytes but the manifest says "
+                                                  << want << ": it was truncated or replaced; resume from an older one");
+        const StFile f = read_safetensors(path);
+        for (const auto& [tensor, where] : f.metadata) {
+            if (tensor == "format") continue;
+            int tp = 0, tp_rank = 0;
+            int64_t lo = 0, hi = 0;
+            std::istringstream is(where);
+            SS_CHECK(bool(is >> tp >> tp_rank >> lo >> hi) && tp >= 1 && tp_rank >= 0 && tp_rank < tp && lo <= hi,
+                     path << ": metadata for " << tensor << " is '" << where << "', not 'tp tp_rank lo hi'");
+            auto it = tp_layouts.find({tp, tp_rank});
+            if (it == tp_layouts.end()) it = tp_layouts.emplace(std::make_pair(tp, tp_rank), make_param_layout(cfg, tp, tp_rank)).first;
+            const ParamSpec* spec = it->second.find(tensor);
+            SS_CHECK(spec && hi <= spec->numel, path << ": " << tensor << " [" << lo << ", " << hi
+                                                     << ") is not part of this model's TP " << tp << " slice");
+            const int64_t base = global.get(tensor).offset;
+            for (const char* kind : kKinds) {
+                const std::string key = std::string(kind) + "/" + tensor;
+                if (!f.has(key)) {
+                    SS_CHECK(std::string(kind) == "master", path << " has no " << key);
+                    continue;
+                }
+                const std::vector<float> vals = st_to_f32(f.get(key));
+                SS_CHECK(int64_t(vals.size()) == hi - lo, path << ": " << key << " has " << vals.size()
+                                                               << " values for the range [" << lo << ", " << hi << ")");
+                std::vector<float>& w = whole[kind];
+                if (w.empty()) w.assign(P, 0.0f);
+                for (int64_t i = lo; i < hi; ++i) w[size_t(base + spec->global_index(i))] = vals[size_t(i - lo)];
+            }
+            for (int64_t i = lo; i < hi; ++i) covered[size_t(base + spec->global_index(i))] = 1;
+        }
+    }
+    for (const ParamSpec& s : global.specs)
+        for (int64_t i = 0; i < s.numel; ++i)
+            SS_CHECK(covered[size_t(s.offset + i)], "the checkpoint in " << step_dir << " holds no value for element "
+                                                    << i << " of " << s.name << ": a shard is missing from it; "
+                                                    << "resume from an older one");
+    ck.master = whole.count("master") ? std::move(whole["master"]) : std::move(whole["param"]);
+    ck.m = std::move(whole["exp_avg"]);
+    ck.v = std::move(whole["exp_avg_sq"]);
+    return ck;
+}
+
+int consolidate_checkpoint(const std::string& dir, const std::string& out) {
+    const std::string step_dir = find_checkpoint(dir);
+    const GPT2Config cfg = checkpoint_model(read_json(step_dir + "/manifest.json"));
+    const Checkpoint ck = read_checkpoint(step_dir, cfg);
+    save_params(cfg, make_param_layout(cfg), ck.master.data(), ck.dtype, out);
+    return ck.step;
+}
+
+}  // namespace ss

@@ -1,0 +1,86 @@
+// sharded_checkpoint.h — checkpoints of a parallel run that any layout can
+// load: each rank saves what it owns, a manifest says what was saved, and
+// loading assembles whole HF tensors before any rank takes its part.
+//
+//   DIR/latest                     "step-00000010": the newest complete checkpoint
+//   DIR/step-00000010/
+//       manifest.json              the run (model, layout, dtype, data position, Adam's t)
+//                                  and every shard file with its size in bytes
+//       rank-00000.safetensors     what rank 0 owns: "param/<HF name>" (storage dtype),
+//       rank-00001.safetensors     "master/<HF name>" (bf16 runs), "exp_avg/<HF name>",
+//       ...                        "exp_avg_sq/<HF name>", each a range [lo, hi) of the
+//                                  rank's TP-local tensor; __metadata__ "<HF name>" =
+//                                  "tp tp_rank lo hi" says where it sits in the whole
+//
+// Who writes: one copy of everything. Replicas (dp_rep) hold the same shards
+// and, under DDP, every dp rank the same model, so only replica 0 (and, for
+// DDP, the first rank of each shard group) writes; every TP rank, pipeline
+// stage and ZeRO shard writes its own part. The head's copy of the tied wte
+// is not saved: it equals the first stage's.
+//
+// Nothing half-written is ever loaded: the ranks write into
+// DIR/step-N.partial/ (each file via a temporary name and a rename), rank 0
+// writes the manifest last, renames the directory to DIR/step-N and only then
+// points DIR/latest at it. A crash mid-save leaves a .partial directory that
+// nothing reads, and the previous checkpoint still loads.
+//
+// Loading (any layout: another ZeRO stage, TP, PP, DP, dtype) reads every
+// file, checks each against the manifest (present, the size it says), places
+// every element in the whole HF tensor it came from (ParamSpec::global_index)
+// and requires every element of the model to be covered, then each rank takes
+// its slice as ZeroModel::load_state says. DeepSpeed calls this a "universal
+// checkpoint"; PyTorch DCP reshards the same way, by global offsets.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/comm.h"
+#include "core/dtype.h"
+#include "model/config.h"
+#include "parallel/pipeline.h"
+
+namespace ss {
+
+/// A checkpoint once read: the whole model's state in the HF flat layout
+/// (make_param_layout(cfg)).
+struct Checkpoint {
+    std::string dir;          ///< the step directory it was read from
+    nlohmann::json manifest;  ///< its manifest.json
+    int step = 0;             ///< optimizer steps done when it was saved
+    int adam_t = 0;           ///< Adam's step count t (bias correction)
+    DType dtype = DType::f32;  ///< the saving run's storage dtype
+    std::vector<float> master;  ///< fp32 master weights (an fp32 run's parameters)
+    std::vector<float> m;       ///< Adam's first moment
+    std::vector<float> v;       ///< Adam's second moment
+};
+
+/// "step-00000010"
+std::string checkpoint_step_name(int step);
+
+/// Saves step @p step of a run into @p dir (see the top of this file). Every rank
+/// of the run calls it (it meets the others at barriers); @p run is the manifest's
+/// description of the run (model, layout, data position), written by rank 0.
+void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& dir, int step,
+                     const nlohmann::json& run);
+
+/// The step directory to resume from: @p dir itself if it holds a manifest.json,
+/// else the one DIR/latest names. Throws ss::Error saying what is missing.
+std::string find_checkpoint(const std::string& dir);
+
+/// The model a checkpoint was saved for (its manifest's "model").
+GPT2Config checkpoint_model(const nlohmann::json& manifest);
+
+/// Reads and checks the checkpoint in @p step_dir for @p cfg. Throws ss::Error
+/// naming the file for a missing or truncated shard, a manifest that does not
+/// match the files or the model, or a part of the model no shard holds.
+Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg);
+
+/// `shardscope checkpoint consolidate DIR OUT`: the checkpoint's parameters
+/// (its fp32 master weights, in the saving run's dtype) as one HF-layout
+/// safetensors file. Returns the step it came from.
+int consolidate_checkpoint(const std::string& dir, const std::string& out);
+
+}  // namespace ss

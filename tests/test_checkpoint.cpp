@@ -1,0 +1,227 @@
+// test_checkpoint.cpp — sharded checkpoints: a resumed run continues exactly
+// where the uninterrupted one went, any layout loads any other's checkpoint,
+// a crash in the middle of a save leaves the previous checkpoint loadable, and
+// a damaged checkpoint is refused with the file named, before any rank starts.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_run.h"
+#include "core/check.h"
+#include "model/safetensors.h"
+#include "train/sharded_checkpoint.h"
+#include "train/train.h"
+#include "equivalence.h"
+
+using namespace ss;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string dir_for(const std::string& name) {
+    const std::string d = test_file("test_ckpt_" + name);
+    fs::remove_all(d);
+    return d;
+}
+
+// tiny with 4 blocks, GA 2, 10 steps; @p mbs x DP = 8 sequences per micro-batch.
+TrainOptions base(int ranks, int mbs) {
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.model.L = 4;
+    o.ranks = ranks;
+    o.mbs = mbs;
+    o.ga = 2;
+    o.steps = 10;
+    o.quiet = true;
+    return o;
+}
+
+struct L {
+    int ranks, mbs, zero = 0, tp = 1, pp = 1, sp = 1, dp_rep = 0, v = 1;
+    bool megatron_sp = false;
+    DType dtype = DType::f32;
+};
+
+TrainOptions layout(const L& l) {
+    TrainOptions o = base(l.ranks, l.mbs);
+    o.zero = l.zero;
+    o.tp = l.tp;
+    o.pp = l.pp;
+    o.sp = l.sp;
+    o.dp_rep = l.dp_rep;
+    o.sequence_parallel = l.megatron_sp;
+    o.dtype = l.dtype;
+    if (l.v > 1) {
+        o.schedule = "interleaved";
+        o.pp_virtual = l.v;
+    }
+    return o;
+}
+
+std::string describe(const TrainOptions& o) {
+    return "ranks " + std::to_string(o.ranks) + " zero " + std::to_string(o.zero) + " tp " + std::to_string(o.tp) +
+           (o.sequence_parallel ? "+SP" : "") + " pp " + std::to_string(o.pp) + " sp " + std::to_string(o.sp) +
+           " v " + std::to_string(o.pp_virtual) + " " + dtype_name(o.dtype);
+}
+
+// Losses of steps first..10 of @p resumed against the same steps of @p full.
+void require_same_losses(const TrainReport& resumed, const TrainReport& full, int first, double margin) {
+    REQUIRE(resumed.first_step == first);
+    REQUIRE(resumed.steps.size() == size_t(11 - first));
+    for (size_t i = 0; i < resumed.steps.size(); ++i) {
+        const float a = resumed.steps[i].loss, b = full.steps[size_t(first - 1) + i].loss;
+        INFO("step " << resumed.steps[i].step << ": resumed " << a << " vs uninterrupted " << b);
+        REQUIRE(resumed.steps[i].step == first + int(i));
+        if (margin == 0)
+            REQUIRE(a == b);
+        else
+            REQUIRE(a == Approx(b).margin(margin));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("save at step 5, resume: steps 6-10 are the uninterrupted run's, exactly (same layout)", "[checkpoint]") {
+    for (const L& l : {L{4, 2, 0}, L{4, 2, 1}, L{4, 2, 2}, L{4, 2, 3}, L{4, 4, 0, 2}, L{4, 4, 1, 1, 2},
+                       L{4, 4, 3, 1, 2, 1, 0, 1, false, DType::bf16}, L{4, 2, 2, 1, 1, 1, 2},
+                       L{4, 8, 0, 1, 2, 1, 0, 2}}) {
+        TrainOptions full = layout(l);
+        INFO(describe(full));
+        const TrainReport uninterrupted = train(full, nullptr);
+        TrainOptions first = full;
+        first.steps = 5;
+        first.save_every = 5;
+        first.checkpoint_dir = dir_for("resume");
+        train(first, nullptr);
+        TrainOptions rest = full;
+        rest.resume = first.checkpoint_dir;
+        require_same_losses(train(rest, nullptr), uninterrupted, 6, 0.0);
+    }
+}
+
+TEST_CASE("a checkpoint saved under one layout continues under another with the same losses", "[checkpoint][reshard]") {
+    // (from, to) pairs; every layout trains the same 2 micro-batches of 8 sequences per step.
+    const std::pair<L, L> pairs[] = {
+        {L{4, 2, 3}, L{1, 8}},                                 // ZeRO-3 dp 4 -> one rank
+        {L{4, 4, 3, 2}, L{4, 8, 0, 4}},                        // ZeRO-3 dp 2 x tp 2 -> tp 4
+        {L{1, 8}, L{4, 4, 1, 1, 2}},                           // one rank -> pp 2 x dp 2, ZeRO-1
+        {L{4, 8, 0, 2, 2}, L{4, 2, 2}},                        // pp 2 x tp 2 -> ZeRO-2 dp 4
+        {L{4, 4, 1, 2, 1, 1, 0, 1, true}, L{4, 4, 2, 1, 1, 2}},  // tp 2 + Megatron-SP, ZeRO-1 -> Ulysses sp 2 x dp 2
+        {L{2, 8, 0, 1, 2, 1, 0, 2}, L{4, 8, 0, 1, 4}},         // interleaved pp 2 v 2 -> pp 4
+        {L{4, 2, 3, 1, 1, 1, 2}, L{1, 8}},                     // 2 shards x 2 replicas, ZeRO-3 -> one rank
+        {L{4, 2, 2, 1, 1, 1, 0, 1, false, DType::bf16}, L{2, 4, 3, 1, 1, 1, 0, 1, false, DType::bf16}},  // bf16 ZeRO-2 dp 4 -> ZeRO-3 dp 2
+    };
+    const TrainReport uninterrupted = train(layout(L{1, 8}), nullptr);
+    const TrainReport uninterrupted_bf16 = train(layout(L{1, 8, 0, 1, 1, 1, 0, 1, false, DType::bf16}), nullptr);
+    for (const auto& [from, to] : pairs) {
+        TrainOptions a = layout(from);
+        a.steps = 5;
+        a.save_every = 5;
+        a.checkpoint_dir = dir_for("reshard");
+        train(a, nullptr);
+        TrainOptions b = layout(to);
+        b.resume = a.checkpoint_dir;
+        INFO("saved by " << describe(a) << ", resumed by " << describe(b));
+        // fp32 tolerance as in equivalence.h: the layouts add the same products in another order.
+        require_same_losses(train(b, nullptr), from.dtype == DType::bf16 ? uninterrupted_bf16 : uninterrupted, 6,
+                            from.dtype == DType::bf16 ? 2e-3 : 1e-4);
+    }
+}
+
+TEST_CASE("consolidate writes the checkpoint's parameters as one whole HF file", "[checkpoint]") {
+    TrainOptions a = layout(L{4, 4, 3, 2});  // ZeRO-3 x tp 2: every tensor in pieces
+    a.steps = 4;
+    a.save_every = 4;
+    a.checkpoint_dir = dir_for("consolidate");
+    a.save = test_file("test_ckpt_consolidate_saved.safetensors");
+    train(a, nullptr);
+    const std::string out = test_file("test_ckpt_consolidated.safetensors");
+    CliResult r = run_shardscope("checkpoint consolidate " + a.checkpoint_dir + " " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("the parameters of step 4"));
+    REQUIRE(rel_max(read_safetensors(out), read_safetensors(a.save)) == 0.0);
+}
+
+TEST_CASE("a crash in the middle of a save leaves the previous checkpoint, which resumes", "[checkpoint][crash]") {
+    const std::string dir = dir_for("crash");
+    const std::string flags = " train --model tiny --layers 4 --ranks 4 --zero 2 --mbs 2 --ga 2 --quiet";
+    // Rank 0 dies right after writing its shard of step 4, before the manifest.
+    CliResult r = run_shell("SHARDSCOPE_CRASH_IN_CHECKPOINT=4 " + std::string(SS_SHARDSCOPE_EXE) + flags +
+                            " --steps 6 --save-every 2 --checkpoint-dir " + dir);
+    INFO(r.output);
+    REQUIRE(r.code != 0);
+    REQUIRE_THAT(r.output, Catch::Contains("dying in the middle of the save"));
+    REQUIRE(fs::exists(dir + "/step-00000002/manifest.json"));
+    REQUIRE(fs::exists(dir + "/step-00000004.partial"));
+    REQUIRE(!fs::exists(dir + "/step-00000004"));
+    REQUIRE(find_checkpoint(dir) == dir + "/step-00000002");
+    // Resume from it: steps 3-10 as the uninterrupted run's.
+    TrainOptions full = layout(L{4, 2, 2});
+    const TrainReport uninterrupted = train(full, nullptr);
+    TrainOptions rest = full;
+    rest.resume = dir;
+    require_same_losses(train(rest, nullptr), uninterrupted, 3, 0.0);
+}
+
+TEST_CASE("after an injected fault the last complete checkpoint resumes", "[checkpoint][fault]") {
+    TrainOptions full = layout(L{4, 2, 3});
+    const TrainReport uninterrupted = train(full, nullptr);
+    TrainOptions failing = full;
+    failing.save_every = 5;
+    failing.checkpoint_dir = dir_for("fault");
+    failing.comm_timeout = 5;
+    failing.fault = parse_fault("rank=1,step=8,kind=throw");
+    REQUIRE_THROWS_WITH(train(failing, nullptr), Catch::Contains("injected fault"));
+    TrainOptions rest = full;
+    rest.resume = failing.checkpoint_dir;
+    require_same_losses(train(rest, nullptr), uninterrupted, 6, 0.0);
+}
+
+TEST_CASE("a damaged checkpoint is refused with the file named, before any rank starts", "[checkpoint][errors]") {
+    TrainOptions a = layout(L{4, 2, 3});
+    a.steps = 2;
+    a.save_every = 2;
+    a.checkpoint_dir = dir_for("damaged");
+    train(a, nullptr);
+    const std::string step_dir = a.checkpoint_dir + "/step-00000002";
+    TrainOptions b = layout(L{4, 2, 3});
+    b.resume = a.checkpoint_dir;
+    auto refused = [&](const std::string& what) {
+        INFO("expected: " << what);
+        REQUIRE_THROWS_WITH(train(b, nullptr), Catch::Contains(what));
+    };
+    // Another model.
+    TrainOptions other = b;
+    other.model.L = 2;
+    REQUIRE_THROWS_WITH(train(other, nullptr), Catch::Contains("give the same --model"));
+    // A truncated shard.
+    const std::string shard = step_dir + "/rank-00001.safetensors";
+    const auto size = fs::file_size(shard);
+    fs::copy_file(shard, shard + ".bak");
+    fs::resize_file(shard, size - 100);
+    refused("rank-00001.safetensors is " + std::to_string(size - 100) + " bytes but the manifest says " +
+            std::to_string(size));
+    // A missing shard.
+    fs::remove(shard);
+    refused("checkpoint shard " + shard + " is missing");
+    fs::rename(shard + ".bak", shard);
+    // A manifest that lists fewer files than hold the model.
+    std::ifstream in(step_dir + "/manifest.json");
+    nlohmann::json m = nlohmann::json::parse(in);
+    in.close();
+    m["files"].erase(m["files"].begin() + 2);
+    std::ofstream(step_dir + "/manifest.json") << m.dump();
+    refused("a shard is missing from it");
+    // A corrupt manifest.
+    std::ofstream(step_dir + "/manifest.json") << "{ not json";
+    refused("manifest.json is not valid JSON");
+    // No checkpoint at all.
+    b.resume = dir_for("empty");
+    refused("no checkpoint there");
+    // Options.
+    TrainOptions c = base(1, 8);
+    c.save_every = 2;
+    REQUIRE_THROWS_WITH(train(c, nullptr), Catch::Contains("needs --checkpoint-dir"));
+}
