@@ -137,7 +137,9 @@ GPT2Config checkpoint_model(const nlohmann::json& manifest) {
     }
 }
 
-Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg) {
+namespace {
+
+Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT2Config& cfg) {
     Checkpoint ck;
     ck.dir = step_dir;
     const std::string mpath = step_dir + "/manifest.json";
@@ -179,7 +181,8 @@ Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg) {
             int tp = 0, tp_rank = 0;
             int64_t lo = 0, hi = 0;
             std::istringstream is(where);
-            SS_CHECK(bool(is >> tp >> tp_rank >> lo >> hi) && tp >= 1 && tp_rank >= 0 && tp_rank < tp && lo <= hi,
+            SS_CHECK(bool(is >> tp >> tp_rank >> lo >> hi) && tp >= 1 && tp <= 1 << 16 && tp_rank >= 0 &&
+                         tp_rank < tp && 0 <= lo && lo <= hi,
                      path << ": metadata for " << tensor << " is '" << where << "', not 'tp tp_rank lo hi'");
             auto it = tp_layouts.find({tp, tp_rank});
             if (it == tp_layouts.end()) it = tp_layouts.emplace(std::make_pair(tp, tp_rank), make_param_layout(cfg, tp, tp_rank)).first;
@@ -212,6 +215,19 @@ Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg) {
     ck.m = std::move(whole["exp_avg"]);
     ck.v = std::move(whole["exp_avg_sq"]);
     return ck;
+}
+
+}  // namespace
+
+Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg) {
+    // Every field of the manifest is checked where it is used; one that has
+    // the wrong JSON type (a number where an object belongs, ...) ends here.
+    try {
+        return read_checkpoint_json_unchecked(step_dir, cfg);
+    } catch (const nlohmann::json::exception& e) {
+        SS_FAIL(step_dir << "/manifest.json is malformed (" << e.what()
+                         << "): the checkpoint is corrupt; resume from an older one");
+    }
 }
 
 int consolidate_checkpoint(const std::string& dir, const std::string& out) {
