@@ -241,6 +241,9 @@ void rank_main(Comm& comm, Shared& sh) {
         j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT}};
         j["dtype"] = dtype_name(opts.dtype);
         j["adam_t"] = pipe.chunks().front()->optimizer().t();
+        // Randomness: parameters start from a counter-based stream of the seed (model/params.h)
+        // and nothing draws random numbers during training (no dropout), so the seed is all of it.
+        j["rng"] = {{"seed", opts.seed}, {"kind", "counter-based init only; no dropout"}};
         j["layout"] = {{"world", r.world}, {"pp", r.pp}, {"pp_virtual", opts.pp_virtual}, {"pp_split", r.pp_split},
                        {"schedule", opts.schedule}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                        {"sp_mode", opts.sp_mode}, {"tp", r.tp}, {"sequence_parallel", opts.sequence_parallel},
