@@ -35,8 +35,9 @@ namespace ss {
 /// The clock of every trace timestamp. All ranks of a run share one origin.
 using TraceClock = std::chrono::steady_clock;
 
-/// Lanes (Chrome "tid") within a rank.
+/// The lane (Chrome "tid") of a rank's compute spans.
 constexpr int kComputeLane = 0;
+/// The lane ("tid") of a rank's collectives.
 constexpr int kCommLane = 1;
 
 /// One event of a trace, as recorded and as read back.

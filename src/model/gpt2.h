@@ -39,7 +39,9 @@ struct BlockPtrs {
     F* fcproj_w;    ///< mlp.c_proj.weight [4C,C]
     F* fcproj_b;    ///< mlp.c_proj.bias [C]
 };
+/// One block's parameters, read by the passes.
 using BlockWeights = BlockPtrs<const float>;
+/// One block's gradient accumulators, written by the backward pass.
 using BlockGrads = BlockPtrs<float>;
 
 /// The pointers of block @p l inside a flat buffer laid out as @p lay.
