@@ -108,8 +108,8 @@ std::string find_checkpoint(const std::string& dir) {
     if (fs::exists(dir + "/manifest.json")) return dir;
     const std::string latest = dir + "/latest";
     std::ifstream f(latest);
-    SS_CHECK(f.good(), "--resume " << dir << ": no checkpoint there (neither " << dir << "/manifest.json nor "
-                                   << latest << "); give a --checkpoint-dir a run saved into with --save-every");
+    SS_CHECK(f.good(), dir << ": no checkpoint there (neither " << dir << "/manifest.json nor " << latest
+                           << "); give the --checkpoint-dir of a run that saved with --save-every, or one step-N in it");
     std::string name;
     f >> name;
     SS_CHECK(!name.empty() && name.find('/') == std::string::npos,
