@@ -316,6 +316,14 @@ TEST_CASE("cpu-local reads the calibration file, and says what is wrong with a b
     REQUIRE_THROWS_WITH(cpu_local_from_json("{\"matmul_flops\": -1}", "cal.json"),
                         Catch::Matchers::Contains("cal.json: \"matmul_flops\" must be positive"));
     REQUIRE_THROWS_WITH(cpu_local_from_json("[1,", "cal.json"), Catch::Matchers::Contains("cal.json is not JSON"));
+    // Found by fuzz_hardware: a core count past int's range was converted unchecked.
+    REQUIRE_THROWS_WITH(cpu_local_from_json("{\"cores\": 1e300}", "cal.json"),
+                        Catch::Matchers::Contains("\"cores\" must be a whole number"));
+    REQUIRE_THROWS_WITH(cpu_local_from_json("{\"cores\": 2.5}", "cal.json"),
+                        Catch::Matchers::Contains("\"cores\" must be a whole number"));
+    REQUIRE_THROWS_WITH(cpu_local_from_json("{\"memory\": 1e999}", "cal.json"),
+                        Catch::Matchers::Contains("cal.json is not JSON (") &&
+                            Catch::Matchers::Contains("number overflow"));
 }
 
 TEST_CASE("the text report shows the arithmetic, every category and the verdict", "[plan][report]") {

@@ -1,5 +1,6 @@
 #include "plan/hardware.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -93,6 +94,8 @@ Hardware cpu_local_from_json(const std::string& text, const std::string& source)
     number("memory", h.memory);
     double cores = h.cores;
     number("cores", cores);
+    SS_CHECK(cores == std::floor(cores) && cores <= 1 << 20,
+             source << ": \"cores\" must be a whole number of cores (got " << cores << ")");
     h.cores = int(cores);
     h.inter = h.intra;
     h.label = "this CPU, one thread per rank (calibrated)";
