@@ -137,9 +137,14 @@ NcclBackend::NcclBackend(double timeout_seconds) : impl_(std::make_unique<Impl>(
     m.watch->wait([&] { return test(req); }, info);
     ncclComm_t comm = nullptr;
     SS_NCCL_CHECK(ncclCommInitRankConfig(&comm, m.world, id, m.rank, &m.config));
-    m.groups.push_back({comm, m.rank, 0});  // first, so that an error below aborts it
+    m.groups.push_back({comm, m.rank, 0});
     m.prepared_index[world.ranks] = 0;
-    m.watch->wait([&] { return comm_ready(comm); }, info);
+    try {
+        m.watch->wait([&] { return comm_ready(comm); }, info);
+    } catch (...) {  // a constructor that throws runs no destructor: abort here
+        m.abort_all();
+        throw;
+    }
 }
 
 NcclBackend::~NcclBackend() {
