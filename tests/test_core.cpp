@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/device.h"
 #include "core/dtype.h"
 #include "core/ledger.h"
 #include "core/tensor.h"
@@ -52,5 +53,26 @@ TEST_CASE("SS_CHECK throws ss::Error with the message", "[core]") {
         FAIL("no throw");
     } catch (const Error& e) {
         REQUIRE(std::string(e.what()) == "TP=3 does not divide 4");
+    }
+}
+
+TEST_CASE("devices: names, the thread's device, and a clear error where CUDA cannot run", "[core][device]") {
+    REQUIRE(parse_device("cpu") == Device::cpu);
+    REQUIRE(parse_device("cuda") == Device::cuda);
+    REQUIRE(std::string(device_name(Device::cuda)) == "cuda");
+    REQUIRE_THROWS_WITH(parse_device("tpu"), Catch::Matchers::Contains("device 'tpu' is not a device; use cpu or cuda"));
+    Ledger ledger;
+    {
+        DeviceScope cpu(Device::cpu);
+        Tensor t(ledger, Mem::acts, {16});
+        REQUIRE(t.device() == Device::cpu);
+        REQUIRE(current_stream() == nullptr);
+    }
+    if (cuda_device_count() == 0) {  // this machine: --device cuda must say why not, and change nothing
+        const Device before = current_device();
+        REQUIRE_THROWS_WITH(require_cuda(), Catch::Matchers::Contains("--device cuda") &&
+                                                Catch::Matchers::Contains("use --device cpu"));
+        REQUIRE_THROWS(set_current_device(Device::cuda));
+        REQUIRE(current_device() == before);
     }
 }

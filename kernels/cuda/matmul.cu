@@ -19,7 +19,9 @@
 // TF32 tensor cores (10-bit mantissa products) when the handle's math mode or
 // the NVIDIA_TF32_OVERRIDE environment allows it, or fp32 emulated with bf16
 // (cuBLAS 12.9+, CUBLAS_EMULATION_STRATEGY); pedantic forbids both, so the
-// fp32 path is the CPU's sgemm up to the order of the adds. bf16 inputs use
+// fp32 path is the CPU's sgemm up to the order of the adds (unless the thread
+// asked for bf16 products: set_fp32_gemm_bf16_products, CUBLAS_COMPUTE_32F_FAST_16BF
+// rounds the fp32 inputs to bf16 for the tensor cores). bf16 inputs use
 // CUBLAS_COMPUTE_32F: tensor-core products of bf16 (exact in fp32) summed in
 // fp32, rounded once to the output type.
 //
@@ -84,6 +86,12 @@ void bias_backward(float* dbias, const T* dout, int N, int OC, cudaStream_t stre
 
 }  // namespace
 
+namespace {
+thread_local bool t_fp32_bf16_products = false;
+}  // namespace
+
+void set_fp32_gemm_bf16_products(bool on) { t_fp32_bf16_products = on; }
+
 cublasHandle_t blas_create() {
     cublasHandle_t blas = nullptr;
     SS_CUBLAS_CHECK(cublasCreate(&blas));
@@ -99,7 +107,9 @@ void gemm(cublasHandle_t blas, bool trans_a, bool trans_b, int M, int N, int K, 
           const void* B, long ldb, float beta, void* Cm, long ldc, DType ab_type, DType c_type, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const cudaDataType_t ab = cuda_type(ab_type), c = cuda_type(c_type);
-    const cublasComputeType_t compute = ab_type == DType::f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+    const cublasComputeType_t compute = ab_type != DType::f32  ? CUBLAS_COMPUTE_32F
+                                        : t_fp32_bf16_products ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                               : CUBLAS_COMPUTE_32F_PEDANTIC;
     SS_CUBLAS_CHECK(cublasSetStream(blas, stream));
     // row-major Cm = op(A) op(B)  <=>  column-major Cm^T = op(B)^T op(A)^T: B first, N and M swapped
     SS_CUBLAS_CHECK(cublasGemmEx(blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M,

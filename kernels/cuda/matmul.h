@@ -36,9 +36,15 @@ cublasHandle_t blas_create();
 /// Destroys a handle made by blas_create (null is ignored).
 void blas_destroy(cublasHandle_t blas);
 
+/// Lets this thread's fp32 GEMMs take bf16 tensor-core products with fp32 sums
+/// (CUBLAS_COMPUTE_32F_FAST_16BF) instead of exact fp32 products: the matmuls
+/// of `--dtype bf16 --device cuda`. Off by default.
+void set_fp32_gemm_bf16_products(bool on);
+
 /// Row-major GEMM with cblas_sgemm's arguments, through cublasGemmEx on @p stream:
 /// Cm[M,N] = alpha op(A) op(B) + beta Cm, op = transpose when trans_a / trans_b.
-/// A and B are @p ab_type (f32 or bf16), Cm is @p c_type; the sum is fp32 in both cases.
+/// A and B are @p ab_type (f32 or bf16), Cm is @p c_type; the sum is fp32 in both cases
+/// (fp32 inputs: exact fp32 products unless set_fp32_gemm_bf16_products(true)).
 void gemm(cublasHandle_t blas, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void* A, long lda,
           const void* B, long ldb, float beta, void* Cm, long ldc, DType ab_type, DType c_type, cudaStream_t stream);
 

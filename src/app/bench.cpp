@@ -3,7 +3,7 @@
 //   shardscope bench                     small, MBS 8, one rank, one thread, vs PyTorch
 //   shardscope bench --model tiny --steps 5 --no-torch
 //   shardscope bench --calibrate         measure this machine for the planner (= bench calibrate)
-//   shardscope bench dp | trace | comm | layouts | calibrate | plan | pipeline   (bench.h lists their files)
+//   shardscope bench dp | trace | comm | layouts | calibrate | plan | pipeline | gpu   (bench.h lists their files)
 //
 // Machines here are noisy, so the figure that matters is the RATIO of this
 // engine's tokens/s to PyTorch's on the same model, batch and machine,
@@ -144,6 +144,7 @@ void add_bench_command(CLI::App& root) {
     add_bench_calibrate_command(*cmd);
     add_bench_plan_command(*cmd);
     add_bench_pipeline_command(*cmd);
+    add_bench_gpu_command(*cmd);
     // After the subcommands: they would inherit a footer set before them.
     cmd->footer(
         "Without a subcommand: one rank of the model beside bench/torch_gpt2.py, and the ratio.\n"
@@ -156,6 +157,7 @@ void add_bench_command(CLI::App& root) {
         "  calibrate  measure this machine for `plan --hw cpu-local`, write out/calibration.json (= bench --calibrate)\n"
         "  plan   the planner's 512-GPU search time; predicted vs measured step times of 8 layouts\n"
         "  pipeline   PP 1 beside PP 2 and 4, each schedule, the same batch: tokens/s, the bubble vs its formula\n"
+        "  gpu    training on the GPU (--device cuda): tokens/s and MFU of one rank, then N ranks sharing the GPU\n"
         "Results are medians after warm-up; compare the ratios, the machine is shared and noisy.\n"
         "docs/performance.md has the tables measured on the project's machine.");
     // A subcommand's own callback does its work; plain `bench` is the one-rank comparison.

@@ -9,6 +9,7 @@
 //                             (also `shardscope bench --calibrate`)
 //   shardscope bench plan     planner speed; predicted vs measured steps  bench_plan.cpp
 //   shardscope bench pipeline PP 1 vs PP 2, 4 per schedule; the bubble    bench_pipeline.cpp
+//   shardscope bench gpu      tokens/s and MFU on the GPU; N ranks on it  bench_gpu.cpp
 //
 // Every figure is taken after warm-up steps that are not counted, as the
 // median step of rank 0 (a step ends with a loss all_reduce, so rank 0's
@@ -75,6 +76,8 @@ struct CalibrateOptions {
 /// and how it was measured, writes @p o.out and returns what it wrote.
 nlohmann::json run_bench_calibrate(const CalibrateOptions& o);
 
+/// Adds `gpu` under @p bench: training on the GPU, MFU, ranks sharing it (bench_gpu.cpp).
+void add_bench_gpu_command(CLI::App& bench);
 /// Adds `dp` under @p bench: DDP and ZeRO scaling beside PyTorch DDP (bench_dp.cpp).
 void add_bench_dp_command(CLI::App& bench);
 /// Adds `trace` under @p bench: step time with --trace off and on (bench_trace.cpp).

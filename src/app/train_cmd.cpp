@@ -35,7 +35,12 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--json", opts->json, "Write a machine-readable summary here");
     cmd->add_flag("--quiet", opts->quiet, "No per-step lines");
     cmd->add_option("--ranks", opts->ranks, "World size (ranks); all of them data-parallel")->capture_default_str();
-    cmd->add_option("--backend", opts->backend, "threads: ranks are threads of this process")->capture_default_str();
+    cmd->add_option("--backend", opts->backend,
+                    "threads: ranks are threads of this process; mpi or nccl: one process per rank under mpirun")
+        ->capture_default_str();
+    cmd->add_option("--device", opts->device,
+                    "cpu, or cuda: each rank computes on GPU (rank mod GPUs); several ranks may share one GPU")
+        ->capture_default_str();
     cmd->add_option("--comm-timeout", opts->comm_timeout, "Seconds a rank waits for another before the run fails")
         ->capture_default_str();
     cmd->add_option("--trace", opts->trace, "Write a Chrome trace of every collective, span and memory change");

@@ -26,12 +26,14 @@ std::string shape_str(const Shape& s) {
 Tensor::Tensor(Ledger& ledger, Mem cat, Shape shape, DType dt, bool zero)
     : shape_(std::move(shape)), numel_(ss::numel(shape_)), dtype_(dt), cat_(cat), ledger_(&ledger) {
     for (int64_t d : shape_) SS_CHECK(d >= 0, "tensor: negative dimension in shape " << shape_str(shape_));
-    size_t n = bytes();
-    size_t rounded = (n + 63) / 64 * 64;
-    if (rounded == 0) rounded = 64;
-    data_ = std::aligned_alloc(64, rounded);
-    SS_CHECK(data_ != nullptr, "out of memory allocating " << n << " bytes for " << mem_name(cat));
-    if (zero) std::memset(data_, 0, rounded);
+    const size_t n = bytes();
+    device_ = current_device();
+    try {
+        data_ = device_alloc(device_, n);
+    } catch (const Error& e) {
+        SS_FAIL(e.what() << " (allocating " << n << " bytes for " << mem_name(cat) << ")");
+    }
+    if (zero) device_zero(device_, data_, n);
     ledger_->alloc(cat_, n);
 }
 
@@ -43,6 +45,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     if (this != &o) {
         reset();
         data_ = std::exchange(o.data_, nullptr);
+        device_ = o.device_;
         shape_ = std::move(o.shape_);
         numel_ = std::exchange(o.numel_, 0);
         dtype_ = o.dtype_;
@@ -54,7 +57,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
 
 void Tensor::reset() {
     if (data_) {
-        std::free(data_);
+        device_free(device_, data_, bytes());
         if (ledger_) ledger_->release(cat_, bytes());
     }
     data_ = nullptr;
@@ -80,7 +83,7 @@ int32_t* Tensor::i32() {
 const int32_t* Tensor::i32() const { return const_cast<Tensor*>(this)->i32(); }
 
 void Tensor::zero() {
-    if (data_) std::memset(data_, 0, bytes());
+    if (data_) device_zero(device_, data_, bytes());
 }
 
 }  // namespace ss

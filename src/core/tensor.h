@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/dtype.h"
 #include "core/ledger.h"
 
@@ -24,7 +25,8 @@ int64_t numel(const Shape& s);
 std::string shape_str(const Shape& s);
 
 /// An owned, 64-byte aligned buffer of numel(shape) elements, zero-filled,
-/// booked in a Ledger under one category. Move-only.
+/// booked in a Ledger under one category, on the device of the thread that
+/// makes it (core/device.h). Move-only.
 class Tensor {
 public:
     Tensor() = default;
@@ -48,6 +50,9 @@ public:
     const Shape& shape() const { return shape_; }
     /// Element type.
     DType dtype() const { return dtype_; }
+    /// Where the memory lives: the device of the thread that made the tensor
+    /// (core/device.h; GPU memory is managed, so host code may read it too).
+    Device device() const { return device_; }
     /// The Ledger category the bytes are booked under.
     Mem category() const { return cat_; }
     /// Number of elements.
@@ -82,6 +87,7 @@ private:
     DType dtype_ = DType::f32;
     Mem cat_ = Mem::workspace;
     Ledger* ledger_ = nullptr;
+    Device device_ = Device::cpu;
 };
 
 }  // namespace ss

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/device.h"
 #include "kernels/cpu/attention_block.h"
 
 namespace ss {
@@ -94,7 +95,7 @@ void GPT2::init(uint64_t seed) {
     }
 }
 
-void GPT2::zero_grad() { std::memset(g(), 0, sizeof(float) * size_t(layout_.total)); }
+void GPT2::zero_grad() { device_zero(params_.device(), g(), sizeof(float) * size_t(layout_.total)); }
 
 void GPT2::store_grads() {
     if (storage_ == DType::bf16) f32_to_bf16(grads_.bf16(), grads_f32_.f32(), size_t(layout_.total));
@@ -191,7 +192,7 @@ float part_forward(const PartPass& p, const int* tokens, const int* targets, con
         if (um.wpe != um.wte) hooks.release(um.wpe, false);
     } else {  // a later pipeline stage: the previous stage's output is my input, saved for backward
         a.encoded = Tensor(p.ledger, Mem::acts, {B, a.Tl, C}, DType::f32, false);
-        std::memcpy(a.encoded.f32(), x_in, sizeof(float) * size_t(a.encoded.numel()));
+        device_copy(a.encoded.f32(), x_in, sizeof(float) * size_t(a.encoded.numel()));
     }
     a.blocks.resize(size_t(lay.part.count));
     const float* x = a.encoded.f32();
@@ -240,7 +241,7 @@ void part_backward(const PartPass& p, const int* tokens, const int* targets, con
         hooks.release(um.lnf, true);
         hooks.grads_ready(um.lnf);
     } else {
-        std::memcpy(dx.f32(), dy, sizeof(float) * size_t(dx.numel()));
+        device_copy(dx.f32(), dy, sizeof(float) * size_t(dx.numel()));
     }
     for (int i = n - 1; i >= 0; --i) {
         const int l = lay.part.first + i, u = um.block(lay, l);
@@ -262,7 +263,7 @@ void part_backward(const PartPass& p, const int* tokens, const int* targets, con
                                tokens, B, T, C, cfg.V, p.mp);
         if (um.wpe != um.wte) hooks.grads_ready(um.wpe);
     } else {
-        std::memcpy(dx_in, dx.f32(), sizeof(float) * size_t(dx.numel()));
+        device_copy(dx_in, dx.f32(), sizeof(float) * size_t(dx.numel()));
     }
     if (emb) hooks.release(um.wte, true);
     if (gemb) hooks.grads_ready(um.wte);

@@ -1,25 +1,21 @@
 // layers.cpp — GPT-2's stages, forward and backward: the embedding, a
-// transformer block, the head. They wire the kernels of kernels/cpu together
-// and call the model-parallel operators (tp.*, sp.*) exactly where tensor and
-// sequence parallelism need their ranks to meet. The passes that walk the
-// stages, and the model class, are in gpt2.cpp.
-#include <cstring>
+// transformer block, the head. They wire the kernels together and call the
+// model-parallel operators (tp.*, sp.*) exactly where tensor and sequence
+// parallelism need their ranks to meet. The passes that walk the stages, and
+// the model class, are in gpt2.cpp.
+//
+// kern::f runs f on the rank's device (kernels/dispatch.h: the CPU kernel or
+// its CUDA twin); cpu::f has no GPU twin yet and runs on the host, over
+// managed memory when the rank is on a GPU.
 #include <vector>
 
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/crossentropy.h"
-#include "kernels/cpu/encoder.h"
-#include "kernels/cpu/gelu.h"
-#include "kernels/cpu/layernorm.h"
-#include "kernels/cpu/lm_head.h"
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/residual.h"
+#include "core/device.h"
 #include "kernels/cpu/vocab_parallel.h"
+#include "kernels/dispatch.h"
 #include "model/gpt2.h"
 
 namespace ss {
 
-using namespace ss::cpu;
 
 // Saved activations need no zero-fill: forward writes every element first.
 static Tensor act(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::acts, std::move(shape), DType::f32, false); }
@@ -52,21 +48,21 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
     a.encoded = act(ledger, {a.B, a.Tl, C});
     wpe += long(mp.sp.rank()) * a.T * C;  // Ulysses: my tokens sit at positions rank*T .. rank*T + T-1
     if (tp.size() == 1) {
-        encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
+        kern::encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
         return;
     }
     // Vocabulary-parallel embedding: my rows only, summed over the TP group
     // (g; reduce-scattered to my tokens under Megatron-SP), then positions.
     if (!tp.sequence_parallel()) {
-        vocab_embedding_forward(a.encoded.f32(), tokens, wte, tp.rank() * Vl, Vl, N, C);
+        cpu::vocab_embedding_forward(a.encoded.f32(), tokens, wte, tp.rank() * Vl, Vl, N, C);
         tp.g_forward(a.encoded.f32(), long(N) * C, -1);
     } else {
         Tensor partial = scratch(ledger, {a.B, a.T, C});
-        vocab_embedding_forward(partial.f32(), tokens, wte, tp.rank() * Vl, Vl, N, C);
+        cpu::vocab_embedding_forward(partial.f32(), tokens, wte, tp.rank() * Vl, Vl, N, C);
         tp.scatter_seq(partial.f32(), a.encoded.f32(), a.B, a.Tl, C, -1, false);
         wpe += long(tp.rank()) * a.Tl * C;
     }
-    add_positions(a.encoded.f32(), wpe, a.B, a.Tl, C);
+    cpu::add_positions(a.encoded.f32(), wpe, a.B, a.Tl, C);
 }
 
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
@@ -97,11 +93,11 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
     auto layernorm_then_gather = [&](Tensor& out, Tensor& mean, Tensor& rstd, const float* x, const float* g,
                                      const float* b) {
         if (!msp) {
-            layernorm_forward(out.f32(), mean.f32(), rstd.f32(), x, g, b, Nl, C);
+            kern::layernorm_forward(out.f32(), mean.f32(), rstd.f32(), x, g, b, Nl, C);
             return;
         }
         Tensor mine = scratch(ledger, {B, T, C});
-        layernorm_forward(mine.f32(), mean.f32(), rstd.f32(), x, g, b, Nl, C);
+        kern::layernorm_forward(mine.f32(), mean.f32(), rstd.f32(), x, g, b, Nl, C);
         tp.gather_seq(mine.f32(), out.f32(), B, T, C, l, false);
     };
     // The row-parallel layer's partial sums: all-reduce (g), or reduce-scatter to my tokens.
@@ -116,40 +112,40 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
     // Attention: x_mid = x_in + g(c_proj_row(attention(c_attn_col(f(ln_1(x_in))))))
     layernorm_then_gather(ba.ln1, ba.ln1_mean, ba.ln1_rstd, x_in, w.ln1_w, w.ln1_b);
     if (ring) {
-        matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
+        kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
         sp.ring_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl, l);
     } else if (s == 1) {
-        matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
-        attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl);
+        kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
+        kern::attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl);
     } else {  // Ulysses: my tokens -> all-to-all -> my heads of all tokens -> attention -> all-to-all back
         Tensor qkv_local = scratch(ledger, {B, Tf, 3 * Cl});
-        matmul_forward(qkv_local.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
+        kern::matmul_forward(qkv_local.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
         sp.seq_to_heads(qkv_local.f32(), ba.qkv.f32(), B, Tf, Cl, 3, l, false);
         Tensor y_heads = scratch(ledger, {B, Ta, Ca});
-        attention_forward(y_heads.f32(), ba.att.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
+        kern::attention_forward(y_heads.f32(), ba.att.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
         sp.heads_to_seq(y_heads.f32(), ba.atty.f32(), B, Tf, Cl, 1, l, false);
     }
     {
         Tensor partial = msp ? scratch(ledger, {B, Tf, C}) : Tensor();
         float* proj = msp ? partial.f32() : ba.x_mid.f32();
-        matmul_forward(proj, ba.atty.f32(), w.attnproj_w, nullptr, N, Cl, C);  // row-parallel: a partial sum
+        kern::matmul_forward(proj, ba.atty.f32(), w.attnproj_w, nullptr, N, Cl, C);  // row-parallel: a partial sum
         sum_partials(partial, ba.x_mid.f32());
     }
-    add_bias(ba.x_mid.f32(), w.attnproj_b, Nl, C);  // once, after the sum
-    add_inplace(ba.x_mid.f32(), x_in, long(Nl) * C);
+    kern::add_bias(ba.x_mid.f32(), w.attnproj_b, Nl, C);  // once, after the sum
+    kern::add_inplace(ba.x_mid.f32(), x_in, long(Nl) * C);
 
     // MLP: x_out = x_mid + g(c_proj_row(gelu(c_fc_col(f(ln_2(x_mid))))))
     layernorm_then_gather(ba.ln2, ba.ln2_mean, ba.ln2_rstd, ba.x_mid.f32(), w.ln2_w, w.ln2_b);
-    matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, Fl);
-    gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * Fl);
+    kern::matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, Fl);
+    kern::gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * Fl);
     {
         Tensor partial = msp ? scratch(ledger, {B, Tf, C}) : Tensor();
         float* proj = msp ? partial.f32() : ba.x_out.f32();
-        matmul_forward(proj, ba.fch_gelu.f32(), w.fcproj_w, nullptr, N, Fl, C);
+        kern::matmul_forward(proj, ba.fch_gelu.f32(), w.fcproj_w, nullptr, N, Fl, C);
         sum_partials(partial, ba.x_out.f32());
     }
-    add_bias(ba.x_out.f32(), w.fcproj_b, Nl, C);
-    add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(Nl) * C);
+    kern::add_bias(ba.x_out.f32(), w.fcproj_b, Nl, C);
+    kern::add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(Nl) * C);
 }
 
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
@@ -162,29 +158,29 @@ float head_forward(Activations& a, const float* x_last, const float* lnf_w, cons
     a.probs = act(ledger, {a.B, a.T, Vl});
     a.losses = act(ledger, {a.B, a.T});
     if (!tp.sequence_parallel()) {
-        layernorm_forward(a.lnf.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, N, C);
+        kern::layernorm_forward(a.lnf.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, N, C);
     } else {  // ln_f on my tokens, then all of them for the vocabulary-parallel head
         Tensor mine = scratch(ledger, {a.B, a.Tl, C});
-        layernorm_forward(mine.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, Nl, C);
+        kern::layernorm_forward(mine.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, Nl, C);
         tp.gather_seq(mine.f32(), a.lnf.f32(), a.B, a.Tl, C, -1, false);
     }
     // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h); under TP my V/t words only.
     Tensor logits(ledger, Mem::workspace, {a.B, a.T, Vl}, DType::f32, false);
-    lm_head_forward(logits.f32(), a.lnf.f32(), wte, N, C, Vl);
+    kern::lm_head_forward(logits.f32(), a.lnf.f32(), wte, N, C, Vl);
     if (tp.size() == 1) {
-        a.loss = crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V);
+        a.loss = kern::crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V);
         return a.loss;
     }
     // Vocabulary-parallel cross-entropy (kernels/cpu/vocab_parallel.h): the logits
     // are never gathered, only three numbers per token cross the TP group.
     Tensor m = scratch(ledger, {N}), sums = scratch(ledger, {N}), z = scratch(ledger, {N});
-    row_max(m.f32(), logits.f32(), N, Vl);
+    cpu::row_max(m.f32(), logits.f32(), N, Vl);
     tp.max_over_ranks(m.f32(), N);
-    exp_shifted(a.probs.f32(), sums.f32(), logits.f32(), m.f32(), N, Vl);
+    cpu::exp_shifted(a.probs.f32(), sums.f32(), logits.f32(), m.f32(), N, Vl);
     tp.sum_over_ranks(sums.f32(), N);
-    target_logit(z.f32(), logits.f32(), targets, tp.rank() * Vl, N, Vl);
+    cpu::target_logit(z.f32(), logits.f32(), targets, tp.rank() * Vl, N, Vl);
     tp.sum_over_ranks(z.f32(), N);
-    a.loss = vocab_ce_finish(a.losses.f32(), a.probs.f32(), sums.f32(), z.f32(), m.f32(), N, Vl);
+    a.loss = cpu::vocab_ce_finish(a.losses.f32(), a.probs.f32(), sums.f32(), z.f32(), m.f32(), N, Vl);
     return a.loss;
 }
 
@@ -197,11 +193,11 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
     const int N = a.B * a.T, Nl = a.B * a.Tl, Vl = V / tp.size();
     Tensor dlogits = scratch(ledger, {a.B, a.T, Vl});
     if (tp.size() == 1)
-        crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V);
+        kern::crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V);
     else
-        vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl);
+        cpu::vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl);
     Tensor dlnf = scratch(ledger, {a.B, a.T, C});
-    lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, Vl);
+    kern::lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, Vl);
     // Each rank scored V/t words: sum their input gradients (f), or reduce-scatter them to my tokens.
     Tensor dmine;
     const float* dln = dlnf.f32();
@@ -212,8 +208,8 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
         tp.scatter_seq(dlnf.f32(), dmine.f32(), a.B, a.Tl, C, -1, true);
         dln = dmine.f32();
     }
-    std::memset(dx, 0, sizeof(float) * size_t(Nl) * C);
-    layernorm_backward(dx, dlnf_w, dlnf_b, dln, x_last, lnf_w, a.lnf_mean.f32(), a.lnf_rstd.f32(), Nl, C);
+    device_zero(current_device(), dx, sizeof(float) * size_t(Nl) * C);
+    kern::layernorm_backward(dx, dlnf_w, dlnf_b, dln, x_last, lnf_w, a.lnf_mean.f32(), a.lnf_rstd.f32(), Nl, C);
 }
 
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
@@ -255,12 +251,12 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
         Tensor dfch_gelu = scratch(ledger, {B, Tf, Fl});
         Tensor dfch = scratch(ledger, {B, Tf, Fl});
         Tensor dln2 = scratch(ledger, {B, Tf, C});
-        matmul_backward(dfch_gelu.f32(), g.fcproj_w, msp ? nullptr : g.fcproj_b, dproj, ba.fch_gelu.f32(), w.fcproj_w,
+        kern::matmul_backward(dfch_gelu.f32(), g.fcproj_w, msp ? nullptr : g.fcproj_b, dproj, ba.fch_gelu.f32(), w.fcproj_w,
                         N, Fl, C);
-        gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * Fl);
-        matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, Fl);
+        kern::gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * Fl);
+        kern::matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, Fl);
         const float* dln = ln_input_grad(dln2, dln2_mine);
-        layernorm_backward(dx, g.ln2_w, g.ln2_b, dln, ba.x_mid.f32(), w.ln2_w, ba.ln2_mean.f32(), ba.ln2_rstd.f32(),
+        kern::layernorm_backward(dx, g.ln2_w, g.ln2_b, dln, ba.x_mid.f32(), w.ln2_w, ba.ln2_mean.f32(), ba.ln2_rstd.f32(),
                            Nl, C);
     }
 
@@ -271,7 +267,7 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     Tensor dqkv = scratch(ledger, {B, Tf, 3 * Cl});
     Tensor datt_scratch = ring ? Tensor() : Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
     Tensor dln1 = scratch(ledger, {B, Tf, C});
-    matmul_backward(datty.f32(), g.attnproj_w, msp ? nullptr : g.attnproj_b, dproj, ba.atty.f32(), w.attnproj_w, N,
+    kern::matmul_backward(datty.f32(), g.attnproj_w, msp ? nullptr : g.attnproj_b, dproj, ba.atty.f32(), w.attnproj_w, N,
                     Cl, C);
     // Selective recompute (Korthikanti et al. 2022, section 5): the forward dropped the
     // softmax probabilities; compute them again from the saved q, k, v (same kernel, same values).
@@ -280,24 +276,24 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     if (!ring && ba.att.empty()) {
         att_again = Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
         Tensor y_again = scratch(ledger, {B, Ta, Ca});
-        attention_forward(y_again.f32(), att_again.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
+        kern::attention_forward(y_again.f32(), att_again.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
         att = att_again.f32();
     }
     if (ring) {
         sp.ring_backward(dqkv.f32(), datty.f32(), ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), B, Tf, Cl, Hl, l);
     } else if (s == 1) {
-        attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), att, B, Tf, Cl, Hl);
+        kern::attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), att, B, Tf, Cl, Hl);
     } else {  // the two all-to-alls in reverse
         Tensor dy_heads = scratch(ledger, {B, Ta, Ca});
         sp.seq_to_heads(datty.f32(), dy_heads.f32(), B, Tf, Cl, 1, l, true);
         Tensor dqkv_heads = scratch(ledger, {B, Ta, 3 * Ca});
-        attention_backward(dqkv_heads.f32(), datt_scratch.f32(), dy_heads.f32(), ba.qkv.f32(), att, B, Ta,
+        kern::attention_backward(dqkv_heads.f32(), datt_scratch.f32(), dy_heads.f32(), ba.qkv.f32(), att, B, Ta,
                            Ca, Ha);
         sp.heads_to_seq(dqkv_heads.f32(), dqkv.f32(), B, Tf, Cl, 3, l, true);
     }
-    matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * Cl);
+    kern::matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * Cl);
     const float* dln = ln_input_grad(dln1, dln1_mine);
-    layernorm_backward(dx, g.ln1_w, g.ln1_b, dln, x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), Nl, C);
+    kern::layernorm_backward(dx, g.ln1_w, g.ln1_b, dln, x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), Nl, C);
 }
 
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
@@ -305,21 +301,21 @@ void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int
     TensorParallel& tp = mp.tp;
     dwpe += long(mp.sp.rank()) * T * C;
     if (tp.size() == 1) {
-        encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
+        kern::encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
         return;
     }
     const int Vl = V / tp.size();
     if (!tp.sequence_parallel()) {
-        vocab_embedding_backward(dwte, dx, tokens, tp.rank() * Vl, Vl, B * T, C);
-        add_positions_backward(dwpe, dx, B, T, C);
+        cpu::vocab_embedding_backward(dwte, dx, tokens, tp.rank() * Vl, Vl, B * T, C);
+        cpu::add_positions_backward(dwpe, dx, B, T, C);
         return;
     }
     // Megatron-SP: dx holds my tokens; positions are mine, the embedding needs every token.
     const int Tl = T / tp.size();
-    add_positions_backward(dwpe + long(tp.rank()) * Tl * C, dx, B, Tl, C);
+    cpu::add_positions_backward(dwpe + long(tp.rank()) * Tl * C, dx, B, Tl, C);
     std::vector<float> full(size_t(B) * T * C);
     tp.gather_seq(dx, full.data(), B, Tl, C, -1, true);
-    vocab_embedding_backward(dwte, full.data(), tokens, tp.rank() * Vl, Vl, B * T, C);
+    cpu::vocab_embedding_backward(dwte, full.data(), tokens, tp.rank() * Vl, Vl, B * T, C);
 }
 
 }  // namespace ss

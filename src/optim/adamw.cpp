@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
 
 namespace ss {
 
@@ -49,7 +50,7 @@ void AdamW::step(void* params, const void* grads, DType grads_dtype) {
             cpu::AdamWParams hp = hp_;
             if (!s.decay) hp.weight_decay = 0.0f;
             int64_t i = piece.local + (lo - piece.flat_begin);
-            cpu::adamw_update(p + i, g + i, m_.f32() + i, v_.f32() + i, long(hi - lo), t_, hp);
+            kern::adamw_update(p + i, g + i, m_.f32() + i, v_.f32() + i, long(hi - lo), t_, hp);
         }
     }
     if (storage_ == DType::bf16) f32_to_bf16(static_cast<uint16_t*>(params), master_.f32(), size_t(n));

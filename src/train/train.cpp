@@ -6,7 +6,9 @@
 #include <ostream>
 
 #include "core/check.h"
+#include "core/device.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/dispatch.h"
 #include "model/checkpoint.h"
 #include "model/gpt2.h"
 #include "optim/adamw.h"
@@ -67,7 +69,7 @@ nlohmann::json TrainReport::to_json() const {
                    {"ga", opts.ga},   {"steps", opts.steps}, {"lr", opts.lr},   {"seed", opts.seed},
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
-    j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
+    j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"device", opts.device}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
                   {"tp", tp}, {"sp", sp}, {"pp", pp},
                   {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
     if (pp > 1)
@@ -182,6 +184,10 @@ void rank_main(Comm& comm, Shared& sh) {
     const bool rank0 = comm.rank() == 0;
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
+    const Device device = parse_device(opts.device);
+    // Rank r on GPU r mod GPUs: with one GPU, every rank shares it (each with its own stream).
+    set_current_device(device, device == Device::cuda ? comm.rank() % cuda_device_count() : 0);
+    kern::set_bf16_matmuls(device == Device::cuda && opts.dtype == DType::bf16);  // mixed precision on the GPU
 
     ProcessMesh mesh(comm.world_size(), MeshShape{r.pp, r.dp_rep, r.dp_shard, r.sp, r.tp});
     Mpu mpu = mesh.mpu(comm.rank());
@@ -338,6 +344,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
              "--backend " << opts.backend << " is not a backend; use threads (ranks are threads of this process) "
                           << "or mpi (one process per rank under mpirun)");
     const bool mpi = opts.backend == "mpi";
+    if (parse_device(opts.device) == Device::cuda) require_cuda();  // says why not, before any work
     r.world = opts.ranks;
     if (mpi) {
         // Under mpirun the world is the job: -np decides, --ranks may only repeat it.
@@ -420,6 +427,11 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                       opts.model.name.c_str(), opts.model.L, opts.model.C, opts.model.H, opts.model.V,
                       opts.model.maxT, (long long)r.num_params, dtype_name(opts.dtype));
         *out << buf;
+        if (parse_device(opts.device) == Device::cuda) {
+            const int gpus = cuda_device_count();
+            *out << "device: cuda, " << gpus << " GPU" << (gpus > 1 ? "s" : "") << " (rank r on GPU r mod " << gpus
+                 << ")" << (opts.dtype == DType::bf16 ? "; bf16 tensor-core matmuls, fp32 sums" : "") << "\n";
+        }
         if (r.world > 1) {
             *out << "ranks: " << r.world << " (" << opts.backend << "), ";
             if (r.pp > 1) *out << "PP " << r.pp << " (pipeline: layers on different ranks) x ";

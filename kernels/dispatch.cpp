@@ -1,0 +1,193 @@
+// dispatch.cpp — kernels/dispatch.h: a branch per kernel on the thread's device.
+//
+// ON_GPU(call) runs the CUDA twin with this thread's stream (S) and cuBLAS
+// handle (BLAS), waits for it, and returns; in a build without CUDA it is
+// empty and only the CPU kernel below it remains.
+#include "kernels/dispatch.h"
+
+#include <cstring>
+
+#include "core/device.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/crossentropy.h"
+#include "kernels/cpu/encoder.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/residual.h"
+
+#ifdef SHARDSCOPE_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/crossentropy.h"
+#include "kernels/cuda/encoder.h"
+#include "kernels/cuda/gelu.h"
+#include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/lm_head.h"
+#include "kernels/cuda/matmul.h"
+#include "kernels/cuda/residual.h"
+#endif
+
+namespace ss::kern {
+
+namespace {
+thread_local bool t_bf16_matmuls = false;
+}  // namespace
+
+void set_bf16_matmuls(bool on) { t_bf16_matmuls = on; }
+bool bf16_matmuls() { return t_bf16_matmuls; }
+
+#ifdef SHARDSCOPE_HAVE_CUDA
+namespace {
+
+// This thread's cuBLAS handle (a handle is not thread-safe: one per rank thread).
+struct ThreadBlas {
+    cublasHandle_t handle = nullptr;
+    ~ThreadBlas() { cuda::blas_destroy(handle); }
+};
+thread_local ThreadBlas t_blas;
+
+bool gpu() { return current_device() == Device::cuda; }
+cudaStream_t S() { return static_cast<cudaStream_t>(current_stream()); }
+cublasHandle_t BLAS() {
+    if (!t_blas.handle) t_blas.handle = cuda::blas_create();
+    cuda::set_fp32_gemm_bf16_products(t_bf16_matmuls);
+    return t_blas.handle;
+}
+void done() { SS_CUDA_CHECK(cudaStreamSynchronize(S())); }
+
+// Token ids on the GPU: callers pass host arrays (the data loader's); @p slot
+// keeps tokens and targets apart. Managed, so it is one more buffer per thread.
+const int* device_ints(const int* host, long n, int slot) {
+    struct Buf {
+        int* p = nullptr;
+        long n = 0;
+        ~Buf() { device_free(Device::cuda, p, sizeof(int) * size_t(n)); }
+    };
+    thread_local Buf bufs[2];
+    Buf& b = bufs[slot];
+    if (b.n < n) {
+        device_free(Device::cuda, b.p, sizeof(int) * size_t(b.n));
+        b.p = static_cast<int*>(device_alloc(Device::cuda, sizeof(int) * size_t(n)));
+        b.n = n;
+    }
+    device_copy(b.p, host, sizeof(int) * size_t(n));
+    return b.p;
+}
+
+}  // namespace
+#define ON_GPU(call)   \
+    if (gpu()) {       \
+        call;          \
+        done();        \
+        return;        \
+    }
+#else
+#define ON_GPU(call)
+#endif
+
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+    ON_GPU(cuda::encoder_forward(out, device_ints(tokens, long(B) * T, 0), wte, wpe, B, T, C, S()));
+    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
+    ON_GPU(cuda::encoder_backward(dwte, dwpe, dout, device_ints(tokens, long(B) * T, 0), B, T, C, S()));
+    cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+}
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C) {
+    ON_GPU(cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, S()));
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+    ON_GPU(cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, S()));
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
+    ON_GPU(cuda::matmul_forward(out, inp, weight, bias, N, C, OC, BLAS(), S()));
+    cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC) {
+    ON_GPU(cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, BLAS(), S()));
+    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+    ON_GPU(cuda::attention_forward(out, att, qkv, B, T, C, NH, S()));
+    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+}
+
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) {
+    ON_GPU(cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, S()));
+    cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+}
+
+void gelu_forward(float* out, const float* inp, long n) {
+    ON_GPU(cuda::gelu_forward(out, inp, n, S()));
+    cpu::gelu_forward(out, inp, n);
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+    ON_GPU(cuda::gelu_backward(dinp, inp, dout, n, S()));
+    cpu::gelu_backward(dinp, inp, dout, n);
+}
+
+void add_inplace(float* y, const float* x, long n) {
+    ON_GPU(cuda::add_inplace(y, x, n, S()));
+    cpu::add_inplace(y, x, n);
+}
+
+void add_bias(float* out, const float* bias, int N, int C) {
+    ON_GPU(cuda::add_bias(out, bias, N, C, S()));
+    cpu::add_bias(out, bias, N, C);
+}
+
+void lm_head_forward(float* logits, const float* x, const float* wte, int N, int C, int V) {
+    ON_GPU(cuda::lm_head_forward(logits, x, wte, N, C, V, BLAS(), S()));
+    cpu::lm_head_forward(logits, x, wte, N, C, V);
+}
+
+void lm_head_backward(float* dx, float* dwte, const float* dlogits, const float* x, const float* wte, int N, int C,
+                      int V) {
+    ON_GPU(cuda::lm_head_backward(dx, dwte, dlogits, x, wte, N, C, V, BLAS(), S()));
+    cpu::lm_head_backward(dx, dwte, dlogits, x, wte, N, C, V);
+}
+
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) {
+#ifdef SHARDSCOPE_HAVE_CUDA
+    if (gpu()) {  // the kernel writes each row's loss; their mean is read on the host (managed memory)
+        cuda::crossentropy_forward(losses, probs, logits, device_ints(targets, N, 1), N, V, S());
+        done();
+        double sum = 0.0;
+        for (int i = 0; i < N; ++i) sum += losses[i];
+        return N > 0 ? float(sum / N) : 0.0f;
+    }
+#endif
+    return cpu::crossentropy_forward(losses, probs, logits, targets, N, V);
+}
+
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
+    ON_GPU(cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, S()));
+    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V);
+}
+
+void adamw_update(float* params, const float* grads, float* m, float* v, long n, int t, const cpu::AdamWParams& hp) {
+    ON_GPU(cuda::adamw_update(params, grads, m, v, n, t, hp, S()));
+    cpu::adamw_update(params, grads, m, v, n, t, hp);
+}
+
+}  // namespace ss::kern

@@ -1,0 +1,87 @@
+// device.h — where a rank's tensors live and its kernels run: the CPU or a CUDA GPU.
+//
+// Each rank runs on one thread (threads backend) or in one process (mpi, nccl),
+// so "the device" is a property of the calling thread, as cudaSetDevice is:
+//
+//     set_current_device(Device::cuda, 0);   // at the start of a rank's thread
+//     Tensor t(ledger, Mem::acts, {B, T, C});   // now in GPU memory
+//     kern::gelu_forward(...);                  // kernels/dispatch.h: the CUDA twin
+//
+// GPU memory is CUDA managed memory (cudaMallocManaged): one address that both
+// the GPU and the host can read and write. That keeps every strategy the CPU
+// runs correct on the GPU without a line changed: the threads backend's
+// collectives, the ZeRO shard copies and the optimizer's host loops touch the
+// same pointers, and the driver moves the pages where they are used. The price
+// is page migration where host code touches GPU data; docs/architecture.md
+// ("The device") says where that happens and what a device-resident path would
+// change. The rule that keeps it correct: a GPU kernel has finished before
+// host code reads what it wrote. kernels/dispatch.cpp waits for each kernel
+// (the rank's stream) before returning, so host code may touch any tensor at
+// any time, as on the CPU.
+//
+// The default device of a new thread is cpu, or what the environment variable
+// SHARDSCOPE_DEVICE says ("cpu" or "cuda"): scripts/gpu-check reruns the
+// strategies' equivalence tests on the GPU that way.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ss {
+
+/// Where a rank's tensors live and its kernels run.
+enum class Device { cpu, cuda };
+
+/// "cpu" -> Device::cpu, "cuda" -> Device::cuda; anything else throws ss::Error naming the choices.
+Device parse_device(const std::string& name);
+/// "cpu" or "cuda".
+const char* device_name(Device d);
+
+/// True when this build has the CUDA code (CMake found nvcc).
+bool cuda_built();
+/// GPUs this process can use (0 without CUDA, without a driver or without a GPU).
+int cuda_device_count();
+/// "NVIDIA H200" etc.: the name of GPU @p gpu ("" without CUDA or without that GPU).
+std::string cuda_device_name(int gpu = 0);
+/// Throws ss::Error saying why --device cuda cannot run here (no CUDA in this
+/// build, no driver, no GPU), or returns.
+void require_cuda();
+
+/// This thread's device (see the file comment for the default).
+Device current_device();
+/// The GPU this thread uses when current_device() is cuda.
+int current_gpu();
+/// Makes @p d this thread's device. For cuda: selects GPU @p gpu (cudaSetDevice)
+/// and gives the thread a stream of its own on it, so several rank threads can
+/// share one GPU; checks first that the GPU exists (require_cuda).
+void set_current_device(Device d, int gpu = 0);
+/// This thread's CUDA stream (a cudaStream_t) when its device is cuda, else null.
+void* current_stream();
+
+/// @p bytes for a tensor on @p d: 64-byte aligned host memory, or CUDA managed
+/// memory (readable and writable by the host too). Never null for bytes > 0.
+void* device_alloc(Device d, size_t bytes);
+/// Frees what device_alloc(@p d, @p bytes) returned (null is ignored).
+void device_free(Device d, void* p, size_t bytes);
+/// Sets @p bytes at @p p to zero, on this thread's stream when @p d is cuda (then waits for it).
+void device_zero(Device d, void* p, size_t bytes);
+/// Copies @p bytes between any two buffers (host, managed or device memory); returns when done.
+void device_copy(void* dst, const void* src, size_t bytes);
+/// Waits until everything queued on this thread's stream is done (no-op on the CPU).
+void device_sync();
+
+/// Sets this thread's device for the lifetime of the object, then restores the previous one.
+class DeviceScope {
+public:
+    /// set_current_device(@p d, @p gpu), remembering the thread's device before.
+    explicit DeviceScope(Device d, int gpu = 0);
+    ~DeviceScope();
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
+
+private:
+    Device before_;
+    int before_gpu_;
+};
+
+}  // namespace ss
