@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/device.h"
+#include "core/dtype.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/encoder.h"
@@ -25,6 +26,7 @@
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/convert.h"
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/cuda/encoder.h"
 #include "kernels/cuda/gelu.h"
@@ -49,7 +51,9 @@ namespace {
 // This thread's cuBLAS handle (a handle is not thread-safe: one per rank thread).
 struct ThreadBlas {
     cublasHandle_t handle = nullptr;
-    ~ThreadBlas() { cuda::blas_destroy(handle); }
+    ~ThreadBlas() {  // at thread (or process) exit: never throw from here, the runtime may be going down
+        if (handle) cublasDestroy(handle);
+    }
 };
 thread_local ThreadBlas t_blas;
 
@@ -183,6 +187,16 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
     ON_GPU(cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, S()));
     cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V);
+}
+
+void f32_to_bf16(uint16_t* dst, const float* src, size_t n) {
+    ON_GPU(cuda::f32_to_bf16(dst, src, long(n), S()));
+    ss::f32_to_bf16(dst, src, n);
+}
+
+void bf16_to_f32(float* dst, const uint16_t* src, size_t n) {
+    ON_GPU(cuda::bf16_to_f32(dst, src, long(n), S()));
+    ss::bf16_to_f32(dst, src, n);
 }
 
 void adamw_update(float* params, const float* grads, float* m, float* v, long n, int t, const cpu::AdamWParams& hp) {

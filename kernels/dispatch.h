@@ -19,6 +19,9 @@
 // sums in fp32 (CUBLAS_COMPUTE_32F_FAST_16BF), the mixed-precision speed-up.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "kernels/cpu/adamw.h"
 
 namespace ss::kern {
@@ -65,6 +68,10 @@ void lm_head_backward(float* dx, float* dwte, const float* dlogits, const float*
 float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V);
 /// Accumulates into dlogits with d(objective)/d(loss of each row) = dloss.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V);
+/// dst[i] = bf16(src[i]) for n elements (core/dtype.h; on the GPU bit for bit the same).
+void f32_to_bf16(uint16_t* dst, const float* src, size_t n);
+/// dst[i] = float(src[i]) for n elements.
+void bf16_to_f32(float* dst, const uint16_t* src, size_t n);
 /// One AdamW step over n elements (kernels/cpu/adamw.h).
 void adamw_update(float* params, const float* grads, float* m, float* v, long n, int t, const cpu::AdamWParams& hp);
 

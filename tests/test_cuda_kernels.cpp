@@ -72,6 +72,7 @@
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/convert.h"
 #include "kernels/cuda/crossentropy.h"
 #include "kernels/cuda/encoder.h"
 #include "kernels/cuda/gelu.h"
@@ -314,6 +315,26 @@ TEST_CASE("GELU forward and backward equal the CPU twin", "[cuda][gelu]") {
     ss::cuda::gelu_backward(d_dinp.ptr, d_x.ptr, d_dout.ptr, n, g_stream);
     CHECK_TWIN(d_out, out, kTolF32);
     CHECK_TWIN(d_dinp, dinp, kTolF32);
+}
+
+TEST_CASE("fp32 <-> bf16 conversion equals the host's bit for bit", "[cuda][convert]") {
+    const long n = 100003;
+    Vec x = uniform(n, 4, -3.0f, 3.0f);
+    // The edge cases: ties to even both ways, NaN, infinities, zeros, the largest finite values.
+    const float edges[] = {1.00390625f, 1.01171875f, -1.00390625f, NAN, INFINITY, -INFINITY, 0.0f, -0.0f,
+                           3.4028235e38f, -3.4028235e38f, 1e-40f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i) x[i] = edges[i];
+    const Bits want = to_bf16(x);  // the host's f32_to_bf16
+    DeviceBuffer<float> d_x(x);
+    DeviceBuffer<uint16_t> d_b(n);
+    ss::cuda::f32_to_bf16(d_b.ptr, d_x.ptr, n, g_stream);
+    CHECK(d_b.download() == want);
+    CHECK(d_b.guard_intact());
+    DeviceBuffer<float> d_back(n);
+    ss::cuda::bf16_to_f32(d_back.ptr, d_b.ptr, n, g_stream);
+    const Vec back = d_back.download(), want_back = to_f32(want);
+    CHECK(std::memcmp(back.data(), want_back.data(), sizeof(float) * size_t(n)) == 0);  // NaNs compare by bits
+    CHECK(d_back.guard_intact());
 }
 
 // ---- LayerNorm ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
 #include "core/device.h"
 #include "kernels/cpu/attention_block.h"
 
@@ -90,7 +91,7 @@ GPT2::GPT2(const GPT2Config& cfg, Ledger& ledger, DType storage)
 void GPT2::init(uint64_t seed) {
     init_params(layout_, cfg_, seed, 0, layout_.total, w());
     if (storage_ == DType::bf16) {
-        f32_to_bf16(params_.bf16(), w(), size_t(layout_.total));
+        kern::f32_to_bf16(params_.bf16(), w(), size_t(layout_.total));
         load_compute_params();  // the math sees the bf16-rounded values, as it will after every step
     }
 }
@@ -98,11 +99,11 @@ void GPT2::init(uint64_t seed) {
 void GPT2::zero_grad() { device_zero(params_.device(), g(), sizeof(float) * size_t(layout_.total)); }
 
 void GPT2::store_grads() {
-    if (storage_ == DType::bf16) f32_to_bf16(grads_.bf16(), grads_f32_.f32(), size_t(layout_.total));
+    if (storage_ == DType::bf16) kern::f32_to_bf16(grads_.bf16(), grads_f32_.f32(), size_t(layout_.total));
 }
 
 void GPT2::load_compute_params() {
-    if (storage_ == DType::bf16) bf16_to_f32(params_f32_.f32(), params_.bf16(), size_t(layout_.total));
+    if (storage_ == DType::bf16) kern::bf16_to_f32(params_f32_.f32(), params_.bf16(), size_t(layout_.total));
 }
 
 std::vector<Unit> make_units(const ParamLayout& lay) {

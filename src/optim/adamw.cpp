@@ -37,7 +37,7 @@ void AdamW::step(void* params, const void* grads, DType grads_dtype) {
     Tensor widened;  // bf16 gradients are widened to fp32 for the update (workspace, this call only)
     if (grads_dtype == DType::bf16) {
         widened = Tensor(*ledger_, Mem::workspace, {n}, DType::f32, false);
-        bf16_to_f32(widened.f32(), static_cast<const uint16_t*>(grads), size_t(n));
+        kern::bf16_to_f32(widened.f32(), static_cast<const uint16_t*>(grads), size_t(n));
         g = widened.f32();
     }
     float* p = storage_ == DType::bf16 ? master_.f32() : static_cast<float*>(params);
@@ -53,7 +53,7 @@ void AdamW::step(void* params, const void* grads, DType grads_dtype) {
             kern::adamw_update(p + i, g + i, m_.f32() + i, v_.f32() + i, long(hi - lo), t_, hp);
         }
     }
-    if (storage_ == DType::bf16) f32_to_bf16(static_cast<uint16_t*>(params), master_.f32(), size_t(n));
+    if (storage_ == DType::bf16) kern::f32_to_bf16(static_cast<uint16_t*>(params), master_.f32(), size_t(n));
 }
 
 }  // namespace ss

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/dispatch.h"
 #include "model/checkpoint.h"
 #include "parallel/data_parallel.h"
 
@@ -112,7 +113,7 @@ void widen(float* dst, const void* src, DType dt, size_t n) {
 }  // namespace
 
 void ZeroModel::refresh_compute_copy() {
-    if (!compute_.empty()) bf16_to_f32(compute_.f32(), params_.bf16(), size_t(params_.numel()));
+    if (!compute_.empty()) kern::bf16_to_f32(compute_.f32(), params_.bf16(), size_t(params_.numel()));
 }
 
 std::vector<float> ZeroModel::pick_mine(const std::vector<float>& full) const {
@@ -329,7 +330,7 @@ void ZeroModel::backward(const int* tokens, const int* targets, const Activation
     part_backward(PartPass{cfg_, layout_, *this, parallel_, ledger_, recompute_}, tokens, targets, acts, dloss, dy,
                   dx_in);
     if (zc_.stage == 0 && last && !zc_.bucketed) {
-        if (st() == DType::bf16) f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
+        if (st() == DType::bf16) kern::f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
         dp_allreduce_naive(comm_, replicas_sync_grads() || rep_.size() == 1 ? dp_ : shard_, grads_, layout_,
                            step_ + 1);
     }
@@ -348,7 +349,7 @@ const float* ZeroModel::params(int u, bool backward) {
     comm_.all_gather(storage_at(params_, us.local), g.data(), size_t(us.chunk), st(), shard_, label);
     if (st() == DType::f32) return g.f32();
     Tensor& w = gathered_f32_[u] = Tensor(ledger_, Mem::workspace, {g.numel()}, DType::f32, false);
-    bf16_to_f32(w.f32(), g.bf16(), size_t(g.numel()));
+    kern::bf16_to_f32(w.f32(), g.bf16(), size_t(g.numel()));
     return w.f32();
 }
 
@@ -388,7 +389,7 @@ void ZeroModel::grads_ready(int u) {
     if (zc_.stage == 0 && zc_.bucketed && last_micro_) {
         const Unit& unit = units_[u];
         if (st() == DType::bf16)
-            f32_to_bf16(grads_.bf16() + unit.begin, grad_acc_.f32() + unit.begin, size_t(unit.size()));
+            kern::f32_to_bf16(grads_.bf16() + unit.begin, grad_acc_.f32() + unit.begin, size_t(unit.size()));
         launch_ready_buckets(unit.begin);
     } else if (zc_.stage >= 2) {
         reduce_scatter_unit(u, unit_grads_[u].f32());
@@ -414,7 +415,7 @@ void ZeroModel::reduce_scatter_unit(int u, const float* unit_grads) {
     const void* send_ptr = unit_grads;
     if (st() == DType::bf16) {
         send = Tensor(ledger_, Mem::comm, {padded}, DType::bf16, false);
-        f32_to_bf16(send.bf16(), unit_grads, size_t(padded));
+        kern::f32_to_bf16(send.bf16(), unit_grads, size_t(padded));
         send_ptr = send.data();
     }
     Tensor mine(ledger_, Mem::comm, {us.chunk}, st(), false);
@@ -440,7 +441,7 @@ void ZeroModel::step() {
         Tensor* gshard = &grads_;
         if (zc_.stage == 1) {
             // ZeRO-1 keeps all gradients: store them, then reduce-scatter each unit.
-            if (st() == DType::bf16) f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
+            if (st() == DType::bf16) kern::f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
             gshard_tmp = Tensor(ledger_, Mem::comm, {plan_.shard_size}, st());
             for (size_t u = 0; u < units_.size(); ++u) {
                 const ShardPlan::UnitShard& us = plan_.units[u];
@@ -452,7 +453,7 @@ void ZeroModel::step() {
             }
             gshard = &gshard_tmp;
         } else if (st() == DType::bf16) {
-            f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
+            kern::f32_to_bf16(grads_.bf16(), grad_acc_.f32(), size_t(grads_.numel()));
         }
         // Replicas: each holds the same shard of a different batch's gradient.
         if (replicas_sync_grads())
@@ -502,10 +503,10 @@ void ZeroModel::average_replicas() {
                      Label{Payload::optim, -1, Phase::step, -1, step_});
     if (zc_.stage == 1 || zc_.stage == 2) {
         Tensor pshard(ledger_, Mem::comm, {plan_.shard_size}, DType::bf16);
-        f32_to_bf16(pshard.bf16(), master.f32(), size_t(master.numel()));
+        kern::f32_to_bf16(pshard.bf16(), master.f32(), size_t(master.numel()));
         assemble_params(pshard, Payload::param, step_);
     } else {
-        f32_to_bf16(params_.bf16(), master.f32(), size_t(master.numel()));
+        kern::f32_to_bf16(params_.bf16(), master.f32(), size_t(master.numel()));
         refresh_compute_copy();
     }
 }

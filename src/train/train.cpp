@@ -15,6 +15,7 @@
 #include "train/corpus.h"
 #include "train/data.h"
 #include "comm/mpi_backend.h"
+#include "comm/nccl_backend.h"
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
@@ -185,8 +186,10 @@ void rank_main(Comm& comm, Shared& sh) {
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
     const Device device = parse_device(opts.device);
-    // Rank r on GPU r mod GPUs: with one GPU, every rank shares it (each with its own stream).
-    set_current_device(device, device == Device::cuda ? comm.rank() % cuda_device_count() : 0);
+    // Threads: rank r on GPU r mod GPUs, so with one GPU every rank shares it (each with its own
+    // stream). nccl: one process per GPU, its local rank's (on several nodes rank mod GPUs is not).
+    const int gpu = device != Device::cuda ? 0 : opts.backend == "nccl" ? nccl_local_gpu() : comm.rank() % cuda_device_count();
+    set_current_device(device, gpu);
     kern::set_bf16_matmuls(device == Device::cuda && opts.dtype == DType::bf16);  // mixed precision on the GPU
 
     ProcessMesh mesh(comm.world_size(), MeshShape{r.pp, r.dp_rep, r.dp_shard, r.sp, r.tp});
@@ -340,10 +343,12 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     r.T = opts.T > 0 ? opts.T : opts.model.maxT;
     check_options(opts, r.T);
     SS_CHECK(opts.ranks >= 1, "--ranks must be at least 1 (got " << opts.ranks << ")");
-    SS_CHECK(opts.backend == "threads" || opts.backend == "mpi",
-             "--backend " << opts.backend << " is not a backend; use threads (ranks are threads of this process) "
-                          << "or mpi (one process per rank under mpirun)");
-    const bool mpi = opts.backend == "mpi";
+    SS_CHECK(opts.backend == "threads" || opts.backend == "mpi" || opts.backend == "nccl",
+             "--backend " << opts.backend << " is not a backend; use threads (ranks are threads of this process), "
+                          << "mpi (one process per rank under mpirun) or nccl (one process per GPU under mpirun)");
+    SS_CHECK(opts.backend != "nccl" || parse_device(opts.device) == Device::cuda,
+             "--backend nccl moves GPU memory between GPUs; add --device cuda (or use --backend mpi on the CPU)");
+    const bool mpi = opts.backend == "mpi" || opts.backend == "nccl";  // one process per rank, under mpirun
     if (parse_device(opts.device) == Device::cuda) require_cuda();  // says why not, before any work
     r.world = opts.ranks;
     if (mpi) {
@@ -429,8 +434,10 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         *out << buf;
         if (parse_device(opts.device) == Device::cuda) {
             const int gpus = cuda_device_count();
-            *out << "device: cuda, " << gpus << " GPU" << (gpus > 1 ? "s" : "") << " (rank r on GPU r mod " << gpus
-                 << ")" << (opts.dtype == DType::bf16 ? "; bf16 tensor-core matmuls, fp32 sums" : "") << "\n";
+            *out << "device: cuda, " << gpus << " GPU" << (gpus > 1 ? "s" : "")
+                 << (opts.backend == "nccl" ? " per node (a process per GPU: local rank r on GPU r mod "
+                                            : " (rank r on GPU r mod ")
+                 << gpus << ")" << (opts.dtype == DType::bf16 ? "; bf16 tensor-core matmuls, fp32 sums" : "") << "\n";
         }
         if (r.world > 1) {
             *out << "ranks: " << r.world << " (" << opts.backend << "), ";
@@ -501,7 +508,10 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     if (mpi) {
         std::vector<Group> groups = mesh_groups(mesh), emb = embedding_groups(mesh);
         groups.insert(groups.end(), emb.begin(), emb.end());
-        run_mpi([&](Comm& comm) { rank_main(comm, sh); }, copts, groups);
+        if (opts.backend == "nccl")
+            run_nccl([&](Comm& comm) { rank_main(comm, sh); }, copts, groups);
+        else
+            run_mpi([&](Comm& comm) { rank_main(comm, sh); }, copts, groups);
     } else {
         run_threads(r.world, [&](Comm& comm) { rank_main(comm, sh); }, copts);
     }
