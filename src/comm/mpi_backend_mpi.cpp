@@ -35,19 +35,6 @@ constexpr int kSendTagBase = 100;
 constexpr int kDTypes = 3;  // f32, bf16, i32
 int p2p_tag(const Label& label, DType dt) { return kSendTagBase + int(dt) + kDTypes * p2p_key(label); }
 
-// FNV-1a over the rank lists: equal on every rank iff they prepare the same groups.
-uint64_t hash_groups(const std::vector<Group>& groups) {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) {
-        h ^= v;
-        h *= 1099511628211ull;
-    };
-    for (const Group& g : groups) {
-        mix(uint64_t(g.ranks.size()) | (1ull << 63));
-        for (int r : g.ranks) mix(uint64_t(uint32_t(r)));
-    }
-    return h;
-}
 
 bool test(MPI_Request& req) {
     int done = 0;
@@ -106,27 +93,12 @@ bool MpiBackend::prepared(const Group& group) const { return impl_->prepared_ind
 void MpiBackend::prepare(const std::vector<Group>& groups) {
     Impl& m = *impl_;
     // 1. Check the groups, and find the rank lists not prepared yet.
-    std::vector<const Group*> fresh;
-    std::set<std::vector<int>> seen;
-    for (size_t i = 0; i < groups.size(); ++i) {
-        const Group& g = groups[i];
-        SS_CHECK(!g.ranks.empty(), "MpiBackend::prepare: group " << i << " (" << g.axis << ") is empty");
-        std::vector<char> in(m.world, 0);
-        for (int r : g.ranks) {
-            SS_CHECK(r >= 0 && r < m.world, "MpiBackend::prepare: group " << i << " (" << g.axis << " "
-                                                << ranks_str(g.ranks) << ") has rank " << r
-                                                << ", outside the world [0, " << m.world << ")");
-            SS_CHECK(!in[r], "MpiBackend::prepare: group " << i << " (" << g.axis << " " << ranks_str(g.ranks)
-                                                            << ") lists rank " << r << " twice");
-            in[r] = 1;
-        }
-        if (!m.prepared_index.count(g.ranks) && seen.insert(g.ranks).second) fresh.push_back(&g);
-    }
+    const std::vector<const Group*> fresh = mpi::fresh_groups(groups, m.world, m.prepared_index, "MpiBackend::prepare");
 
     // 2. MPI_Comm_split is collective over the world and cannot time out, so first
     //    check (with a timeout) that every rank is here with the same list:
     //    max(h) == h and max(~h) == ~h on every rank iff all the h are equal.
-    const uint64_t h = hash_groups(groups);
+    const uint64_t h = mpi::hash_groups(groups);
     uint64_t both[2] = {h, ~h};
     MPI_Request req;
     SS_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, both, 2, MPI_UINT64_T, MPI_MAX, m.p2p, &req));

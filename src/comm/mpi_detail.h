@@ -145,6 +145,15 @@ private:
     std::list<Outgoing> out_;  // answers and notices still being sent (std::list: stable buffers)
 };
 
+/// FNV-1a over the rank lists of @p groups: equal on every rank iff they prepare the same groups.
+uint64_t hash_groups(const std::vector<Group>& groups);
+
+/// Checks @p groups for prepare() in a world of @p world ranks (none empty, every rank in
+/// range, none twice; errors begin with @p who, e.g. "MpiBackend::prepare") and returns
+/// the groups whose rank list is neither in @p prepared nor earlier in @p groups.
+std::vector<const Group*> fresh_groups(const std::vector<Group>& groups, int world,
+                                       const std::map<std::vector<int>, int>& prepared, const char* who);
+
 }  // namespace ss::mpi
 
 /// Calls an MPI function and throws ss::Error naming the call, the file, the

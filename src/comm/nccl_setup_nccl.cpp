@@ -30,19 +30,6 @@ namespace {
 
 int g_local_gpu = -1;  // nccl_local_gpu(): set by the first NcclBackend of this process
 
-// FNV-1a over the rank lists: equal on every rank iff they prepare the same groups.
-uint64_t hash_groups(const std::vector<Group>& groups) {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) {
-        h ^= v;
-        h *= 1099511628211ull;
-    };
-    for (const Group& g : groups) {
-        mix(uint64_t(g.ranks.size()) | (1ull << 63));
-        for (int r : g.ranks) mix(uint64_t(uint32_t(r)));
-    }
-    return h;
-}
 
 bool test(MPI_Request& req) {
     int done = 0;
@@ -200,27 +187,12 @@ void NcclBackend::prepare(const std::vector<Group>& groups) {
     SS_CHECK(!m.aborted, "NcclBackend::prepare: the nccl backend of rank " << m.rank
                                                                            << " was aborted after an earlier error");
     // 1. Check the groups, and find the rank lists not prepared yet.
-    std::vector<const Group*> fresh;
-    std::set<std::vector<int>> seen;
-    for (size_t i = 0; i < groups.size(); ++i) {
-        const Group& g = groups[i];
-        SS_CHECK(!g.ranks.empty(), "NcclBackend::prepare: group " << i << " (" << g.axis << ") is empty");
-        std::vector<char> in(m.world, 0);
-        for (int r : g.ranks) {
-            SS_CHECK(r >= 0 && r < m.world, "NcclBackend::prepare: group " << i << " (" << g.axis << " "
-                                                << ranks_str(g.ranks) << ") has rank " << r
-                                                << ", outside the world [0, " << m.world << ")");
-            SS_CHECK(!in[r], "NcclBackend::prepare: group " << i << " (" << g.axis << " " << ranks_str(g.ranks)
-                                                             << ") lists rank " << r << " twice");
-            in[r] = 1;
-        }
-        if (!m.prepared_index.count(g.ranks) && seen.insert(g.ranks).second) fresh.push_back(&g);
-    }
+    const std::vector<const Group*> fresh = mpi::fresh_groups(groups, m.world, m.prepared_index, "NcclBackend::prepare");
 
     // 2. ncclCommSplit is collective over the world: first check (with a timeout)
     //    that every rank is here with the same list: max(h) == h and max(~h) == ~h
     //    on every rank iff all the h are equal.
-    const uint64_t h = hash_groups(groups);
+    const uint64_t h = mpi::hash_groups(groups);
     uint64_t both[2] = {h, ~h};
     MPI_Request req;
     SS_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, both, 2, MPI_UINT64_T, MPI_MAX, m.p2p, &req));
