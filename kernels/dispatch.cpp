@@ -130,13 +130,13 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 }
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-    ON_GPU(cuda::attention_forward(out, att, qkv, B, T, C, NH, S()));
+    ON_GPU(cuda::attention_forward(out, att, qkv, B, T, C, NH, BLAS(), S()));
     cpu::attention_forward(out, att, qkv, B, T, C, NH);
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
                         int T, int C, int NH) {
-    ON_GPU(cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, S()));
+    ON_GPU(cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, BLAS(), S()));
     cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
 }
 

@@ -91,6 +91,7 @@ thread_local bool t_fp32_bf16_products = false;
 }  // namespace
 
 void set_fp32_gemm_bf16_products(bool on) { t_fp32_bf16_products = on; }
+bool fp32_gemm_bf16_products() { return t_fp32_bf16_products; }
 
 cublasHandle_t blas_create() {
     cublasHandle_t blas = nullptr;

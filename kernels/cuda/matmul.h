@@ -40,6 +40,8 @@ void blas_destroy(cublasHandle_t blas);
 /// (CUBLAS_COMPUTE_32F_FAST_16BF) instead of exact fp32 products: the matmuls
 /// of `--dtype bf16 --device cuda`. Off by default.
 void set_fp32_gemm_bf16_products(bool on);
+/// Whether this thread asked for bf16 products (set_fp32_gemm_bf16_products); attention.cu's GEMMs follow it too.
+bool fp32_gemm_bf16_products();
 
 /// Row-major GEMM with cblas_sgemm's arguments, through cublasGemmEx on @p stream:
 /// Cm[M,N] = alpha op(A) op(B) + beta Cm, op = transpose when trans_a / trans_b.
