@@ -10,6 +10,7 @@
 // every kernel), so no kernel still reads a reused block.
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -93,6 +94,14 @@ void* cuda_select(int gpu) {
     if (t_stream.stream) SS_CORE_CUDA(cudaStreamDestroy(t_stream.stream));
     SS_CORE_CUDA(cudaStreamCreateWithFlags(&t_stream.stream, cudaStreamNonBlocking));
     t_stream.gpu = gpu;
+    // Kernels' stream-ordered scratch (cudaMallocAsync: attention's per-head copies)
+    // comes from the device's default pool, which by default hands its memory back
+    // to the driver at every synchronisation, that is after every kernel here
+    // (kernels/dispatch.cpp). Keep it, as the managed-block cache keeps ours.
+    cudaMemPool_t pool = nullptr;
+    SS_CORE_CUDA(cudaDeviceGetDefaultMemPool(&pool, gpu));
+    uint64_t keep = UINT64_MAX;
+    SS_CORE_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     return t_stream.stream;
 }
 
