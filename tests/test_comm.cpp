@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -17,6 +18,7 @@
 
 #include "comm/comm.h"
 #include "comm/threads_backend.h"
+#include "comm/trace.h"
 #include "core/check.h"
 #include "core/dtype.h"
 
@@ -522,6 +524,62 @@ TEST_CASE("bad arguments are refused with a clear message", "[comm]") {
         comm.all_to_all(x, x + 1, 1, comm.world_group(), {});
     }, 10);
     REQUIRE(has(m, "send and recv overlap"));
+}
+
+TEST_CASE("the threads backend measures no device time: its traced calls have gpu_us = -1", "[comm][trace]") {
+    // Only a backend that times calls with CUDA events (nccl) reports
+    // last_gpu_seconds() >= 0; Comm copies it into the event as gpu_us.
+    auto tracers = make_tracers(2, 0);
+    CommOptions opts{10, {tracers[0].get(), tracers[1].get()}};
+    run_threads(2, [](Comm& comm) {
+        float x[4] = {1, 2, 3, 4}, y[8];
+        comm.all_reduce(x, 4, comm.world_group(), ReduceOp::sum, {});
+        comm.all_gather(x, y, 4, comm.world_group(), {});
+        if (comm.rank() == 0) comm.send(x, 4, 1, {}, "pp");
+        if (comm.rank() == 1) comm.recv(x, 4, 0, {}, "pp");
+        comm.barrier(comm.world_group());
+    }, opts);
+    for (int r = 0; r < 2; ++r) {
+        const auto events = tracers[r]->events();
+        REQUIRE(events.size() == 4);  // all_reduce, all_gather, send or recv, barrier
+        for (const TraceEvent& ev : events) {
+            INFO("rank " << r << ": " << ev.name);
+            REQUIRE(ev.kind == TraceEvent::Kind::collective);
+            REQUIRE(ev.gpu_us == -1);
+        }
+    }
+}
+
+namespace {
+
+// A one-rank backend that moves nothing and says each call took 250 µs on the
+// device, as NcclBackend says from its CUDA events: what Comm does with it.
+class DeviceTimedBackend final : public Backend {
+public:
+    const char* name() const override { return "device-timed"; }
+    void all_reduce(void*, size_t, DType, const Group&, ReduceOp, const Label&) override {}
+    void all_gather(const void*, void*, size_t, DType, const Group&, const Label&) override {}
+    void reduce_scatter(const void*, void*, size_t, DType, const Group&, ReduceOp, const Label&) override {}
+    void all_to_all(const void*, void*, size_t, DType, const Group&, const Label&) override {}
+    void broadcast(void*, size_t, DType, int, const Group&, const Label&) override {}
+    void send(const void*, size_t, DType, int, const std::string&, const Label&) override {}
+    void recv(void*, size_t, DType, int, const std::string&, const Label&) override {}
+    void barrier(const Group&, const Label&) override {}
+    void stall(const std::string&) override {}
+    double last_gpu_seconds() const override { return 250e-6; }
+};
+
+}  // namespace
+
+TEST_CASE("a backend's device time goes into the trace event as gpu_us", "[comm][trace]") {
+    Tracer tracer(0, TraceClock::now(), 0);
+    Comm comm(0, 1, std::make_unique<DeviceTimedBackend>(), &tracer);
+    float x[2] = {1, 2};
+    comm.all_reduce(x, 2, comm.world_group(), ReduceOp::sum, {});
+    comm.broadcast(x, 2, 0, comm.world_group(), {});
+    const auto events = tracer.events();
+    REQUIRE(events.size() == 2);
+    for (const TraceEvent& ev : events) REQUIRE(ev.gpu_us == Approx(250));  // seconds -> µs
 }
 
 // ---- speed (hidden: run with ./test_comm "[.bench]") ----------------------------------

@@ -112,6 +112,7 @@ void require_collectives(const std::vector<TraceEvent>& events, int r) {
         REQUIRE(ev.label.step == 7);
         REQUIRE(ev.peer == want[i].peer);
         REQUIRE(ev.dur_us >= 0);
+        REQUIRE(ev.gpu_us == -1);  // the threads backend has no device time (and the file no gpu_us)
         if (i) REQUIRE(ev.ts_us >= got[i - 1]->ts_us + got[i - 1]->dur_us);  // one after another
     }
 }
@@ -206,6 +207,51 @@ TEST_CASE("the Chrome trace reads back as written, with lane names and otherData
     }
 }
 
+TEST_CASE("gpu_us is written only where measured, and reads back as written", "[trace]") {
+    // What Comm records under the nccl backend (an all_reduce timed with CUDA
+    // events) and under any backend for a call without device time (send).
+    Tracer tracer(0, TraceClock::now(), 0);
+    TraceEvent timed;
+    timed.kind = TraceEvent::Kind::collective;
+    timed.tid = kCommLane;
+    timed.name = "all_reduce";
+    timed.cat = "comm";
+    timed.ts_us = 10;
+    timed.dur_us = 50;
+    timed.axis = "dp";
+    timed.group = {0, 1};
+    timed.bytes = 4000;
+    timed.count = 1000;
+    timed.dtype = "fp32";
+    timed.label = {Payload::grad, -1, Phase::bwd, -1, 3};
+    timed.gpu_us = 12.345;  // a multiple of 1 ns: the writer's rounding keeps it exact
+    TraceEvent untimed = timed;
+    untimed.name = "send";
+    untimed.ts_us = 70;
+    untimed.peer = 1;
+    untimed.gpu_us = -1;
+    tracer.record(timed);
+    tracer.record(untimed);
+    const std::string path = temp_path("gpu_us.json");
+    write_chrome_trace(path, std::vector<const Tracer*>{&tracer});
+
+    const json file = json::parse(std::ifstream(path));
+    std::vector<json> raw;  // the collectives' args, as in the file
+    for (const auto& e : file["traceEvents"])
+        if (e["ph"] == "X") raw.push_back(e["args"]);
+    REQUIRE(raw.size() == 2);
+    REQUIRE(raw[0]["gpu_us"] == 12.345);
+    REQUIRE(!raw[1].contains("gpu_us"));  // no key at all: traces of other backends are unchanged
+
+    Trace t = read_chrome_trace(path);
+    REQUIRE(t.events.size() == 2);
+    REQUIRE(t.events[0].name == "all_reduce");
+    REQUIRE(t.events[0].gpu_us == 12.345);
+    REQUIRE(t.events[0].dur_us == 50);
+    REQUIRE(t.events[1].name == "send");
+    REQUIRE(t.events[1].gpu_us == -1);
+}
+
 TEST_CASE("the memory throttle keeps the peak of each window and the last sample", "[trace]") {
     Ledger ledger;
     Tracer tracer(0, TraceClock::now(), /*memory_interval_us=*/1e9);  // one window for the whole test
@@ -287,6 +333,13 @@ TEST_CASE("a corrupt trace is refused with the file, event and field", "[trace]"
     std::string bad_group = ok_args;
     bad_group.replace(bad_group.find("[0,1]"), 5, "[0,\"x\"]");
     REQUIRE(read_text(collective(bad_group)) == path + ": traceEvents[1].args.group[1]: expected an integer rank, got \"x\"");
+    REQUIRE(read_text(collective(ok_args + R"(,"gpu_us":0)")) == "(no error)");  // 0 is a time (count 0 is fast)
+    REQUIRE(read_text(collective(ok_args + R"(,"gpu_us":-3.5)")) ==
+            path + ": traceEvents[1].args.gpu_us: expected a number >= 0 (microseconds), got -3.5");
+    REQUIRE(read_text(collective(ok_args + R"(,"gpu_us":"fast")")) ==
+            path + ": traceEvents[1].args.gpu_us: expected a number >= 0 (microseconds), got \"fast\"");
+    REQUIRE(read_text(collective(ok_args + R"(,"gpu_us":null)")) ==
+            path + ": traceEvents[1].args.gpu_us: expected a number >= 0 (microseconds), got null");
     REQUIRE(read_text(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":0,"ts":"soon","dur":1}]})") ==
             path + ": traceEvents[0].ts: expected a number, got \"soon\"");
     REQUIRE(read_text(R"({"traceEvents":[{"ph":"X","name":"a","tid":0,"ts":1,"dur":1}]})") ==
@@ -323,4 +376,25 @@ TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", 
     REQUIRE(s.total.time_us == Approx(4000));
     std::string table = format_trace_summary(s, "t.json");
     REQUIRE(table.find("dp         all_reduce      grad             2      1.9 MiB") != std::string::npos);
+    REQUIRE(s.gpu_timed == 0);
+    REQUIRE(table.find("CUDA events") == std::string::npos);  // no device times, no footnote
+
+    // The same, with one all_reduce timed on the GPU: 1 MB in 0.5 ms there (its
+    // dur, 1 ms, also counts the host's part). The summary takes the device time.
+    std::string timed = x(0, "all_reduce", 1000000, 1000, "grad");
+    timed.replace(timed.find(R"("step":0)"), 8, R"("step":0,"gpu_us":500)");
+    Trace tg = parse_chrome_trace("{\"traceEvents\":[" + timed + "," + x(3, "all_reduce", 1000000, 1000, "grad") +
+                                  "," + x(1, "all_gather", 1000000, 2000, "param") + "]}");
+    TraceSummary sg = summarize_trace(tg);
+    REQUIRE(sg.gpu_timed == 1);
+    REQUIRE(sg.rows[0].time_us == Approx(1500));  // 500 (gpu_us) + 1000 (dur, not measured)
+    REQUIRE(sg.rows[0].algbw_gbs() == Approx(2e6 / 1500 * 1e-3));
+    REQUIRE(sg.rows[1].time_us == Approx(2000));
+    REQUIRE(sg.total.time_us == Approx(3500));
+    REQUIRE(summarize_trace(tg, TraceFilter{3, -1}).gpu_timed == 0);  // rank 3's event has none
+    const std::string table_g = format_trace_summary(sg, "t.json");
+    REQUIRE(table_g.find("times: CUDA events (device time) where measured (1 of 3 events), else host wall time.\n") !=
+            std::string::npos);
+    const std::string last = "else host wall time.\n";
+    REQUIRE(table_g.rfind(last) == table_g.size() - last.size());  // the last line
 }

@@ -78,6 +78,11 @@ public:
     /// Either way, if nothing has ended it after stall_backstop_seconds(timeout),
     /// throws ss::Error with @p why.
     virtual void stall(const std::string& why) = 0;
+
+    /// Seconds the last call took on the device, measured with CUDA events; -1
+    /// when not measured (threads, mpi, and nccl's send/recv). Comm puts it in
+    /// the call's trace event as gpu_us (trace.h), beside the host's wall time.
+    virtual double last_gpu_seconds() const { return -1; }
 };
 
 /// How long Backend::stall waits for the other ranks to notice before it gives

@@ -102,6 +102,10 @@ void Comm::trace(const char* op, const Group& group, size_t count, DType dt, con
     ev.bytes = collective_bytes(op, count, dtype_size(dt), group.size());
     ev.label = label;
     ev.peer = peer;
+    // The backend's own timing of the call on the device, where it has one (nccl's
+    // CUDA events); asked right after the call, before anything else can run on it.
+    const double gpu_seconds = backend_->last_gpu_seconds();
+    if (gpu_seconds >= 0) ev.gpu_us = gpu_seconds * 1e6;
     tracer_->record(std::move(ev));
 }
 

@@ -7,7 +7,8 @@
 //   1. checks its arguments (the rank is in the group, the root exists, the
 //      buffers do not overlap where they must not) and throws ss::Error if not;
 //   2. hands the call to the backend;
-//   3. if tracing, records op, group, bytes, label, start and duration.
+//   3. if tracing, records op, group, bytes, label, start and duration, and
+//      the time on the device where the backend measured it (nccl: CUDA events).
 //
 // Counts are in elements. For all_gather, reduce_scatter and all_to_all the
 // count is PER RANK, so every rank's block has the same size by construction;

@@ -35,7 +35,7 @@ json event_to_json(const TraceEvent& e) {
                 {"ts", e.ts_us},      {"dur", e.dur_us},  {"axis", e.axis},   {"group", e.group},
                 {"bytes", e.bytes},   {"count", e.count}, {"dtype", e.dtype}, {"peer", e.peer},
                 {"label", {int(l.payload), l.layer, int(l.phase), l.microbatch, l.step}},
-                {"mem", e.mem},       {"args", e.args}};
+                {"mem", e.mem},       {"args", e.args},   {"gpu", e.gpu_us}};
 }
 
 TraceEvent event_from_json(const json& j) {
@@ -52,6 +52,7 @@ TraceEvent event_from_json(const json& j) {
     e.count = j.at("count").get<uint64_t>();
     e.dtype = j.at("dtype").get<std::string>();
     e.peer = j.at("peer").get<int>();
+    e.gpu_us = j.at("gpu").get<double>();
     const json& l = j.at("label");
     e.label = Label{Payload(l.at(0).get<int>()), l.at(1).get<int>(), Phase(l.at(2).get<int>()), l.at(3).get<int>(),
                     l.at(4).get<int>()};

@@ -178,7 +178,7 @@ public:
     /// (staging copies and the host's wait excluded; the time the GPU waited for
     /// slower members included). -1 before the first collective and after a
     /// send or recv (they do not run on the GPU stream).
-    double last_gpu_seconds() const;
+    double last_gpu_seconds() const override;
 
     const char* name() const override { return "nccl"; }
     void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,

@@ -1,7 +1,8 @@
 // trace.h — the Tracer: what every rank did, and when, in one Chrome trace.
 //
 // Each rank owns a Tracer. Comm records every collective in it (op, group,
-// bytes, label, start, duration); the engine records compute spans with
+// bytes, label, start, duration, and the device time where the backend
+// measured it with CUDA events); the engine records compute spans with
 // ScopedSpan; the rank's Ledger reports every change of its memory. At the end
 // write_chrome_trace() puts all ranks in ONE file in Chrome Trace Event Format,
 // which Perfetto (ui.perfetto.dev), chrome://tracing and shardscope-viz open:
@@ -64,6 +65,11 @@ struct TraceEvent {
     std::string dtype;      ///< "fp32", "bf16", "int32"
     Label label;            ///< payload, layer, phase, microbatch, step
     int peer = -1;          ///< send/recv: the other rank; -1 otherwise
+    /// Microseconds the call took on the device, measured by the backend with
+    /// CUDA events (Backend::last_gpu_seconds: nccl, around the NCCL call on its
+    /// stream); -1 when not measured (threads, mpi, nccl's send/recv). dur_us is
+    /// the host's wall time and also counts staging copies and the host's wait.
+    double gpu_us = -1;
 
     // -- memory samples (kind == memory): live bytes per Ledger category --
     std::array<uint64_t, kMemCategories> mem{};  ///< indexed by int(Mem)

@@ -60,6 +60,8 @@ json event_json(const TraceEvent& ev) {
             a["microbatch"] = ev.label.microbatch;
             a["step"] = ev.label.step;
             if (ev.peer >= 0) a["peer"] = ev.peer;
+            // Only where the backend measured it (nccl), so other traces stay as they were.
+            if (ev.gpu_us >= 0) a["gpu_us"] = round_us(ev.gpu_us);
             j["args"] = std::move(a);
             break;
         }
@@ -162,6 +164,12 @@ struct FieldReader {
         if (!v.is_number()) wrong(key, "a number", v);
         return v.get<double>();
     }
+    // A duration: a number >= 0 (JSON has no NaN or infinity, and 1e999 fails to parse).
+    double non_negative(const char* key) const {
+        const json& v = at(key);
+        if (!v.is_number() || v.get<double>() < 0) wrong(key, "a number >= 0 (microseconds)", v);
+        return v.get<double>();
+    }
     const json& object(const char* key) const {
         const json& v = at(key);
         if (!v.is_object()) wrong(key, "an object", v);
@@ -202,6 +210,7 @@ void read_collective_args(const FieldReader& a, TraceEvent& ev) {
     if (a.has("count")) ev.count = a.unsigned_integer("count");
     if (a.has("dtype")) ev.dtype = a.str("dtype");
     if (a.has("peer")) ev.peer = int(a.integer("peer"));
+    if (a.has("gpu_us")) ev.gpu_us = a.non_negative("gpu_us");
 }
 
 }  // namespace

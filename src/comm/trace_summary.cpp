@@ -17,10 +17,14 @@ int op_order(const std::string& op) {
     return 8;
 }
 
+// The time of a call: the device's, measured with CUDA events, where the
+// backend measured it (nccl); else the host's wall time inside the call.
+double call_time_us(const TraceEvent& ev) { return ev.gpu_us >= 0 ? ev.gpu_us : ev.dur_us; }
+
 void add(CollectiveTotals& t, const TraceEvent& ev) {
     t.calls += 1;
     t.bytes += ev.bytes;
-    t.time_us += ev.dur_us;
+    t.time_us += call_time_us(ev);
     t.bus_bytes += double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()));
 }
 
@@ -50,6 +54,7 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
         if (ev.kind == TraceEvent::Kind::span) ++s.spans;
         if (ev.kind != TraceEvent::Kind::collective) continue;
         ++s.collectives;
+        if (ev.gpu_us >= 0) ++s.gpu_timed;
         CollectiveTotals& row = rows[{ev.axis, op_order(ev.name), ev.name, int(ev.label.payload)}];
         row.axis = ev.axis;
         row.op = ev.name;
@@ -66,7 +71,10 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
 }
 
 std::string format_trace_summary(const TraceSummary& s, const std::string& source, bool exact) {
-    auto b = [&](double v) { return exact ? std::to_string((unsigned long long)(v + 0.5)) : bytes_str(v); };
+    // moved (bytes x factor) may pass 2^64 in a hand-made trace: clamp before converting.
+    auto b = [&](double v) {
+        return exact ? std::to_string(v < 1.8e19 ? (unsigned long long)(v + 0.5) : ~0ULL) : bytes_str(v);
+    };
     std::string out;
     char line[256];
     auto put = [&](const char* fmt, auto... args) {
@@ -99,6 +107,9 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         "pick some). bytes are per rank as nccl-tests counts them; moved = bytes x factor, what a\n"
         "rank sends on a ring (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;\n"
         "broadcast, send, recv 1); algbw = bytes / time; busbw = algbw x factor. See docs/trace-format.md.\n";
+    if (s.gpu_timed > 0)
+        put("times: CUDA events (device time) where measured (%llu of %llu events), else host wall time.\n",
+            (unsigned long long)s.gpu_timed, (unsigned long long)s.collectives);
     return out;
 }
 

@@ -10,7 +10,9 @@
 //
 // Each rank records its own side of every collective, so calls, bytes and time
 // are sums over the ranks' events; algbw is then the time-weighted mean of the
-// ranks' bandwidths.
+// ranks' bandwidths. An event's time is its gpu_us where the backend measured
+// one with CUDA events (nccl: the collective on the device), else its dur (the
+// host's wall time inside the call, which also counts staging and the host's wait).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,7 @@ struct CollectiveTotals {
     Payload payload = Payload::scalar;  ///< what the bytes were
     uint64_t calls = 0;      ///< events, over all ranks
     uint64_t bytes = 0;      ///< bytes, over all ranks
-    double time_us = 0;      ///< time inside the calls, over all ranks
+    double time_us = 0;      ///< time inside the calls (gpu_us where measured, else dur), over all ranks
     double bus_bytes = 0;    ///< sum of bytes * busbw_factor(op, group size)
 
     /// bytes / time in GB/s (1e9 bytes per second, as nccl-tests), 0 without time.
@@ -43,6 +45,7 @@ struct TraceSummary {
     int world = 0;                             ///< ranks in the trace
     uint64_t collectives = 0;                  ///< collective events, over all ranks
     uint64_t spans = 0;                        ///< compute spans, over all ranks
+    uint64_t gpu_timed = 0;                    ///< collectives timed by CUDA events (gpu_us), not dur
     std::vector<CollectiveTotals> rows;        ///< per (axis, op, payload), sorted
     std::vector<CollectiveTotals> by_payload;  ///< per payload (axis and op empty)
     CollectiveTotals total;                    ///< everything
