@@ -11,8 +11,8 @@ namespace {
 int cuda_count() { return 0; }
 std::string cuda_name(int) { return ""; }
 std::string cuda_unusable_reason() {
-    return "this build has no CUDA (CMake did not find nvcc, or SHARDSCOPE_CUDA=OFF): install the CUDA toolkit and "
-           "rebuild with -DSHARDSCOPE_CUDA=ON, or use --device cpu";
+    return "--device cuda: this build has no CUDA (CMake did not find nvcc, or SHARDSCOPE_CUDA=OFF, or a "
+           "sanitizer build): install the CUDA toolkit and rebuild with -DSHARDSCOPE_CUDA=ON, or use --device cpu";
 }
 void* cuda_select(int) { no_cuda(); }
 void* cuda_alloc(size_t) { no_cuda(); }
