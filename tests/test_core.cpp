@@ -1,6 +1,8 @@
 // test_core.cpp — the Ledger, Tensor and bf16 conversion.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <thread>
 
 #include "core/check.h"
 #include "core/device.h"
@@ -74,5 +76,21 @@ TEST_CASE("devices: names, the thread's device, and a clear error where CUDA can
                                                 Catch::Matchers::Contains("use --device cpu"));
         REQUIRE_THROWS(set_current_device(Device::cuda));
         REQUIRE(current_device() == before);
+        // SHARDSCOPE_DEVICE=cuda that cannot be honoured fails every time, never falls back to
+        // the CPU (a GPU check would then pass having checked nothing).
+        setenv("SHARDSCOPE_DEVICE", "cuda", 1);
+        int threw = 0;
+        std::thread t([&] {
+            for (int i = 0; i < 2; ++i) {
+                try {
+                    Tensor x(ledger, Mem::acts, {4});
+                } catch (const Error&) {
+                    ++threw;
+                }
+            }
+        });
+        t.join();
+        unsetenv("SHARDSCOPE_DEVICE");
+        REQUIRE(threw == 2);
     }
 }

@@ -12,12 +12,6 @@ namespace ss {
 
 namespace {
 
-Device device_from_environment() {
-    const char* env = std::getenv("SHARDSCOPE_DEVICE");
-    if (env == nullptr || *env == '\0') return Device::cpu;
-    return parse_device(env);
-}
-
 struct ThreadDevice {
     bool set = false;
     Device device = Device::cpu;
@@ -27,11 +21,10 @@ struct ThreadDevice {
 thread_local ThreadDevice t_device;
 
 ThreadDevice& this_thread() {
-    if (!t_device.set) {
-        t_device.set = true;  // first: a bad SHARDSCOPE_DEVICE throws once, then the thread is on the CPU
-        const Device d = device_from_environment();
-        if (d == Device::cuda) set_current_device(Device::cuda, 0);
-    }
+    // A thread that never chose takes SHARDSCOPE_DEVICE. If that cannot be honoured (a bad
+    // name, no GPU) every call throws, never a quiet fall-back to the CPU: a GPU check that
+    // ran on the CPU would pass without checking anything.
+    if (!t_device.set) set_current_device(default_device(), 0);
     return t_device;
 }
 
@@ -44,6 +37,18 @@ Device parse_device(const std::string& name) {
 }
 
 const char* device_name(Device d) { return d == Device::cuda ? "cuda" : "cpu"; }
+
+Device default_device() {
+    const char* env = std::getenv("SHARDSCOPE_DEVICE");
+    if (env == nullptr || *env == '\0') return Device::cpu;
+    try {
+        return parse_device(env);
+    } catch (const Error&) {
+        SS_FAIL("SHARDSCOPE_DEVICE=" << env << " is not a device; set it to cpu or cuda, or unset it");
+    }
+}
+
+Device device_or_default(const std::string& name) { return name.empty() ? default_device() : parse_device(name); }
 
 bool cuda_built() {
 #ifdef SHARDSCOPE_HAVE_CUDA
@@ -66,13 +71,13 @@ int current_gpu() { return this_thread().gpu; }
 void* current_stream() { return this_thread().device == Device::cuda ? t_device.stream : nullptr; }
 
 void set_current_device(Device d, int gpu) {
-    t_device.set = true;
-    if (d == Device::cuda) {
+    if (d == Device::cuda) {  // checked first: a failure leaves the thread as it was
         require_cuda();
         const int n = detail::cuda_count();
         SS_CHECK(gpu >= 0 && gpu < n, "GPU " << gpu << " does not exist: this machine has " << n);
         t_device.stream = detail::cuda_select(gpu);
     }
+    t_device.set = true;
     t_device.device = d;
     t_device.gpu = gpu;
 }

@@ -20,8 +20,10 @@
 // any time, as on the CPU.
 //
 // The default device of a new thread is cpu, or what the environment variable
-// SHARDSCOPE_DEVICE says ("cpu" or "cuda"): scripts/gpu-check reruns the
-// strategies' equivalence tests on the GPU that way.
+// SHARDSCOPE_DEVICE says ("cpu" or "cuda"), and so is `train --device`'s:
+// scripts/gpu-check reruns the strategies' equivalence tests on the GPU that
+// way. When it cannot be honoured (no GPU) every call fails; it never falls
+// back to the CPU, where a GPU check would pass having checked nothing.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +49,11 @@ std::string cuda_device_name(int gpu = 0);
 /// build, no driver, no GPU), or returns.
 void require_cuda();
 
+/// The device of a thread that has not chosen one: SHARDSCOPE_DEVICE ("cpu" or
+/// "cuda"), or cpu when it is unset; a bad name throws ss::Error.
+Device default_device();
+/// @p name parsed (parse_device), or default_device() when it is empty.
+Device device_or_default(const std::string& name);
 /// This thread's device (see the file comment for the default).
 Device current_device();
 /// The GPU this thread uses when current_device() is cuda.

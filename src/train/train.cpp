@@ -70,7 +70,9 @@ nlohmann::json TrainReport::to_json() const {
                    {"ga", opts.ga},   {"steps", opts.steps}, {"lr", opts.lr},   {"seed", opts.seed},
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
-    j["ranks"] = {{"world", world}, {"backend", opts.backend}, {"device", opts.device}, {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
+    j["ranks"] = {{"world", world},       {"backend", opts.backend},
+                  {"device", device_name(device_or_default(opts.device))},
+                  {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
                   {"tp", tp}, {"sp", sp}, {"pp", pp},
                   {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
     if (pp > 1)
@@ -185,7 +187,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const bool rank0 = comm.rank() == 0;
     const int B = opts.mbs, T = r.T;
     cpu::set_blas_threads(opts.blas_threads);
-    const Device device = parse_device(opts.device);
+    const Device device = device_or_default(opts.device);
     // Threads: rank r on GPU r mod GPUs, so with one GPU every rank shares it (each with its own
     // stream). nccl: one process per GPU, its local rank's (on several nodes rank mod GPUs is not).
     const int gpu = device != Device::cuda ? 0 : opts.backend == "nccl" ? nccl_local_gpu() : comm.rank() % cuda_device_count();
@@ -346,10 +348,10 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     SS_CHECK(opts.backend == "threads" || opts.backend == "mpi" || opts.backend == "nccl",
              "--backend " << opts.backend << " is not a backend; use threads (ranks are threads of this process), "
                           << "mpi (one process per rank under mpirun) or nccl (one process per GPU under mpirun)");
-    SS_CHECK(opts.backend != "nccl" || parse_device(opts.device) == Device::cuda,
+    SS_CHECK(opts.backend != "nccl" || device_or_default(opts.device) == Device::cuda,
              "--backend nccl moves GPU memory between GPUs; add --device cuda (or use --backend mpi on the CPU)");
     const bool mpi = opts.backend == "mpi" || opts.backend == "nccl";  // one process per rank, under mpirun
-    if (parse_device(opts.device) == Device::cuda) require_cuda();  // says why not, before any work
+    if (device_or_default(opts.device) == Device::cuda) require_cuda();  // says why not, before any work
     r.world = opts.ranks;
     if (mpi) {
         // Under mpirun the world is the job: -np decides, --ranks may only repeat it.
@@ -432,7 +434,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                       opts.model.name.c_str(), opts.model.L, opts.model.C, opts.model.H, opts.model.V,
                       opts.model.maxT, (long long)r.num_params, dtype_name(opts.dtype));
         *out << buf;
-        if (parse_device(opts.device) == Device::cuda) {
+        if (device_or_default(opts.device) == Device::cuda) {
             const int gpus = cuda_device_count();
             *out << "device: cuda, " << gpus << " GPU" << (gpus > 1 ? "s" : "")
                  << (opts.backend == "nccl" ? " per node (a process per GPU: local rank r on GPU r mod "

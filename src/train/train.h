@@ -52,7 +52,7 @@ struct TrainOptions {
     // -- ranks --
     int ranks = 1;                 ///< world size: number of ranks
     std::string backend = "threads";  ///< "threads" (ranks are threads of this process), "mpi" or "nccl"
-    std::string device = "cpu";    ///< where each rank computes: "cpu", or "cuda" (GPU rank % GPUs; core/device.h)
+    std::string device;            ///< where each rank computes: "cpu" or "cuda" (GPU rank % GPUs); empty: SHARDSCOPE_DEVICE, else cpu
     double comm_timeout = 60;      ///< seconds any rank waits for another before the run fails
     std::string trace;             ///< Chrome trace of every collective, span and memory change (empty: off)
 
