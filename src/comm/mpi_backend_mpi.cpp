@@ -29,12 +29,6 @@ using mpi::WaitInfo;
 
 namespace {
 
-// send / recv tags: the label's p2p_key (what recv matches on) and the
-// sender's dtype ride in the tag, so recv can check the dtype.
-constexpr int kSendTagBase = 100;
-constexpr int kDTypes = 3;  // f32, bf16, i32
-int p2p_tag(const Label& label, DType dt) { return kSendTagBase + int(dt) + kDTypes * p2p_key(label); }
-
 
 bool test(MPI_Request& req) {
     int done = 0;
@@ -67,6 +61,8 @@ MpiBackend::MpiBackend(double timeout_seconds) : impl_(std::make_unique<Impl>())
                                       << " s for the other ranks to start the mpi backend (MPI_Comm_idup); "
                                          "does every process of the job call run_mpi?");
     m.watch = std::make_unique<mpi::Watch>(m.ctl, m.rank, m.world, timeout_seconds);
+    m.pt.comm = m.p2p;
+    m.pt.rank = m.rank;
     Group world{"world", {}};
     for (int r = 0; r < m.world; ++r) world.ranks.push_back(r);
     prepare({world});
@@ -78,7 +74,7 @@ MpiBackend::~MpiBackend() {
     if (finalized) return;  // too late to free anything; the process is ending
     Impl& m = *impl_;
     m.watch.reset();
-    for (auto& s : m.sends) MPI_Request_free(&s.req);  // they complete in the background
+    m.pt.release();  // the sends in flight complete in the background
     for (auto& g : m.groups)
         if (g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
     if (m.p2p != MPI_COMM_NULL) MPI_Comm_free(&m.p2p);
@@ -305,65 +301,14 @@ void MpiBackend::stall(const std::string& why) {
 void MpiBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
                       const Label& label) {
     Impl& m = *impl_;
-    SS_CHECK(count <= size_t(INT_MAX), "send to rank " << peer << ": " << count
-                                                        << " elements is more than MPI's int count allows");
-    // Forget the sends that have completed (oldest first; later ones are rarely done before).
-    while (!m.sends.empty() && test(m.sends.front().req)) m.sends.pop_front();
-    // The contract: send returns once the data is copied out, whether or not the
-    // receiver is ready. A copy + MPI_Isend does that for any size (a plain
-    // MPI_Send of a large message would wait for the matching receive).
-    Impl::PendingSend& s = m.sends.emplace_back();
-    const char* bytes = static_cast<const char*>(buf);
-    s.data.assign(bytes, bytes + count * dtype_size(dt));
-    s.peer = peer;
-    s.axis = axis;
-    s.label = label;
-    s.count = count;
-    s.dt = dt;
-    const int tag = p2p_tag(label, dt);
-    if (m.tag_ub < 0) {  // the largest tag this MPI allows (at least 32767 by the standard)
-        int* ub = nullptr;
-        int flag = 0;
-        SS_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
-        m.tag_ub = flag && ub ? *ub : 32767;
-    }
-    SS_CHECK(tag <= m.tag_ub, "send to rank " << peer << ": message tag " << tag << " (" << label_str(label)
-                                              << ") is above this MPI's MPI_TAG_UB " << m.tag_ub);
-    SS_MPI_CHECK(MPI_Isend(s.data.data(), int(count), mpi::datatype(dt), peer, tag, m.p2p, &s.req));
+    mpi::PendingSend& s = m.pt.add(count, dt, peer, axis, label);  // mpi_shared_mpi.cpp
+    std::memcpy(s.data.data(), buf, s.data.size());
+    m.pt.post();
 }
 
 void MpiBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis, const Label& label) {
     Impl& m = *impl_;
-    WaitInfo info;
-    info.op = "recv";
-    info.peer = peer;
-    info.axis = &axis;
-    info.label = &label;
-    info.count = count;
-    info.dt = dt;
-    // Probe first: the message's size and type (in its tag) are checked before it is received.
-    MPI_Message msg;
-    MPI_Status st;
-    // A message with my label's key, in whichever dtype it was sent.
-    m.watch->wait([&] {
-        for (int d = 0; d < kDTypes; ++d) {
-            int found = 0;
-            SS_MPI_CHECK(MPI_Improbe(peer, p2p_tag(label, DType(d)), m.p2p, &found, &msg, &st));
-            if (found) return true;
-        }
-        return false;
-    }, info);
-    int bytes = 0;
-    SS_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &bytes));
-    const DType sent_dt = DType((st.MPI_TAG - kSendTagBase) % kDTypes);
-    const size_t sent_count = size_t(bytes) / dtype_size(sent_dt);
-    if (sent_dt != dt || sent_count != count) {
-        std::vector<char> sink(size_t(bytes) + 1);  // take it off the wire before reporting
-        SS_MPI_CHECK(MPI_Mrecv(sink.data(), bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
-        SS_FAIL("mismatched send/recv: rank " << peer << " sent " << sent_count << " x " << dtype_name(sent_dt)
-                                              << " on " << axis << " but rank " << m.rank << " expects " << count
-                                              << " x " << dtype_name(dt) << " in " << info.what());
-    }
+    MPI_Message msg = m.pt.probe(*m.watch, peer, count, dt, axis, label);
     SS_MPI_CHECK(MPI_Mrecv(buf, int(count), mpi::datatype(dt), &msg, MPI_STATUS_IGNORE));
 }
 
@@ -372,18 +317,7 @@ void MpiBackend::recv(void* buf, size_t count, DType dt, int peer, const std::st
 void MpiBackend::finish() {
     Impl& m = *impl_;
     // 1. Every send has been received (a send nobody receives is a bug: say so).
-    while (!m.sends.empty()) {
-        Impl::PendingSend& s = m.sends.front();
-        WaitInfo info;
-        info.op = "send";
-        info.peer = s.peer;
-        info.axis = &s.axis;
-        info.label = &s.label;
-        info.count = s.count;
-        info.dt = s.dt;
-        m.watch->wait([&] { return test(s.req); }, info);
-        m.sends.pop_front();
-    }
+    m.pt.complete(*m.watch);
     // 2. Tell the others how many calls I made on each group, and wait for theirs.
     std::vector<uint64_t> calls;
     for (const auto& g : m.groups) calls.push_back(g.calls);

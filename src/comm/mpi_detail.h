@@ -145,6 +145,42 @@ private:
     std::list<Outgoing> out_;  // answers and notices still being sent (std::list: stable buffers)
 };
 
+/// A send in flight: MPI_Isend reads from `data`, which lives until it completes.
+struct PendingSend {
+    MPI_Request req = MPI_REQUEST_NULL;  ///< the Isend
+    std::vector<char> data;              ///< the copy being sent (host memory)
+    int peer = -1;                       ///< receiver
+    std::string axis;                    ///< for the error message
+    Label label;                         ///< for the error message
+    size_t count = 0;                    ///< elements
+    DType dt = DType::f32;               ///< element type
+};
+
+/// send / recv over MPI as backend.h's contract has them, for the mpi and nccl
+/// backends alike. A send copies the data (into add()'s buffer) and starts an
+/// MPI_Isend, so it never waits for its receiver; the tag carries the label's
+/// p2p_key, which recv matches on, and the sender's dtype, which recv checks.
+struct PointToPoint {
+    MPI_Comm comm = MPI_COMM_NULL;  ///< where the messages go (a dup of the world)
+    int rank = 0;                   ///< this process's rank in it
+    int tag_ub = -1;                ///< MPI_TAG_UB, read at the first send (-1: not yet)
+    std::list<PendingSend> sends;   ///< in flight, oldest first
+
+    /// A new send of @p count elements of @p dt to @p peer: forgets the sends that have
+    /// completed, and returns this one with its buffer sized for the caller to fill; then post().
+    PendingSend& add(size_t count, DType dt, int peer, const std::string& axis, const Label& label);
+    /// Starts the MPI_Isend of the send add() returned last (checks its tag against MPI_TAG_UB).
+    void post();
+    /// Waits through @p watch for @p peer's message keyed by @p label, then checks that it is
+    /// @p count elements of @p dt (a mismatch is taken off the wire and reported); returns it
+    /// for MPI_Mrecv.
+    MPI_Message probe(Watch& watch, int peer, size_t count, DType dt, const std::string& axis, const Label& label);
+    /// Waits through @p watch until every send in flight has been received.
+    void complete(Watch& watch);
+    /// Frees the requests of the sends in flight (they complete in the background).
+    void release();
+};
+
 /// FNV-1a over the rank lists of @p groups: equal on every rank iff they prepare the same groups.
 uint64_t hash_groups(const std::vector<Group>& groups);
 
@@ -172,7 +208,7 @@ struct MpiBackend::Impl {
     int rank = 0;   ///< rank in MPI_COMM_WORLD
     int world = 1;  ///< size of MPI_COMM_WORLD
     MPI_Comm p2p = MPI_COMM_NULL;  ///< a dup of the world: send / recv, and prepare's check and splits
-    int tag_ub = -1;               ///< MPI_TAG_UB, read at the first send (-1: not yet)
+    mpi::PointToPoint pt;          ///< send / recv on p2p, and the sends in flight
     MPI_Comm ctl = MPI_COMM_NULL;  ///< a dup of the world: the Watch's side channel
     std::unique_ptr<mpi::Watch> watch;  ///< waits with a deadline
 
@@ -186,17 +222,6 @@ struct MpiBackend::Impl {
     std::map<std::vector<int>, int> prepared_index;  ///< rank list -> prepared index (every group, member or not)
     uint64_t prepares = 0;                           ///< prepare() calls so far
 
-    /// A send in flight: MPI_Isend reads from `data`, which lives until it completes.
-    struct PendingSend {
-        MPI_Request req = MPI_REQUEST_NULL;  ///< the Isend
-        std::vector<char> data;              ///< the copy being sent
-        int peer = -1;                       ///< receiver
-        std::string axis;                    ///< for the error message
-        Label label;                         ///< for the error message
-        size_t count = 0;                    ///< elements
-        DType dt = DType::f32;               ///< element type
-    };
-    std::list<PendingSend> sends;  ///< oldest first
 
     std::vector<float> scratch_a;  ///< fp32 work buffers for bf16 reductions
     std::vector<float> scratch_b;  ///< and for reduce_scatter's result

@@ -93,7 +93,7 @@ struct NcclBackend::Impl {
     double timeout = 60;  ///< seconds every wait may take
 
     MPI_Comm p2p = MPI_COMM_NULL;       ///< a dup of the world: send / recv, the id broadcast, prepare's check
-    int tag_ub = -1;                    ///< MPI_TAG_UB, read at the first send (-1: not yet)
+    mpi::PointToPoint pt;               ///< send / recv on p2p (through the host), and the sends in flight
     MPI_Comm ctl = MPI_COMM_NULL;       ///< a dup of the world: the Watch's side channel
     std::unique_ptr<mpi::Watch> watch;  ///< waits with a deadline, names who is missing
 
@@ -122,17 +122,6 @@ struct NcclBackend::Impl {
     std::vector<uint16_t> host_bf16;  ///< bf16 reductions: the caller's bf16 values, on the host
     std::vector<float> host_f32;      ///< bf16 reductions: the same widened to fp32, then the sums
 
-    /// A send in flight: MPI_Isend reads from `data`, which lives until it completes.
-    struct PendingSend {
-        MPI_Request req = MPI_REQUEST_NULL;  ///< the Isend
-        std::vector<char> data;              ///< the copy being sent (host memory)
-        int peer = -1;                       ///< receiver
-        std::string axis;                    ///< for the error message
-        Label label;                         ///< for the error message
-        size_t count = 0;                    ///< elements
-        DType dt = DType::f32;               ///< element type
-    };
-    std::list<PendingSend> sends;  ///< oldest first
 
     /// Makes this process's GPU the thread's current device (a caller may have changed it).
     void use_gpu();
@@ -150,8 +139,6 @@ struct NcclBackend::Impl {
     void run(ncclComm_t comm, const mpi::WaitInfo& info, const std::function<void()>& enqueue);
     /// ncclCommAbort on every communicator (after a failed or timed-out call).
     void abort_all();
-    /// Waits (through the Watch) until every send in flight has been received.
-    void complete_sends();
 };
 
 }  // namespace ss

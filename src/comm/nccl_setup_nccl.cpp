@@ -100,6 +100,8 @@ NcclBackend::NcclBackend(double timeout_seconds) : impl_(std::make_unique<Impl>(
                                        << " s for the other ranks to start the nccl backend (MPI_Comm_idup); "
                                           "does every process of the job call run_nccl?");
     m.watch = std::make_unique<mpi::Watch>(m.ctl, m.rank, m.world, timeout_seconds);
+    m.pt.comm = m.p2p;
+    m.pt.rank = m.rank;
 
     // 1. The GPU, the communication stream and its events.
     pick_gpu(m);
@@ -140,7 +142,7 @@ NcclBackend::~NcclBackend() {
     MPI_Finalized(&finalized);
     if (!finalized) {
         m.watch.reset();
-        for (auto& s : m.sends) MPI_Request_free(&s.req);  // they complete in the background
+        m.pt.release();  // the sends in flight complete in the background
         if (m.p2p != MPI_COMM_NULL) MPI_Comm_free(&m.p2p);
         if (m.ctl != MPI_COMM_NULL) MPI_Comm_free(&m.ctl);
     }
@@ -252,7 +254,7 @@ void NcclBackend::prepare(const std::vector<Group>& groups) {
 void NcclBackend::finish() {
     Impl& m = *impl_;
     // 1. Every send has been received (a send nobody receives is a bug: say so).
-    m.complete_sends();
+    m.pt.complete(*m.watch);
     // 2. Tell the others how many calls I made on each group, and wait for theirs.
     std::vector<uint64_t> calls;
     for (const auto& g : m.groups) calls.push_back(g.calls);
