@@ -110,31 +110,17 @@ void MpiBackend::prepare(const std::vector<Group>& groups) {
                  << m.rank << " passed " << groups.size()
                  << "); every rank must prepare the same groups in the same order, e.g. mesh_groups(mesh)");
 
-    // 3. One MPI_Comm_split per batch of groups that share no rank (all the groups
-    //    of one GroupKind partition the world, so a mesh needs one split per kind).
+    // 3. One MPI_Comm_split per batch of groups that share no rank (mpi::split_batches):
     //    color = my group's place in the batch, key = my index in it.
-    for (size_t first = 0; first < fresh.size();) {
-        std::vector<char> used(m.world, 0);
-        size_t end = first;
-        for (; end < fresh.size(); ++end) {
-            bool clash = false;
-            for (int r : fresh[end]->ranks) clash |= used[r] != 0;
-            if (clash) break;
-            for (int r : fresh[end]->ranks) used[r] = 1;
-        }
-        int color = MPI_UNDEFINED, key = 0;
-        for (size_t k = first; k < end; ++k) {
-            const int me = fresh[k]->index_of(m.rank);
-            if (me >= 0) color = int(k - first), key = me;
-        }
+    for (const mpi::SplitBatch& b : mpi::split_batches(fresh, m.world, m.rank)) {
         MPI_Comm comm = MPI_COMM_NULL;
-        SS_MPI_CHECK(MPI_Comm_split(m.p2p, color, key, &comm));
-        for (size_t k = first; k < end; ++k) {
+        SS_MPI_CHECK(MPI_Comm_split(m.p2p, b.color < 0 ? MPI_UNDEFINED : b.color, b.key, &comm));
+        for (size_t k = b.first; k < b.end; ++k) {
             m.prepared_index[fresh[k]->ranks] = int(m.groups.size());
             Impl::GroupComm gc;
-            if (color == int(k - first)) {
+            if (b.color == int(k - b.first)) {
                 gc.comm = comm;
-                gc.me = key;
+                gc.me = b.key;
                 int size = 0;
                 SS_MPI_CHECK(MPI_Comm_size(comm, &size));
                 SS_CHECK(size == fresh[k]->size(), "MpiBackend::prepare: the communicator for "
@@ -142,7 +128,6 @@ void MpiBackend::prepare(const std::vector<Group>& groups) {
             }
             m.groups.push_back(gc);
         }
-        first = end;
     }
 }
 

@@ -190,6 +190,20 @@ uint64_t hash_groups(const std::vector<Group>& groups);
 std::vector<const Group*> fresh_groups(const std::vector<Group>& groups, int world,
                                        const std::map<std::vector<int>, int>& prepared, const char* who);
 
+/// One communicator split of prepare(): the groups fresh[first, end) share no rank, so
+/// one split call (MPI_Comm_split, ncclCommSplit) makes all of them.
+struct SplitBatch {
+    size_t first = 0;  ///< the batch's first group in the list
+    size_t end = 0;    ///< one past its last
+    int color = -1;    ///< this rank's group's place in the batch, -1 when it is in none
+    int key = 0;       ///< this rank's index in that group
+};
+
+/// Cuts @p fresh (in order) into batches of groups that share no rank (the groups of
+/// one GroupKind partition the world, so a mesh needs one batch per kind), with
+/// @p rank's color and key in each; @p world ranks in all.
+std::vector<SplitBatch> split_batches(const std::vector<const Group*>& fresh, int world, int rank);
+
 }  // namespace ss::mpi
 
 /// Calls an MPI function and throws ss::Error naming the call, the file, the

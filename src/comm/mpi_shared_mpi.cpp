@@ -1,6 +1,7 @@
 // mpi_shared_mpi.cpp — what the mpi and nccl backends share (mpi_detail.h):
 // send / recv over MPI (PointToPoint), and prepare()'s checks of the group
-// list and the hash that tells whether every rank passed the same one.
+// list, its cutting into split batches, and the hash that tells whether every
+// rank passed the same one.
 #include <climits>
 #include <set>
 
@@ -141,6 +142,28 @@ std::vector<const Group*> fresh_groups(const std::vector<Group>& groups, int wor
         if (!prepared.count(g.ranks) && seen.insert(g.ranks).second) fresh.push_back(&g);
     }
     return fresh;
+}
+
+std::vector<SplitBatch> split_batches(const std::vector<const Group*>& fresh, int world, int rank) {
+    std::vector<SplitBatch> batches;
+    for (size_t first = 0; first < fresh.size();) {
+        std::vector<char> used(size_t(world), 0);
+        SplitBatch b;
+        b.first = first;
+        for (b.end = first; b.end < fresh.size(); ++b.end) {
+            bool clash = false;
+            for (int r : fresh[b.end]->ranks) clash |= used[size_t(r)] != 0;
+            if (clash) break;
+            for (int r : fresh[b.end]->ranks) used[size_t(r)] = 1;
+        }
+        for (size_t k = b.first; k < b.end; ++k) {
+            const int me = fresh[k]->index_of(rank);
+            if (me >= 0) b.color = int(k - b.first), b.key = me;
+        }
+        batches.push_back(b);
+        first = b.end;
+    }
+    return batches;
 }
 
 }  // namespace ss::mpi

@@ -209,43 +209,29 @@ void NcclBackend::prepare(const std::vector<Group>& groups) {
                  << m.rank << " passed " << groups.size()
                  << "); every rank must prepare the same groups in the same order, e.g. mesh_groups(mesh)");
 
-    // 3. One ncclCommSplit per batch of groups that share no rank (all the groups
-    //    of one GroupKind partition the world, so a mesh needs one split per kind).
+    // 3. One ncclCommSplit per batch of groups that share no rank (mpi::split_batches):
     //    color = my group's place in the batch, key = my index in it.
     ncclComm_t parent = m.groups[0].comm;
-    for (size_t first = 0; first < fresh.size();) {
-        std::vector<char> used(m.world, 0);
-        size_t end = first;
-        for (; end < fresh.size(); ++end) {
-            bool clash = false;
-            for (int r : fresh[end]->ranks) clash |= used[r] != 0;
-            if (clash) break;
-            for (int r : fresh[end]->ranks) used[r] = 1;
-        }
-        int color = NCCL_SPLIT_NOCOLOR, key = 0;
-        for (size_t k = first; k < end; ++k) {
-            const int me = fresh[k]->index_of(m.rank);
-            if (me >= 0) color = int(k - first), key = me;
-        }
+    for (const mpi::SplitBatch& b : mpi::split_batches(fresh, m.world, m.rank)) {
         ncclComm_t comm = nullptr;
-        SS_NCCL_CHECK(ncclCommSplit(parent, color, key, &comm, &m.config));
-        for (size_t k = first; k < end; ++k) {  // recorded before the wait, so that an error aborts it
+        SS_NCCL_CHECK(ncclCommSplit(parent, b.color < 0 ? NCCL_SPLIT_NOCOLOR : b.color, b.key, &comm, &m.config));
+        for (size_t k = b.first; k < b.end; ++k) {  // recorded before the wait, so that an error aborts it
             m.prepared_index[fresh[k]->ranks] = int(m.groups.size());
             Impl::GroupComm gc;
-            if (color == int(k - first)) gc.comm = comm, gc.me = key;
+            if (b.color == int(k - b.first)) gc.comm = comm, gc.me = b.key;
             m.groups.push_back(gc);
         }
         info.op = "ncclCommSplit";
         info.seq = m.prepares++;
         m.watch->wait([&] { return comm_ready(parent) && comm_ready(comm); }, info);
         if (comm != nullptr) {
+            const Group& mine = *fresh[b.first + size_t(b.color)];
             int size = 0;
             SS_NCCL_CHECK(ncclCommCount(comm, &size));
-            SS_CHECK(size == fresh[first + size_t(color)]->size(),
-                     "NcclBackend::prepare: the communicator for " << ranks_str(fresh[first + size_t(color)]->ranks)
-                                                                   << " has " << size << " ranks");
+            SS_CHECK(size == mine.size(),
+                     "NcclBackend::prepare: the communicator for " << ranks_str(mine.ranks) << " has " << size
+                                                                   << " ranks");
         }
-        first = end;
     }
 }
 
