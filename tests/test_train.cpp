@@ -1,7 +1,11 @@
 // test_train.cpp — the training loop learns, and gradient accumulation is
 // the same step as one big batch.
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "equivalence.h"
 #include "train/train.h"
 
 using namespace ss;
@@ -38,7 +42,7 @@ TEST_CASE("GA micro-batches of MBS give the same step as one batch of MBS x GA",
     // The loader hands out consecutive windows, so GA=2 x MBS=2 reads the same
     // 4 sequences as GA=1 x MBS=4; with the 1/(MBS x T x GA) scaling the
     // gradients, hence the updated parameters and the next losses, agree up to
-    // summation order (fp32: well within 1e-4 of a loss of ~5).
+    // summation order (fp32: kLossTol, derived in equivalence.h).
     TrainOptions o;
     o.model = model_preset("tiny");
     o.steps = 4;
@@ -50,5 +54,32 @@ TEST_CASE("GA micro-batches of MBS give the same step as one batch of MBS x GA",
     o.ga = 2;
     TrainReport acc = train(o, nullptr);
     REQUIRE(acc.gbs == one.gbs);
-    for (int i = 0; i < 4; ++i) REQUIRE(acc.steps[i].loss == Approx(one.steps[i].loss).margin(1e-4));
+    for (int i = 0; i < 4; ++i) REQUIRE(acc.steps[i].loss == Approx(one.steps[i].loss).margin(kLossTol));
+}
+
+TEST_CASE("a trace's prediction is for the run that ran, and one the planner cannot make does not fail the run",
+          "[train][trace]") {
+    // The planner is stricter than the engine here: PP = 2 with L = 3 trains
+    // (an uneven split of 2 + 1 blocks) but the planner wants PP to divide L.
+    TrainOptions o;
+    o.model.L = 3;
+    o.ranks = 2;
+    o.pp = 2;
+    o.ga = 2;
+    o.steps = 2;
+    o.quiet = true;
+    o.trace = std::string(SS_BINARY_DIR) + "/test_train_uneven_pp.json";
+    std::remove(o.trace.c_str());
+    train(o, nullptr);
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(o.trace));
+    const nlohmann::json& p = j["otherData"]["prediction"];
+    INFO(p.dump());
+    REQUIRE(p.contains("unavailable"));
+    REQUIRE_THAT(p["unavailable"].get<std::string>(), Catch::Contains("does not divide L=3"));
+
+    // A run the planner can model: its prediction is for the world that ran.
+    o.model.L = 2;
+    train(o, nullptr);
+    j = nlohmann::json::parse(std::ifstream(o.trace));
+    REQUIRE(j["otherData"]["prediction"]["cluster"]["gpus"] == 2);
 }

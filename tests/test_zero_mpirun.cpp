@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "equivalence.h"
 #include "model/safetensors.h"
 #include "train/train.h"
 
@@ -15,9 +16,11 @@ namespace {
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_zero_mpirun_" + name; }
 
 // `shardscope train --backend mpi <args>` under mpirun -np 4 against the one-rank
-// run @p ref (its final parameters in @p ref_params): the same 10 losses (1e-4)
-// and final parameters (1e-5: fp32 summation order only, as on threads).
-void require_mpirun_equals(const std::string& args, const TrainReport& ref, const StFile& ref_params) {
+// run @p ref of @p ref_opts (its final parameters in @p ref_params): the same 10
+// losses and final parameters, with the tolerances of tests/equivalence.h (fp32
+// summation order only, as on threads; each derived there).
+void require_mpirun_equals(const std::string& args, const TrainOptions& ref_opts, const TrainReport& ref,
+                           const StFile& ref_params) {
     std::string json = out_path("run.json"), save = out_path("run.safetensors");
     std::remove(json.c_str());
     CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
@@ -29,14 +32,8 @@ void require_mpirun_equals(const std::string& args, const TrainReport& ref, cons
     nlohmann::json j = nlohmann::json::parse(f);
     REQUIRE(j["ranks"]["world"] == 4);
     for (int i = 0; i < 10; ++i)
-        REQUIRE(j["steps"][i]["loss"].get<double>() == Approx(ref.steps[i].loss).margin(1e-4));
-    StFile got = read_safetensors(save);
-    double worst = 0;
-    for (const auto& [name, t] : ref_params.tensors) {
-        std::vector<float> a = st_to_f32(got.get(name)), b = st_to_f32(t);
-        for (size_t k = 0; k < b.size(); ++k) worst = std::max(worst, double(std::fabs(a[k] - b[k])));
-    }
-    REQUIRE(worst < 1e-5);
+        REQUIRE(j["steps"][i]["loss"].get<double>() == Approx(ref.steps[i].loss).margin(kLossTol));
+    require_same_params(read_safetensors(save), ref_params, ref_opts, 10);
 }
 }  // namespace
 
@@ -55,7 +52,7 @@ TEST_CASE("DDP, ZeRO 1-3, TP (+Megatron-SP), Ulysses and ring SP under mpirun -n
           "--mbs 2 --zero 3", "--mbs 2 --zero 3 --dp-shard 2 --dp-rep 2", "--mbs 4 --tp 2 --zero 3", "--mbs 8 --tp 4",
           "--mbs 4 --sp 2 --zero 2", "--mbs 8 --sp 2 --tp 2", "--mbs 8 --sp 4 --sp-mode ring",
           "--mbs 4 --tp 2 --sequence-parallel --zero 1"}) {
-        require_mpirun_equals("--model tiny " + flags, ref, ref_params);
+        require_mpirun_equals("--model tiny " + flags, one, ref, ref_params);
     }
 }
 
@@ -74,7 +71,7 @@ TEST_CASE("pipeline layouts under mpirun -np 4 equal one rank", "[pp][mpi]") {
     for (const std::string flags :
          {"--pp 2 --mbs 2 --zero 1", "--pp 4 --mbs 4", "--pp 2 --tp 2 --mbs 4 --schedule gpipe",
           "--pp 2 --mbs 2 --schedule interleaved --pp-virtual 2 --zero 3", "--pp 2 --sp 2 --mbs 4 --recompute full"}) {
-        require_mpirun_equals("--model tiny --layers 4 --ga 2 " + flags, ref, ref_params);
+        require_mpirun_equals("--model tiny --layers 4 --ga 2 " + flags, one, ref, ref_params);
     }
 }
 
@@ -87,4 +84,18 @@ TEST_CASE("bench comm --backend mpi times the mpi backend beside Open MPI's own 
     REQUIRE_THAT(r.output, Catch::Contains("bench comm: mpi backend, 2 ranks"));
     REQUIRE_THAT(r.output, Catch::Contains("MPI (us)"));
     REQUIRE_THAT(r.output, Catch::Contains("all_gather"));
+}
+
+TEST_CASE("mpirun with layout flags and --trace writes the trace, predicted for the world that ran", "[mpi][trace]") {
+    // --ranks keeps its default of 1 under mpirun: the prediction must use the real world (4).
+    std::string trace = out_path("dp_shard.json");
+    std::remove(trace.c_str());
+    CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
+                            SS_SHARDSCOPE_EXE + " train --model tiny --backend mpi --dp-shard 4 --steps 1 --quiet --trace " +
+                            trace);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(trace));
+    REQUIRE(j["otherData"]["prediction"]["cluster"]["gpus"] == 4);
+    REQUIRE(j["otherData"]["mesh"]["dp_shard"] == 4);
 }

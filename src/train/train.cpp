@@ -180,6 +180,21 @@ PipeSpec pipe_spec(const TrainOptions& o, int pp) {
     return spec;
 }
 
+// The planner's prediction for the run that ran, for the trace's otherData, so
+// a viewer can show it beside the measurement. The world is the one that ran
+// (under mpirun --ranks keeps its default of 1). A run the planner cannot
+// model (it is stricter than the engine, e.g. PP not dividing L with an uneven
+// --pp-split) still keeps its trace: the prediction says why it is missing.
+nlohmann::json prediction_for_trace(const TrainOptions& opts, int world) {
+    TrainOptions ran = opts;
+    ran.ranks = world;
+    try {
+        return plan_json(plan(plan_input_for(ran)));
+    } catch (const Error& e) {
+        return {{"unavailable", std::string("the planner cannot model this run: ") + e.what()}};
+    }
+}
+
 // One rank's whole run: build the model, then step.
 void rank_main(Comm& comm, Shared& sh) {
     const TrainOptions& opts = *sh.opts;
@@ -526,8 +541,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     if (!opts.trace.empty()) {
         nlohmann::json other = r.to_json();
-        // The planner's prediction for this very run, so a viewer can show it beside the measurement.
-        other["prediction"] = plan_json(plan(plan_input_for(opts)));
+        other["prediction"] = prediction_for_trace(opts, r.world);
         other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                          {"tp", r.tp}};
         if (r.pp > 1) {  // the schedule as data, for a viewer to draw: each pp rank's actions in order

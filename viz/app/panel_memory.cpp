@@ -200,6 +200,8 @@ void draw_table(ViewerState& s) {
                     "(fp32, no dropout); comm = ZeRO-3's largest gathered unit or the DDP buckets. It is for the "
                     "pipeline stage that needs the most (every rank when PP = 1). Workspace (fp32 compute "
                     "copies, scratch) is not predicted. Formulas: docs/formulas.md.");
+    } else if (!pred.unavailable.empty()) {
+        ImGui::TextDisabled("no prediction: %s", pred.unavailable.c_str());
     } else {
         ImGui::TextDisabled("no prediction in this trace (written by `shardscope train --trace`)");
     }

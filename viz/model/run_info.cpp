@@ -31,6 +31,7 @@ bool get(const json& j, const char* key, T& out) {
 
 void read_prediction(const json& p, Prediction& out) {
     if (p.empty()) return;
+    if (get(p, "unavailable", out.unavailable)) return;  // train said why there is none
     out.present = true;
     const json& mem = sub(p, "memory");
     for (int c = 0; c < kMemCategories; ++c) get(mem, mem_name(Mem(c)), out.mem[size_t(c)]);

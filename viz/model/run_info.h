@@ -32,6 +32,7 @@ namespace ss::viz {
 /// stores it in otherData.prediction: for global rank 0 (pipeline stage 0), one step.
 struct Prediction {
     bool present = false;                             ///< otherData had one
+    std::string unavailable;                          ///< why train could not make one (otherData.prediction.unavailable)
     std::array<uint64_t, kMemCategories> mem{};       ///< bytes by category at the peak (workspace: not predicted)
     uint64_t mem_total = 0;                           ///< their sum, as the planner adds it
     std::array<uint64_t, kPayloads> comm_bytes{};     ///< bytes per step by payload, as the trace counts them
