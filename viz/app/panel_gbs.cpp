@@ -138,7 +138,7 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
     const char* sp_modes[] = {"Ulysses", "ring attention"};
     ImGui::Combo("SP mode", &ui.sp_mode, sp_modes, 2);
     int_input("dp_shard (0 = rest)", &ui.in.dp_shard, 0, 1 << 20, "ranks ZeRO shards over; 0: the rest of DP");
-    int_input("dp_rep (0 = rest)", &ui.in.dp_rep, 0, 1 << 20, "replicas of the shard group (hpZ / HSDP)");
+    int_input("dp_rep (0 = rest)", &ui.in.dp_rep, 0, 1 << 20, "replicas of the shard group (HSDP / MiCS)");
     ImGui::TextUnformatted("ZeRO");
     for (int z = 0; z <= 3; ++z) {
         ImGui::SameLine();
