@@ -172,7 +172,9 @@ void plan_section(ViewerState& s, const GbsResult& r) {
                 "x 8/6 with full recompute) at the preset's peak x efficiency; plus TP/SP/PP traffic on the "
                 "critical path, the pipeline bubble (p - 1)/(v m) of the micro-batches, the data-parallel "
                 "traffic that does not hide under compute, and the optimizer. MFU = model FLOPs / (time x peak).");
-    if (pr.input.layout.pp > 1) ImGui::TextDisabled("pipeline bubble %.1f%% of the step", 100 * t.bubble_fraction);
+    // Narayanan et al. 2021's bubble time fraction: idle over compute, not over the step (tutorials/08).
+    if (pr.input.layout.pp > 1)
+        ImGui::TextDisabled("pipeline bubble (p-1)/(v m) = %.1f%% of the compute time", 100 * t.bubble_fraction);
 }
 
 }  // namespace ss::viz
