@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
@@ -41,6 +42,23 @@ TEST_CASE("train prints steps, memory and the GBS line, and writes its files", "
     CliResult again = run_shardscope("train --model tiny --mbs 2 --ga 2 --steps 1 --init " + save);
     INFO(again.output);
     REQUIRE(again.code == 0);
+}
+
+TEST_CASE("--dp-rep's help calls replica groups what they are: HSDP / MiCS", "[cli]") {
+    // Replica groups partition the model states over dp_shard and replicate
+    // the group; ZeRO++'s hpZ keeps ZeRO-3's partition over all of dp (Wang et
+    // al. 2023, sec. 3.2). The flag's help must not present one as the other.
+    for (const std::string cmd : {"train", "plan", "mesh"}) {
+        CliResult r = run_shardscope(cmd + " --help");
+        INFO("shardscope " << cmd << " --help\n" << r.output);
+        REQUIRE(r.code == 0);
+        std::istringstream lines(r.output);
+        std::string line, dp_rep;
+        while (std::getline(lines, line))
+            if (line.find("--dp-rep") != std::string::npos) dp_rep = line;
+        CHECK_THAT(dp_rep, Contains("HSDP") && Contains("MiCS"));
+        CHECK_THAT(dp_rep, Contains("not ZeRO++ hpZ") || !Contains("hpZ"));
+    }
 }
 
 TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {

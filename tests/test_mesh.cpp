@@ -325,4 +325,8 @@ TEST_CASE("mesh_report prints shape, DP, ranks and groups", "[mesh]") {
     REQUIRE_THAT(text, Contains("{0,2,4,6} {1,3,5,7} {8,10,12,14} {9,11,13,15}"));
     REQUIRE_THAT(text, Contains("{0,8} {1,9} {2,10}"));
     REQUIRE_THAT(text, Contains("sp           16 groups of  1 rank   (axis not split"));
+    // Replica groups are hybrid sharding (HSDP / MiCS), not ZeRO++'s hpZ, which
+    // keeps ZeRO-3's partition over all of dp (tutorials/05, docs/mesh.md).
+    REQUIRE_THAT(text, Contains("all-reduce gradient shards across copies (HSDP, MiCS)"));
+    REQUIRE_THAT(text, !Contains("hpZ"));
 }

@@ -150,6 +150,12 @@ TEST_CASE("every schedule of the grid checks, runs each forward and backward onc
         REQUIRE(st.bubble_fraction == Approx(formula).epsilon(1e-12).margin(1e-12));
         REQUIRE(st.makespan == Approx(3.0 * c.m + 3.0 * (c.p - 1) / c.v).epsilon(1e-12));
         for (double idle : st.idle) REQUIRE(idle == Approx(3.0 * (c.p - 1) / c.v).margin(1e-9));
+        // The same idle measured GPipe's way (Huang et al. 2019, sec. 2.3): over
+        // the whole step, not over the compute. For v = 1 that is (p-1)/(m+p-1),
+        // the figure tutorials/08 and docs/formulas.md give beside the engine's (p-1)/m.
+        const double gpipe_measure = (c.p - 1.0) / c.v / (c.m + (c.p - 1.0) / c.v);
+        for (double idle : st.idle) REQUIRE(idle / st.makespan == Approx(gpipe_measure).epsilon(1e-12));
+        if (c.v == 1) REQUIRE(gpipe_measure == Approx((c.p - 1.0) / (c.m + c.p - 1.0)).epsilon(1e-12));
     }
 }
 

@@ -339,6 +339,19 @@ TEST_CASE("the text report shows the arithmetic, every category and the verdict"
                            Catch::Matchers::Contains("throughput: "));
 }
 
+TEST_CASE("bytes are decimal units in every planner output, the viewer's calculator included", "[plan][report]") {
+    // One unit for the planner, its presets and the viewer's GBS calculator
+    // (viz/app/panel_gbs_plan.cpp prints with decimal_bytes): 1 GB = 1e9 bytes,
+    // as GPU memory is quoted. The presets say 80 GB for an H100: 80e9 bytes.
+    REQUIRE(hardware_preset("h100").memory == 80e9);
+    CHECK(decimal_bytes(hardware_preset("h100").memory) == "80.00 GB");
+    CHECK(decimal_bytes(19.7e9) == "19.70 GB");  // 18.35 GiB: the unit matters at this size
+    CHECK(decimal_bytes(60288) == "60.29 kB");
+    CHECK(decimal_bytes(999) == "999 B");
+    CHECK(decimal_bytes(1.5e12) == "1.50 TB");
+    CHECK(decimal_bytes(1e6) == "1.00 MB");
+}
+
 TEST_CASE("shardscope plan: errors exit 1 with the message, --json writes every number", "[plan][cli]") {
     CliResult bad = run_shardscope("plan --gpus 512 --model gpt3-6.7b --mbs 16 --tp 3");
     REQUIRE(bad.code == 1);

@@ -108,3 +108,22 @@ TEST_CASE("every tutorial command runs and prints what the chapter quotes", "[tu
         }
     }
 }
+
+TEST_CASE("every chapter links to the next one, and the last back to the first", "[tutorials]") {
+    std::vector<std::string> files = tutorial_files();
+    REQUIRE(files.size() >= 2);
+    for (size_t i = 0; i < files.size(); ++i) {
+        std::ifstream f(std::string(SS_SOURCE_DIR) + "/tutorials/" + files[i]);
+        std::stringstream text;
+        text << f.rdbuf();
+        // A reader who finishes chapter i must find chapter i+1 from its end;
+        // the last chapter sends them back to the first.
+        const bool last = i + 1 == files.size();
+        const std::string target = "](" + files[last ? 0 : i + 1] + ")";
+        const std::string lead = last ? "Back to [" : "Next: [";
+        INFO(files[i] << " should link to " << target << " after \"" << lead << "\"");
+        const size_t at = text.str().rfind(lead);
+        REQUIRE(at != std::string::npos);
+        CHECK(text.str().find(target, at) != std::string::npos);
+    }
+}

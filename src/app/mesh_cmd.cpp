@@ -27,7 +27,7 @@ void add_mesh_command(CLI::App& root) {
     cmd->add_option("--pp", opt->shape.pp, "Pipeline stages (outermost axis)");
     cmd->add_option("--sp", opt->shape.sp, "Sequence-parallel degree (Ulysses / ring attention)");
     cmd->add_option("--dp-shard", opt->shape.dp_shard, "ZeRO shards; default: the rest of the world");
-    cmd->add_option("--dp-rep", opt->shape.dp_rep, "Data-parallel replicas; default: 1, or the rest if --dp-shard is given");
+    cmd->add_option("--dp-rep", opt->shape.dp_rep, "Data-parallel replicas of the shard group (HSDP / MiCS); default: 1, or the rest if --dp-shard is given");
     cmd->callback([opt] {
         const ProcessMesh mesh(opt->ranks, fill_dp(opt->ranks, opt->shape));
         std::fputs(mesh_report(mesh).c_str(), stdout);

@@ -104,7 +104,7 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--sp-mode", f->sp_mode, "ulysses (all-to-all) or ring (ring attention)")->capture_default_str();
     cmd->add_flag("--sequence-parallel", l.sequence_parallel, "Megatron sequence parallelism on the tp axis");
     cmd->add_option("--dp-shard", l.dp_shard, "Ranks ZeRO shards over (default: the rest of the world)");
-    auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group (default: 1)");
+    auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");
     auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
     cmd->add_option("--schedule", f->schedule, "Pipeline schedule: gpipe, 1f1b, interleaved")->capture_default_str();
     cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();

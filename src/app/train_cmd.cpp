@@ -55,7 +55,7 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--sp-mode", opts->sp_mode, "How SP splits attention: ulysses (all-to-all around attention) or ring (K, V round the ring)")
         ->capture_default_str();
     cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
-    cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group (HSDP / ZeRO++ hpZ; default: 1)");
+    cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS, not ZeRO++ hpZ (default: 1)");
     cmd->add_option("--bucket-mb", opts->bucket_mb, "DDP: all-reduce gradients in buckets of this many MiB (0: naive)")
         ->capture_default_str();
     cmd->add_option("--replica-sync-every", opts->replica_sync_every,

@@ -13,7 +13,7 @@ const char* purpose(GroupKind kind) {
         case GroupKind::tp: return "Megatron TP: all-reduce activations in every layer (f/g)";
         case GroupKind::sp: return "sequence parallel: all-to-all around attention, or K/V around a ring";
         case GroupKind::dp_shard: return "ZeRO: all-gather parameters, reduce-scatter gradients";
-        case GroupKind::dp_rep: return "replicas: all-reduce gradient shards across copies (hpZ, HSDP)";
+        case GroupKind::dp_rep: return "replicas: all-reduce gradient shards across copies (HSDP, MiCS)";
         case GroupKind::dp: return "data parallel: different batches, same model; GBS counts these";
         case GroupKind::pp: return "pipeline: activations to the next stage, gradients to the previous";
         case GroupKind::dp_shard_sp: return "ZeRO shards over these when sp > 1";

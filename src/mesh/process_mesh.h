@@ -201,7 +201,7 @@ public:
     /// Number of replicas dp_rep.
     int dp_rep_world_size() const { return mesh_.shape().dp_rep; }
     /// The replica group: the ranks holding the same shard in every replica
-    /// (hpZ / HYBRID_SHARD all-reduce their reduced shards over it).
+    /// (HSDP / FSDP HYBRID_SHARD and MiCS all-reduce their reduced shards over it).
     Group dp_rep_group() const { return mesh_.group(GroupKind::dp_rep, rank_); }
 
     /// Rank in the "dp_shard+sp" group: dp_shard_rank * sp + sp_rank.

@@ -56,7 +56,7 @@ std::vector<Compute> gpipe_order(int m) {
     return c;
 }
 
-// 1F1B / PipeDream-Flush (Narayanan et al. 2021, sec. 2.2; Megatron-LM
+// 1F1B / PipeDream-Flush (Narayanan et al. 2021, sec. 2.2.1, fig. 4 top; Megatron-LM
 // schedules.py, forward_backward_pipelining_without_interleaving). Rank r:
 //   warm-up:      min(p - r - 1, m) forwards, filling the pipe below it
 //   steady state: one forward, one backward, until the forwards run out
@@ -76,7 +76,7 @@ std::vector<Compute> one_f_one_b_order(int p, int m, int rank) {
     return c;
 }
 
-// Interleaved 1F1B (Narayanan et al. 2021, sec. 2.2, fig. 4; Megatron-LM
+// Interleaved 1F1B (Narayanan et al. 2021, sec. 2.2.2, fig. 4 bottom; Megatron-LM
 // schedules.py, forward_backward_pipelining_with_interleaving). Each rank
 // holds v chunks; it runs m*v chunk-forwards, and the k-th goes through
 //   chunk (k mod p v) / p   with micro (k / p v) * p + k mod p,

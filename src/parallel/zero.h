@@ -32,14 +32,20 @@
 // unit. The padding (at most N - 1 elements per unit) is zero and never
 // updated; it is counted in the Ledger and in the traced bytes.
 //
-// Replica groups (ZeRO++ hpZ, Wang et al. 2023; FSDP HYBRID_SHARD; MiCS,
-// Zhang et al. 2022): the dp ranks form R replicas of S shard ranks (DP = S x R).
+// Replica groups (HSDP, PyTorch FSDP's HYBRID_SHARD; MiCS, Zhang et al. 2022,
+// arXiv:2203.14685): the dp ranks form R replicas of S shard ranks (DP = S x R).
 // ZeRO shards over the S ranks of a shard group (axis dp_shard) and every
 // shard is replicated across the R replicas (axis dp_rep): gradient shards
 // are reduce-scattered inside the shard group, then all-reduced across
 // replicas. With --replica-sync-every K > 1 (local SGD, Lin et al. 2020) the
 // replicas skip that all-reduce and average their parameters every K steps
 // instead: each replica then steps on its own batch of MBS x GA x S.
+//
+// This is not ZeRO++'s hpZ (Wang et al. 2023, arXiv:2306.10209, sec. 3.2):
+// hpZ keeps ZeRO-3's partition of parameters, gradients and optimizer states
+// over all R x S ranks and adds a secondary copy of the parameters,
+// partitioned inside each node, so that backward's all-gather stays in the
+// node. Here the model states themselves are partitioned over S ranks only.
 #pragma once
 
 #include <map>

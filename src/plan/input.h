@@ -33,7 +33,7 @@ enum class SpMode {
 enum class Schedule {
     gpipe,        ///< all forwards, then all backwards (Huang et al. 2019): m micro-batches in flight
     one_f_one_b,  ///< 1F1B / PipeDream-Flush (Narayanan et al. 2021): at most p in flight
-    interleaved,  ///< interleaved 1F1B: v model chunks per stage, bubble / v (Narayanan et al. 2021, sec. 2.2)
+    interleaved,  ///< interleaved 1F1B: v model chunks per stage, bubble / v (Narayanan et al. 2021, sec. 2.2.2)
 };
 
 

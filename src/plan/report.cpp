@@ -16,6 +16,22 @@ std::string commas(int64_t v) {
     return out;
 }
 
+std::string decimal_bytes(double bytes) {
+    struct Unit {
+        double size;
+        const char* name;
+    };
+    const Unit units[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}};
+    char buf[64];
+    for (const Unit& u : units)
+        if (bytes >= u.size) {
+            std::snprintf(buf, sizeof buf, "%.2f %s", bytes / u.size, u.name);
+            return buf;
+        }
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+    return buf;
+}
+
 namespace {
 
 std::string fmt(const char* f, ...) {
@@ -27,17 +43,8 @@ std::string fmt(const char* f, ...) {
     return buf;
 }
 
-// Decimal units, as GPU memory and link speeds are quoted: 1 GB = 1e9 bytes.
-std::string human(double bytes) {
-    if (bytes >= 1e12) return fmt("%.2f TB", bytes / 1e12);
-    if (bytes >= 1e9) return fmt("%.2f GB", bytes / 1e9);
-    if (bytes >= 1e6) return fmt("%.2f MB", bytes / 1e6);
-    if (bytes >= 1e3) return fmt("%.2f kB", bytes / 1e3);
-    return fmt("%.0f B", bytes);
-}
-
 // Exact below 1 MB (small runs are compared with traces byte for byte), else decimal units.
-std::string comm_bytes(int64_t b) { return b < 1000000 ? commas(b) + " B" : human(double(b)); }
+std::string comm_bytes(int64_t b) { return b < 1000000 ? commas(b) + " B" : decimal_bytes(double(b)); }
 
 std::string flops_str(double f) { return f >= 1e12 ? fmt("%.0f TFLOP/s", f / 1e12) : fmt("%.1f GFLOP/s", f / 1e9); }
 
@@ -62,8 +69,8 @@ std::string cluster_line(const PlanInput& in) {
     const Hardware& h = in.hw;
     std::string node = in.gpus_per_node >= in.gpus ? "all in one node" : fmt("%d per node", in.gpus_per_node);
     return fmt("cluster: %d x %s, %s: %s peak x %.2f, %s, links %s/s in a node, %s/s between\n", in.gpus,
-               h.label.c_str(), node.c_str(), flops_str(h.flops).c_str(), h.efficiency, human(h.memory).c_str(),
-               human(h.intra.busbw).c_str(), human(h.inter.busbw).c_str());
+               h.label.c_str(), node.c_str(), flops_str(h.flops).c_str(), h.efficiency, decimal_bytes(h.memory).c_str(),
+               decimal_bytes(h.intra.busbw).c_str(), decimal_bytes(h.inter.busbw).c_str());
 }
 
 }  // namespace
@@ -85,7 +92,7 @@ std::string format_plan(const PlanResult& r) {
     const std::string N = std::to_string(mem.shard_n);
     o << fmt("memory per GPU (pipeline stage %d of %d)  %10s %16s  formula\n", mem.stage, r.mesh.pp, "", "bytes");
     auto row = [&](const char* name, double bytes, const std::string& formula) {
-        o << fmt("  %-22s %12s %16s  %s\n", name, human(bytes).c_str(), commas(int64_t(std::llround(bytes))).c_str(),
+        o << fmt("  %-22s %12s %16s  %s\n", name, decimal_bytes(bytes).c_str(), commas(int64_t(std::llround(bytes))).c_str(),
                  formula.c_str());
     };
     row("params", double(mem.states.params),
@@ -101,7 +108,7 @@ std::string format_plan(const PlanResult& r) {
     row("comm buffers", double(mem.comm),
         l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets");
     row("total", double(mem.total),
-        fmt("of %s: %s", human(mem.capacity).c_str(), mem.fits() ? "fits" : "DOES NOT FIT"));
+        fmt("of %s: %s", decimal_bytes(mem.capacity).c_str(), mem.fits() ? "fits" : "DOES NOT FIT"));
     o << "\n";
 
     o << "communication per step (global rank 0)\n";
@@ -111,7 +118,7 @@ std::string format_plan(const PlanResult& r) {
         o << fmt("  %-12s %-15s %-9s %-5s %6d %-6s %8lld %12s %10.3f  %s\n", c.axis.c_str(), c.op.c_str(),
                  payload_name(c.payload), phase_name(c.phase), c.group, c.intra_node ? "node" : "net",
                  (long long)c.calls, comm_bytes(c.bytes).c_str(), c.seconds * 1e3, overlap_name(c.overlap));
-    o << fmt("  %-60s %12s\n\n", "total", human(double(r.comm_bytes())).c_str());
+    o << fmt("  %-60s %12s\n\n", "total", decimal_bytes(double(r.comm_bytes())).c_str());
 
     const double per_gpu_flops = t.hw_flops / r.gbs.world;
     o << "time per step (predicted)\n";

@@ -27,4 +27,10 @@ nlohmann::json search_json(const SearchInput& in, const std::vector<PlanResult>&
 /// 1234567 -> "1,234,567".
 std::string commas(int64_t v);
 
+/// Bytes in decimal units, as GPU memory and link speeds are quoted and as
+/// every planner output counts them: 1 kB = 1e3, 1 MB = 1e6, 1 GB = 1e9,
+/// 1 TB = 1e12 bytes. 80e9 -> "80.00 GB", 512 -> "512 B". The viewer's GBS
+/// calculator prints the planner's numbers with it, so both say the same.
+std::string decimal_bytes(double bytes);
+
 }  // namespace ss

@@ -102,7 +102,7 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
             if (ImGui::Selectable(hws[i].c_str(), int(i) == ui.hw)) {
                 ui.hw = int(i);
                 const Hardware h = hardware_preset(hws[i]);
-                ui.gpu_mem_gib = float(h.memory / double(1ull << 30));
+                ui.gpu_mem_gb = float(h.memory / 1e9);
                 ui.in.gpus_per_node = std::min(h.gpus_per_node, 1 << 20);
             }
         ImGui::EndCombo();
@@ -110,8 +110,11 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
     help_marker("The planner's device presets (src/plan/hardware.h): peak FLOP/s, memory, and the intra- and "
                 "inter-node links; cpu-local is this machine, from `shardscope bench --calibrate`.");
     ImGui::SetNextItemWidth(130);
-    ImGui::InputFloat("GiB per GPU", &ui.gpu_mem_gib, 8, 16, "%.0f");
-    ui.gpu_mem_gib = std::max(ui.gpu_mem_gib, 0.01f);
+    ImGui::InputFloat("GB per GPU", &ui.gpu_mem_gb, 8, 16, "%.0f");
+    ui.gpu_mem_gb = std::max(ui.gpu_mem_gb, 0.01f);
+    help_marker("GB here and in every number of this calculator is 10^9 bytes, as GPU memory is quoted "
+                "(H100: 80 GB) and as `shardscope plan` prints it (src/plan/report.h, decimal_bytes). "
+                "The trace panels count the Ledger's bytes in binary units (MiB = 2^20 bytes).");
     ImGui::Separator();
     ImGui::TextUnformatted("model and batch");
     ImGui::SetNextItemWidth(130);
@@ -138,7 +141,7 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
     const char* sp_modes[] = {"Ulysses", "ring attention"};
     ImGui::Combo("SP mode", &ui.sp_mode, sp_modes, 2);
     int_input("dp_shard (0 = rest)", &ui.in.dp_shard, 0, 1 << 20, "ranks ZeRO shards over; 0: the rest of DP");
-    int_input("dp_rep (0 = rest)", &ui.in.dp_rep, 0, 1 << 20, "replicas of the shard group (hpZ / HSDP)");
+    int_input("dp_rep (0 = rest)", &ui.in.dp_rep, 0, 1 << 20, "replicas of the shard group (HSDP / MiCS)");
     ImGui::TextUnformatted("ZeRO");
     for (int z = 0; z <= 3; ++z) {
         ImGui::SameLine();

@@ -15,6 +15,7 @@
 
 #include "core/check.h"
 #include "plan/plan.h"
+#include "plan/report.h"
 #include "viz/app/panels.h"
 #include "viz/app/widgets.h"
 
@@ -39,7 +40,7 @@ PlanInput plan_input(const GbsUi& ui) {
     in.gpus = ui.in.gpus;
     in.gpus_per_node = ui.in.gpus_per_node;
     in.hw = hardware(ui.hw);
-    in.hw.memory = double(ui.gpu_mem_gib) * double(1ull << 30);
+    in.hw.memory = double(ui.gpu_mem_gb) * 1e9;
     in.layout.tp = ui.in.tp;
     in.layout.pp = ui.in.pp;
     in.layout.sp = ui.in.sp;
@@ -78,7 +79,7 @@ void memory_table(const PlanResult& r) {
     const float cap_x = p.x + float(cap * scale);
     dl->AddRect(ImVec2(p.x, p.y), ImVec2(cap_x, p.y + h), IM_COL32(220, 220, 230, 200));
     ImGui::Dummy(ImVec2(w, h + 2));
-    ImGui::Text("%s of %s per GPU (%.0f%%)", fmt_bytes(double(m.total)).c_str(), fmt_bytes(cap).c_str(),
+    ImGui::Text("%s of %s per GPU (%.0f%%)", decimal_bytes(double(m.total)).c_str(), decimal_bytes(cap).c_str(),
                 100.0 * double(m.total) / cap);
     if (!m.fits()) {
         ImGui::SameLine();
@@ -98,11 +99,11 @@ void memory_table(const PlanResult& r) {
             swatch(memory_color(row.cat));
             ImGui::TextUnformatted(mem_name(row.cat));
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(fmt_bytes(row.bytes).c_str());
+            ImGui::TextUnformatted(decimal_bytes(row.bytes).c_str());
         }
         ImGui::EndTable();
     }
-    ImGui::TextDisabled("activations: %s per layer and micro-batch (%s)", fmt_bytes(m.acts.per_layer).c_str(),
+    ImGui::TextDisabled("activations: %s per layer and micro-batch (%s)", decimal_bytes(m.acts.per_layer).c_str(),
                         m.acts.formula.c_str());
 }
 
@@ -129,7 +130,7 @@ void comm_table(const PlanResult& r) {
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(fmt_int(uint64_t(calls[size_t(p)])).c_str());
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(fmt_bytes(bytes[size_t(p)]).c_str());
+            ImGui::TextUnformatted(decimal_bytes(bytes[size_t(p)]).c_str());
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(fmt_time_us(seconds[size_t(p)] * 1e6).c_str());
         }
@@ -160,6 +161,8 @@ void plan_section(ViewerState& s, const GbsResult& r) {
     ImGui::SameLine();
     ImGui::TextDisabled("%s on %s", pr.layout_str().c_str(), pr.input.hw.label.c_str());
     ImGui::TextUnformatted("memory per GPU");
+    ImGui::SameLine();
+    ImGui::TextDisabled("(bytes in decimal units, 1 GB = 10^9 bytes, as `shardscope plan` prints them)");
     memory_table(pr);
     ImGui::Spacing();
     ImGui::TextUnformatted("communication per step (rank 0)");
@@ -172,7 +175,9 @@ void plan_section(ViewerState& s, const GbsResult& r) {
                 "x 8/6 with full recompute) at the preset's peak x efficiency; plus TP/SP/PP traffic on the "
                 "critical path, the pipeline bubble (p - 1)/(v m) of the micro-batches, the data-parallel "
                 "traffic that does not hide under compute, and the optimizer. MFU = model FLOPs / (time x peak).");
-    if (pr.input.layout.pp > 1) ImGui::TextDisabled("pipeline bubble %.1f%% of the step", 100 * t.bubble_fraction);
+    // Narayanan et al. 2021's bubble time fraction: idle over compute, not over the step (tutorials/08).
+    if (pr.input.layout.pp > 1)
+        ImGui::TextDisabled("pipeline bubble (p-1)/(v m) = %.1f%% of the compute time", 100 * t.bubble_fraction);
 }
 
 }  // namespace ss::viz

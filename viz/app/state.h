@@ -68,7 +68,7 @@ struct GbsUi {
     int zero = 1;                ///< ZeRO stage
     int recompute = 0;           ///< activation recomputation: 0 none, 1 selective, 2 full
     int dtype = 1;               ///< 0 fp32, 1 bf16
-    float gpu_mem_gib = 80;      ///< memory per GPU
+    float gpu_mem_gb = 80;       ///< memory per GPU in GB (1e9 bytes, as the planner and the presets count it)
     int seq = 1024;              ///< sequence length T
     int hw = 0;                  ///< index into hardware_preset_names() (src/plan/hardware.h)
 };
