@@ -1,7 +1,9 @@
 // test_cli.cpp — `shardscope train` end to end: output, files, and a clear
 // error with a non-zero exit for every kind of bad input.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -71,7 +73,7 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         {"train --model tiny --init " + corrupt, corrupt},
         {"train --model tiny --layers 3 --init " + tmp("tiny.safetensors"), "h.2"},
         {"train --model tiny --dim 32 --init " + tmp("tiny.safetensors"), "shape"},
-        {"train --model tiny --mbs 0", "--mbs must be at least 1"},
+        {"train --model tiny --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
         {"train --model tiny --dtype fp8", "unknown dtype 'fp8'"},
     };
     for (const Case& c : cases) {
@@ -82,3 +84,54 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         CHECK_THAT(r.output, Contains(c.message));
     }
 }
+
+// Issue 14, 4.7: numbers that were silently replaced by a default (or ran with
+// nonsense) are refused before anything runs, by one check (src/app/flag_range.h)
+// whose message names the flag, the value and the range.
+TEST_CASE("a flag's number outside its range: an error naming the flag and the range", "[cli][errors]") {
+    struct Case {
+        std::string args, message;
+    };
+    const std::vector<Case> cases = {
+        {"train --model tiny --seq 0", "--seq 0 is out of range: it must be at least 1"},
+        {"train --model tiny --seq -5", "--seq -5 is out of range: it must be at least 1"},
+        {"train --model tiny --threads 0", "--threads 0 is out of range: it must be in [1, 1024]"},
+        {"train --model tiny --comm-timeout -1", "--comm-timeout -1 is out of range: it must be above 0"},
+        {"train --model tiny --layers 0", "--layers 0 is out of range"},
+        {"train --model tiny --ranks 5000", "--ranks 5000 is out of range: it must be in [1, 4096]"},
+        {"train --model tiny --pp-split 2,0", "--pp-split 0 is out of range"},
+        {"train --model tiny --zero 4", "--zero 4 is out of range: it must be in [0, 3]"},
+        {"plan --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
+        {"plan --ga 0", "--ga 0 is out of range"},
+        {"plan --efficiency -1", "--efficiency -1 is out of range: it must be in (0, 1]"},
+        {"plan --efficiency 2", "--efficiency 2 is out of range: it must be in (0, 1]"},
+        {"plan --flops nan", "--flops nan is not a finite number: it must be above 0"},
+        {"plan --flops inf", "--flops inf is not a finite number"},
+        {"plan --gpu-mem-gb 0", "--gpu-mem-gb 0 is out of range: it must be above 0"},
+        {"plan --search --top 0", "--top 0 is out of range: it must be at least 1"},
+        {"plan --gpus 2147483647", "--gpus 2147483647 is out of range"},
+        {"bench --steps 0 --no-torch", "--steps 0 is out of range: it must be at least 1"},
+        {"bench dp --ranks 2,0", "--ranks 0 is out of range"},
+        {"bench comm --max-bytes 1e12", "--max-bytes 1e12 is out of range"},
+        {"trace summary x.json --rank -2", "--rank -2 is out of range: it must be at least 0"},
+        // 4.6: absurd sizes are refused at once instead of running until killed.
+        {"mesh --ranks 2147483647", "--ranks 2147483647 is out of range: it must be in [1, 65536]"},
+        {"schedule --pp 100000 --micro 100000", "--pp 100000 is out of range"},
+        {"schedule --pp 300 --micro 300",
+         "--pp 300 x --micro 300 x --pp-virtual 1 = 90000 chunk computations is more than this chart draws (65536)"},
+    };
+    for (const Case& c : cases) {
+        const auto t0 = std::chrono::steady_clock::now();
+        CliResult r = run_shardscope(c.args);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        INFO("shardscope " << c.args << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("error: " + c.message));
+        // Refused while parsing: no model is built, no schedule simulated. Generous for a loaded machine;
+        // the cases that ran before took from seconds to "until killed".
+        CHECK(seconds < 10);
+    }
+    // A value in range still runs, and a flag left out keeps its default (0 = the model's maxT).
+    CHECK(run_shardscope("train --model tiny --steps 1 --seq 16 --threads 1 --comm-timeout 0.5 --quiet").code == 0);
+}
+
