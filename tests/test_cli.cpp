@@ -135,3 +135,28 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
     CHECK(run_shardscope("train --model tiny --steps 1 --seq 16 --threads 1 --comm-timeout 0.5 --quiet").code == 0);
 }
 
+// 4.6: the report builds each group once (it built every group from every
+// member: world x group size, 58 s at 30,000 ranks); its bound prints fast.
+TEST_CASE("mesh at its largest world prints in seconds", "[cli][mesh]") {
+    const auto t0 = std::chrono::steady_clock::now();
+    CliResult r = run_shardscope("mesh --ranks 65536 --tp 8 --pp 4");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("mesh: 65536 ranks = pp 4 x dp_rep 1 x dp_shard 2048 x sp 1 x tp 8"));
+    // ~0.5 s on a 2-core machine; the quadratic groups took minutes at this size.
+    CHECK(seconds < 20);
+}
+
+// 4.6: chunk labels were 'a' + chunk, so chunk 26 on printed '{', then DEL and raw bytes.
+TEST_CASE("schedule labels every chunk readably, past z too", "[cli][schedule]") {
+    CliResult r = run_shardscope("schedule --pp 2 --micro 2 --schedule interleaved --pp-virtual 40");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("F0c39") && Contains("B1c26") && Contains("F3c27 = forward of micro-batch 3"));
+    for (char ch : r.output) REQUIRE(((ch >= 0x20 && ch < 0x7f) || ch == '\n'));
+    // 26 chunks or fewer keep their letters.
+    CliResult letters = run_shardscope("schedule --pp 2 --micro 2 --schedule interleaved --pp-virtual 26");
+    REQUIRE(letters.code == 0);
+    REQUIRE_THAT(letters.output, Contains("F0z"));
+}
+
