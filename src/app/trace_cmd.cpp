@@ -14,6 +14,7 @@
 #include "app/commands.h"
 #include "app/flag_range.h"
 #include "comm/trace.h"
+#include "comm/trace_check.h"
 #include "comm/trace_summary.h"
 
 namespace ss::app {
@@ -34,7 +35,8 @@ void add_trace_command(CLI::App& root) {
     limit(*summary, "--rank", at_least(0), "leave it out for every rank");
     limit(*summary, "--step", at_least(0), "leave it out for every step");
     summary->callback([file, filter, exact] {
-        const Trace trace = read_chrome_trace(*file);
+        const Trace trace = read_checked_trace(*file, TraceLimits{}, "trace summary");
+        check_trace_filter(trace, *filter);
         std::fputs(format_trace_summary(summarize_trace(trace, *filter), *file, *exact).c_str(), stdout);
     });
 }
