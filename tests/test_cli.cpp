@@ -160,3 +160,41 @@ TEST_CASE("schedule labels every chunk readably, past z too", "[cli][schedule]")
     REQUIRE_THAT(letters.output, Contains("F0z"));
 }
 
+// 4.9: messages that named the wrong thing.
+TEST_CASE("bad input names what is wrong: a directory, the ranks of a trace, the steps of a checkpoint, ring", "[cli][errors]") {
+    const std::string dir = tmp("a_dir");
+    std::filesystem::create_directories(dir);
+    for (const std::string flag : {"--init", "--data"}) {
+        CliResult r = run_shardscope("train --model tiny --steps 1 " + flag + " " + dir);
+        INFO(flag << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("'" + dir + "' is a directory"));
+    }
+
+    // A trace of 2 ranks asked for rank 99.
+    const std::string trace = tmp("two_ranks.json");
+    REQUIRE(run_shardscope("train --model tiny --steps 1 --ranks 2 --quiet --trace " + trace).code == 0);
+    CliResult rank = run_shardscope("trace summary " + trace + " --rank 99");
+    INFO(rank.output);
+    CHECK(rank.code == 1);
+    CHECK_THAT(rank.output, Contains("--rank 99: the trace has no events of rank 99; its ranks are 0-1"));
+    CliResult step = run_shardscope("trace summary " + trace + " --step 7");
+    CHECK(step.code == 1);
+    CHECK_THAT(step.output, Contains("--step 7: the trace has no events of step 7; its steps are 1"));
+
+    // A `latest` that names a step that is not there: the message lists the steps that are.
+    const std::string ck = tmp("ck_latest");
+    std::filesystem::remove_all(ck);
+    REQUIRE(run_shardscope("train --model tiny --steps 2 --save-every 1 --quiet --checkpoint-dir " + ck).code == 0);
+    write_bytes(ck + "/latest", "step-00000099\n");
+    CliResult latest = run_shardscope("train --model tiny --steps 3 --quiet --resume " + ck);
+    INFO(latest.output);
+    CHECK(latest.code == 1);
+    CHECK_THAT(latest.output, Contains("the complete steps in " + ck + ": step-00000001, step-00000002"));
+
+    // Megatron-SP with a ring sp axis was reported as Ulysses.
+    CliResult ring = run_shardscope("train --model tiny --steps 1 --ranks 4 --tp 2 --sequence-parallel --sp 2 --sp-mode ring");
+    INFO(ring.output);
+    CHECK(ring.code == 1);
+    CHECK_THAT(ring.output, Contains("--sp 2 (ring attention) cannot be combined"));
+}
