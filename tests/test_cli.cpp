@@ -1,7 +1,9 @@
 // test_cli.cpp — `shardscope train` end to end: output, files, and a clear
 // error with a non-zero exit for every kind of bad input.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -89,7 +91,7 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         {"train --model tiny --init " + corrupt, corrupt},
         {"train --model tiny --layers 3 --init " + tmp("tiny.safetensors"), "h.2"},
         {"train --model tiny --dim 32 --init " + tmp("tiny.safetensors"), "shape"},
-        {"train --model tiny --mbs 0", "--mbs must be at least 1"},
+        {"train --model tiny --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
         {"train --model tiny --dtype fp8", "unknown dtype 'fp8'"},
     };
     for (const Case& c : cases) {
@@ -99,4 +101,118 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         CHECK_THAT(r.output, Contains("error:"));
         CHECK_THAT(r.output, Contains(c.message));
     }
+}
+
+// Issue 14, 4.7: numbers that were silently replaced by a default (or ran with
+// nonsense) are refused before anything runs, by one check (src/app/flag_range.h)
+// whose message names the flag, the value and the range.
+TEST_CASE("a flag's number outside its range: an error naming the flag and the range", "[cli][errors]") {
+    struct Case {
+        std::string args, message;
+    };
+    const std::vector<Case> cases = {
+        {"train --model tiny --seq 0", "--seq 0 is out of range: it must be at least 1"},
+        {"train --model tiny --seq -5", "--seq -5 is out of range: it must be at least 1"},
+        {"train --model tiny --threads 0", "--threads 0 is out of range: it must be in [1, 1024]"},
+        {"train --model tiny --comm-timeout -1", "--comm-timeout -1 is out of range: it must be above 0"},
+        {"train --model tiny --layers 0", "--layers 0 is out of range"},
+        {"train --model tiny --ranks 5000", "--ranks 5000 is out of range: it must be in [1, 4096]"},
+        {"train --model tiny --pp-split 2,0", "--pp-split 0 is out of range"},
+        {"train --model tiny --zero 4", "--zero 4 is out of range: it must be in [0, 3]"},
+        {"plan --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
+        {"plan --ga 0", "--ga 0 is out of range"},
+        {"plan --efficiency -1", "--efficiency -1 is out of range: it must be in (0, 1]"},
+        {"plan --efficiency 2", "--efficiency 2 is out of range: it must be in (0, 1]"},
+        {"plan --flops nan", "--flops nan is not a finite number: it must be above 0"},
+        {"plan --flops inf", "--flops inf is not a finite number"},
+        {"plan --gpu-mem-gb 0", "--gpu-mem-gb 0 is out of range: it must be above 0"},
+        {"plan --search --top 0", "--top 0 is out of range: it must be at least 1"},
+        {"plan --gpus 2147483647", "--gpus 2147483647 is out of range"},
+        {"bench --steps 0 --no-torch", "--steps 0 is out of range: it must be at least 1"},
+        {"bench dp --ranks 2,0", "--ranks 0 is out of range"},
+        {"bench comm --max-bytes 1e12", "--max-bytes 1e12 is out of range"},
+        {"trace summary x.json --rank -2", "--rank -2 is out of range: it must be at least 0"},
+        // 4.6: absurd sizes are refused at once instead of running until killed.
+        {"mesh --ranks 2147483647", "--ranks 2147483647 is out of range: it must be in [1, 65536]"},
+        {"schedule --pp 100000 --micro 100000", "--pp 100000 is out of range"},
+        {"schedule --pp 300 --micro 300",
+         "--pp 300 x --micro 300 x --pp-virtual 1 = 90000 chunk computations is more than this chart draws (65536)"},
+    };
+    for (const Case& c : cases) {
+        const auto t0 = std::chrono::steady_clock::now();
+        CliResult r = run_shardscope(c.args);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        INFO("shardscope " << c.args << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("error: " + c.message));
+        // Refused while parsing: no model is built, no schedule simulated. Generous for a loaded machine;
+        // the cases that ran before took from seconds to "until killed".
+        CHECK(seconds < 10);
+    }
+    // A value in range still runs, and a flag left out keeps its default (0 = the model's maxT).
+    CHECK(run_shardscope("train --model tiny --steps 1 --seq 16 --threads 1 --comm-timeout 0.5 --quiet").code == 0);
+}
+
+// 4.6: the report builds each group once (it built every group from every
+// member: world x group size, 58 s at 30,000 ranks); its bound prints fast.
+TEST_CASE("mesh at its largest world prints in seconds", "[cli][mesh]") {
+    const auto t0 = std::chrono::steady_clock::now();
+    CliResult r = run_shardscope("mesh --ranks 65536 --tp 8 --pp 4");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("mesh: 65536 ranks = pp 4 x dp_rep 1 x dp_shard 2048 x sp 1 x tp 8"));
+    // ~0.5 s on a 2-core machine; the quadratic groups took minutes at this size.
+    CHECK(seconds < 20);
+}
+
+// 4.6: chunk labels were 'a' + chunk, so chunk 26 on printed '{', then DEL and raw bytes.
+TEST_CASE("schedule labels every chunk readably, past z too", "[cli][schedule]") {
+    CliResult r = run_shardscope("schedule --pp 2 --micro 2 --schedule interleaved --pp-virtual 40");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("F0c39") && Contains("B1c26") && Contains("F3c27 = forward of micro-batch 3"));
+    for (char ch : r.output) REQUIRE(((ch >= 0x20 && ch < 0x7f) || ch == '\n'));
+    // 26 chunks or fewer keep their letters.
+    CliResult letters = run_shardscope("schedule --pp 2 --micro 2 --schedule interleaved --pp-virtual 26");
+    REQUIRE(letters.code == 0);
+    REQUIRE_THAT(letters.output, Contains("F0z"));
+}
+
+// 4.9: messages that named the wrong thing.
+TEST_CASE("bad input names what is wrong: a directory, the ranks of a trace, the steps of a checkpoint, ring", "[cli][errors]") {
+    const std::string dir = tmp("a_dir");
+    std::filesystem::create_directories(dir);
+    for (const std::string flag : {"--init", "--data"}) {
+        CliResult r = run_shardscope("train --model tiny --steps 1 " + flag + " " + dir);
+        INFO(flag << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("'" + dir + "' is a directory"));
+    }
+
+    // A trace of 2 ranks asked for rank 99.
+    const std::string trace = tmp("two_ranks.json");
+    REQUIRE(run_shardscope("train --model tiny --steps 1 --ranks 2 --quiet --trace " + trace).code == 0);
+    CliResult rank = run_shardscope("trace summary " + trace + " --rank 99");
+    INFO(rank.output);
+    CHECK(rank.code == 1);
+    CHECK_THAT(rank.output, Contains("--rank 99: the trace has no events of rank 99; its ranks are 0-1"));
+    CliResult step = run_shardscope("trace summary " + trace + " --step 7");
+    CHECK(step.code == 1);
+    CHECK_THAT(step.output, Contains("--step 7: the trace has no events of step 7; its steps are 1"));
+
+    // A `latest` that names a step that is not there: the message lists the steps that are.
+    const std::string ck = tmp("ck_latest");
+    std::filesystem::remove_all(ck);
+    REQUIRE(run_shardscope("train --model tiny --steps 2 --save-every 1 --quiet --checkpoint-dir " + ck).code == 0);
+    write_bytes(ck + "/latest", "step-00000099\n");
+    CliResult latest = run_shardscope("train --model tiny --steps 3 --quiet --resume " + ck);
+    INFO(latest.output);
+    CHECK(latest.code == 1);
+    CHECK_THAT(latest.output, Contains("the complete steps in " + ck + ": step-00000001, step-00000002"));
+
+    // Megatron-SP with a ring sp axis was reported as Ulysses.
+    CliResult ring = run_shardscope("train --model tiny --steps 1 --ranks 4 --tp 2 --sequence-parallel --sp 2 --sp-mode ring");
+    INFO(ring.output);
+    CHECK(ring.code == 1);
+    CHECK_THAT(ring.output, Contains("--sp 2 (ring attention) cannot be combined"));
 }

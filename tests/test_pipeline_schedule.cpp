@@ -347,3 +347,16 @@ TEST_CASE("shardscope schedule draws the chart; bad input exits 1 with the reaso
     CHECK(missing.code != 0);
     CHECK_THAT(missing.output, Contains("--micro is required"));
 }
+
+// Issue 14, 4.6: a schedule of 10^10 computations was built until memory ran
+// out (and m v overflowed int); it is refused with the product and the flags.
+TEST_CASE("a schedule too large to hold is refused, naming the flags", "[pipeline_schedule]") {
+    PipeSpec s;
+    s.p = 100000;
+    s.m = 100000;
+    REQUIRE_THROWS_WITH(make_pipe_schedule(s), Contains("--pp 100000 x --ga 100000 x --pp-virtual 1 = 10000000000 "
+                                                        "chunk computations per step is more than a schedule holds (4194304)"));
+    s.p = 4;
+    s.m = 1024;  // at the bound's scale in one factor only: built as before
+    REQUIRE(make_pipe_schedule(s).ranks.size() == 4);
+}

@@ -316,6 +316,10 @@ TEST_CASE("cpu-local reads the calibration file, and says what is wrong with a b
     REQUIRE_THROWS_WITH(cpu_local_from_json("{\"matmul_flops\": -1}", "cal.json"),
                         Catch::Matchers::Contains("cal.json: \"matmul_flops\" must be positive"));
     REQUIRE_THROWS_WITH(cpu_local_from_json("[1,", "cal.json"), Catch::Matchers::Contains("cal.json is not JSON"));
+    // Issue 14, 4.7: a file of no known field was labelled "(calibrated)" over the defaults.
+    REQUIRE_THROWS_WITH(cpu_local_from_json(R"({"matmul_flop": 1e11, "cpus": 4})", "cal.json"),
+                        Catch::Matchers::Contains("cal.json holds none of a calibration's fields (matmul_flops, "));
+    REQUIRE(cpu_local_from_json(R"({"cores": 4})", "cal.json").label == "this CPU, one thread per rank (calibrated)");
     // Found by fuzz_hardware: a core count past int's range was converted unchecked.
     REQUIRE_THROWS_WITH(cpu_local_from_json("{\"cores\": 1e300}", "cal.json"),
                         Catch::Matchers::Contains("\"cores\" must be a whole number"));

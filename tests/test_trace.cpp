@@ -12,6 +12,7 @@
 #include "comm/comm.h"
 #include "comm/threads_backend.h"
 #include "comm/trace.h"
+#include "comm/trace_check.h"
 #include "comm/trace_summary.h"
 #include "core/check.h"
 #include "core/ledger.h"
@@ -397,4 +398,66 @@ TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", 
             std::string::npos);
     const std::string last = "else host wall time.\n";
     REQUIRE(table_g.rfind(last) == table_g.size() - last.size());  // the last line
+}
+
+// Issue 14, 4.8: `trace summary` took what the viewer refused. Both now ask
+// comm/trace_check.h; these are its checks, one by one.
+TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out of bounds", "[trace][check]") {
+    auto x = [](int pid, const std::string& dur, const std::string& group, const std::string& bytes) {
+        return std::string(R"({"name":"all_reduce","cat":"comm","ph":"X","pid":)") + std::to_string(pid) +
+               R"(,"tid":1,"ts":0,"dur":)" + dur + R"(,"args":{"axis":"dp","group":)" + group + R"(,"bytes":)" +
+               bytes + R"(,"payload":"grad","layer":-1,"phase":"bwd","microbatch":-1,"step":0}})";
+    };
+    auto problem = [](const std::string& events) {
+        return trace_problem(parse_chrome_trace("{\"traceEvents\":[" + events + "]}"), "t.json", 4096);
+    };
+    REQUIRE(problem(x(0, "5", "[0,1]", "4096") + "," + x(1, "5", "[0,1]", "4096")).empty());
+    REQUIRE(problem("") == "t.json: the trace has no events (a run with --trace writes at least its memory)");
+    REQUIRE(problem(x(0, "-1", "[0,1]", "8")) == "t.json: event 0 (\"all_reduce\"): dur -1 is negative");
+    REQUIRE(problem(x(0, "5", "[0,1]", "8") + "," + x(2000000000, "5", "[0,1]", "8")) ==
+            "t.json: event 1 (\"all_reduce\"): pid 2000000000 is not a rank in [0, 4096)");
+    REQUIRE(problem(x(-1, "5", "[0,1]", "8")) == "t.json: event 0 (\"all_reduce\"): pid -1 is not a rank in [0, 4096)");
+    REQUIRE(problem(x(0, "5", "[0,2000000001]", "8")) ==
+            "t.json: event 0 (\"all_reduce\"): group member 2000000001 is not a rank in [0, 4096)");
+    REQUIRE(problem(x(0, "5", "[0,1]", "18446744073709551615")) ==
+            "t.json: event 0 (\"all_reduce\"): bytes 18446744073709551615 is more than one call moves (at most 2^53)");
+    // Each call within 2^53, but 2048 of them at 2^53 reach 2^64: the 2048th (event 2047) overflows.
+    const std::string big = x(0, "5", "[0,1]", std::to_string(kMaxTraceCallBytes));
+    std::string many = big;
+    for (int i = 1; i < 2047; ++i) many += "," + big;
+    REQUIRE(problem(many).empty());  // 2047 x 2^53 < 2^64
+    many += "," + big;
+    REQUIRE(problem(many) == "t.json: event 2047 (\"all_reduce\"): the bytes of all collectives add up past 2^64");
+}
+
+TEST_CASE("read_checked_trace refuses a file over the cap before reading it, and a directory", "[trace][check]") {
+    // A sparse file: 1.1 GB by its size, no disk used, never read (a reader that read it would take
+    // seconds and gigabytes, as `trace summary` did).
+    const std::string huge = temp_path("huge.json");
+    {
+        std::ofstream f(huge);
+    }
+    std::filesystem::resize_file(huge, 1100ull * 1000 * 1000);
+    REQUIRE(error_of([&] { read_checked_trace(huge, TraceLimits{}, "trace summary"); }) ==
+            huge + ": 1049 MiB is more than trace summary reads (1024 MiB); trace fewer steps or ranks "
+                   "(`shardscope train --steps 2 --trace ...`)");
+    std::filesystem::remove(huge);
+    const std::string dir = std::filesystem::path(huge).parent_path().string();
+    REQUIRE_THAT(error_of([&] { read_checked_trace(dir); }), Catch::Matchers::Contains(dir + ": not a regular file (a directory)"));
+    // A good trace passes every check and reads as read_chrome_trace reads it.
+    const std::string good = temp_path("good.json");
+    write_text(good, R"({"traceEvents":[{"name":"a","ph":"X","pid":1,"tid":0,"ts":1,"dur":1}]})");
+    REQUIRE(read_checked_trace(good).world() == 2);
+}
+
+TEST_CASE("check_trace_filter names the ranks and steps a trace has", "[trace][check]") {
+    const Trace t = parse_chrome_trace(R"({"traceEvents":[)"
+                                       R"({"name":"a","ph":"X","pid":0,"tid":0,"ts":1,"dur":1,"args":{"step":1}},)"
+                                       R"({"name":"a","ph":"X","pid":1,"tid":0,"ts":1,"dur":1,"args":{"step":2}},)"
+                                       R"({"name":"a","ph":"X","pid":3,"tid":0,"ts":1,"dur":1,"args":{"step":3}}]})");
+    check_trace_filter(t, TraceFilter{3, 2});  // both exist: no throw
+    REQUIRE(error_of([&] { check_trace_filter(t, TraceFilter{99, -1}); }) ==
+            "--rank 99: the trace has no events of rank 99; its ranks are 0-1, 3");
+    REQUIRE(error_of([&] { check_trace_filter(t, TraceFilter{-1, 7}); }) ==
+            "--step 7: the trace has no events of step 7; its steps are 1-3");
 }

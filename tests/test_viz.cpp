@@ -134,6 +134,18 @@ TEST_CASE("bad trace files become messages that name the file and say what is wr
         REQUIRE(!r.ok);
         REQUIRE_THAT(r.error, Catch::Contains("pid 2000000000 is not a rank"));
     }
+    SECTION("a group member or a byte count no run has (the checks trace summary shares, comm/trace_check.h)") {
+        json t = json::parse(two_rank_trace());
+        t["traceEvents"][2]["args"]["group"] = {0, 2000000001};
+        LoadResult r = load_trace_text(t.dump(), "group.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("group member 2000000001 is not a rank in [0, 4096)"));
+        t = json::parse(two_rank_trace());
+        t["traceEvents"][2]["args"]["bytes"] = uint64_t(1) << 60;
+        r = load_trace_text(t.dump(), "bytes.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::Contains("is more than one call moves (at most 2^53)"));
+    }
     SECTION("negative duration") {
         json t = json::parse(two_rank_trace());
         t["traceEvents"][0]["dur"] = -1.0;

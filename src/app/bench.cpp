@@ -22,6 +22,8 @@
 
 #include "app/bench_comm.h"
 #include "app/commands.h"
+#include "app/flag_range.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -67,6 +69,20 @@ std::string load_average() {
     std::string one, five, fifteen;
     if (!(f >> one >> five >> fifteen)) return "?";
     return one + " " + five + " " + fifteen;
+}
+
+void limit_bench_flags(CLI::App& cmd) {
+    auto has = [&](const char* flag) { return cmd.get_option_no_throw(flag) != nullptr; };
+    for (const char* n : {"--mbs", "--seq", "--steps", "--rounds", "--search-runs", "--iters", "--ga"})
+        if (has(n)) limit(cmd, n, at_least(1));
+    if (has("--warmup")) limit(cmd, "--warmup", at_least(0));
+    if (has("--threads")) limit(cmd, "--threads", at_least(1, kMaxBlasThreads));
+    if (has("--ranks")) limit(cmd, "--ranks", at_least(1, kMaxThreadRanks), "the threads backend runs every rank in this process");
+    if (has("--zero")) limit(cmd, "--zero", at_least(0, 3));
+    for (const char* axis : {"--pp", "--pp-virtual"})
+        if (has(axis)) limit(cmd, axis, at_least(1));
+    if (has("--bucket-mb")) limit(cmd, "--bucket-mb", at_least(0), "0: one all-reduce per tensor");
+    if (has("--comm-timeout")) limit(cmd, "--comm-timeout", above(0), "seconds");
 }
 
 namespace {
@@ -137,6 +153,7 @@ void add_bench_command(CLI::App& root) {
     cmd->add_flag("--calibrate", f->calibrate,
                   "Instead: measure this machine for `plan --hw cpu-local` and write out/calibration.json "
                   "(as `bench calibrate` with its defaults)");
+    limit_bench_flags(*cmd);
     add_bench_dp_command(*cmd);
     add_bench_trace_command(*cmd);
     add_bench_comm_command(*cmd);

@@ -76,6 +76,11 @@ struct CalibrateOptions {
 /// and how it was measured, writes @p o.out and returns what it wrote.
 nlohmann::json run_bench_calibrate(const CalibrateOptions& o);
 
+/// The ranges of the flags the bench commands share, on those of them that @p cmd
+/// has: --mbs --seq --steps --rounds --search-runs --iters (at least 1), --warmup (at least 0),
+/// --threads, --ranks, --zero, --pp, --pp-virtual, --bucket-mb, --comm-timeout (flag_range.h).
+void limit_bench_flags(CLI::App& cmd);
+
 /// Adds `gpu` under @p bench: training on the GPU, MFU, ranks sharing it (bench_gpu.cpp).
 void add_bench_gpu_command(CLI::App& bench);
 /// Adds `dp` under @p bench: DDP and ZeRO scaling beside PyTorch DDP (bench_dp.cpp).

@@ -248,6 +248,7 @@ void add_bench_calibrate_command(CLI::App& bench) {
         ->capture_default_str();
     cmd->add_option("--out", o->out, "Where to write the calibration")->capture_default_str();
     cmd->add_flag("--show-comm", o->show_comm, "Also print bench comm's all_reduce table");
+    limit_bench_flags(*cmd);
     cmd->callback([o, model]() {
         o->model = model->resolve();
         run_bench_calibrate(*o);

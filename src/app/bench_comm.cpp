@@ -16,7 +16,9 @@
 //
 // The threads backend moves bytes through this machine's memory, so busbw is
 // also shown as a fraction of one thread's memcpy bandwidth.
+#include "app/bench.h"
 #include "app/bench_comm.h"
+#include "app/flag_range.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -252,6 +254,9 @@ void add_bench_comm_command(CLI::App& bench) {
     cmd->add_option("--iters", o->iters, "Timed calls per size")->capture_default_str();
     cmd->add_option("--warmup", o->warmup, "Untimed calls per size")->capture_default_str();
     cmd->add_option("--comm-timeout", o->timeout_seconds, "Seconds a rank waits for another")->capture_default_str();
+    limit_bench_flags(*cmd);
+    for (const char* n : {"--min-bytes", "--max-bytes"})
+        limit(*cmd, n, at_least(1, kMaxBenchBytes), "bytes per rank; every rank holds two buffers of it");
     cmd->callback([o] { run_bench_comm(*o, std::cout); });
 }
 

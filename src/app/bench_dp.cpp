@@ -200,6 +200,7 @@ void add_bench_dp_command(CLI::App& bench) {
     cmd->add_option("--bucket-mb", f->bucket_mb, "Bucket size of the bucketed DDP row, MiB")->capture_default_str();
     cmd->add_flag("--no-torch", f->no_torch, "Do not run PyTorch (bench/torch_gpt2.py, bench/torch_ddp.py)");
     cmd->add_option("--json", f->json, "Write the results here");
+    limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_dp(*f); });
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "app/bench.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -109,6 +110,8 @@ void add_bench_gpu_command(CLI::App& bench) {
     cmd->add_option("--peak-tflops", f->peak_tflops, "The GPU's bf16 peak for MFU (default: H100/H200 datasheet)")
         ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
+    limit_bench_flags(*cmd);
+    limit(*cmd, "--peak-tflops", above(0));
     cmd->callback([f]() { run_bench_gpu(*f); });
 }
 

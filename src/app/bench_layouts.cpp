@@ -194,6 +194,7 @@ void add_bench_layouts_command(CLI::App& bench) {
     cmd->add_option("--calibration", f->calibration, "The planner's cpu-local calibration (bench calibrate)")
         ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
+    limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_layouts(*f); });
 }
 

@@ -306,6 +306,7 @@ void add_bench_pipeline_command(CLI::App& bench) {
     cmd->add_option("--pp-virtual", f->virtual_chunks, "Model chunks per rank of the interleaved rows")
         ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
+    limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_pipeline(*f); });
 }
 

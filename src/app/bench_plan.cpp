@@ -212,6 +212,7 @@ void add_bench_plan_command(CLI::App& bench) {
     cmd->add_option("--calibration", f->calibration, "cpu-local calibration (bench calibrate); defaults if absent")
         ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
+    limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_plan(*f); });
 }
 

@@ -126,6 +126,7 @@ void add_bench_trace_command(CLI::App& bench) {
     cmd->add_option("--bucket-mb", f->bucket_mb, "DDP bucket size, MiB (0: naive)")->capture_default_str();
     cmd->add_option("--trace", f->trace, "Where the traced runs write their trace")->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
+    limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_trace(*f); });
 }
 

@@ -26,9 +26,10 @@ int run_command_line(int argc, const char* const* argv);
 /// Parses @p args (without the program name) as `shardscope` would, and runs
 /// nothing: no subcommand's callback is called. Only the parser's own checks
 /// apply (unknown flags or subcommands, values that do not convert, missing
-/// arguments, and a flag's own parser: --inject-fault). Prints nothing; returns
-/// 0 when the line parses, 1 when a flag's parser throws ss::Error (as
-/// run_command_line would), else CLI11's exit status for the error.
+/// arguments, a number outside its flag's range (flag_range.h), and a flag's
+/// own parser: --inject-fault). Prints nothing; returns 0 when the line parses,
+/// 1 when a range or a flag's parser throws ss::Error (as run_command_line
+/// would), else CLI11's exit status for the error.
 int check_command_line(const std::vector<std::string>& args);
 
 }  // namespace ss::app

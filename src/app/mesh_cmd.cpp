@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/flag_range.h"
 #include "mesh/mesh_report.h"
 #include "mesh/process_mesh.h"
 
@@ -28,6 +29,10 @@ void add_mesh_command(CLI::App& root) {
     cmd->add_option("--sp", opt->shape.sp, "Sequence-parallel degree (Ulysses / ring attention)");
     cmd->add_option("--dp-shard", opt->shape.dp_shard, "ZeRO shards; default: the rest of the world");
     cmd->add_option("--dp-rep", opt->shape.dp_rep, "Data-parallel replicas of the shard group (HSDP / MiCS); default: 1, or the rest if --dp-shard is given");
+    limit(*cmd, "--ranks", at_least(1, kMaxReportRanks), "the report prints every rank; `shardscope plan` takes any size");
+    for (const char* axis : {"--tp", "--pp", "--sp"}) limit(*cmd, axis, at_least(1), "1 leaves it unsplit");
+    for (const char* axis : {"--dp-shard", "--dp-rep"})
+        limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     cmd->callback([opt] {
         const ProcessMesh mesh(opt->ranks, fill_dp(opt->ranks, opt->shape));
         std::fputs(mesh_report(mesh).c_str(), stdout);

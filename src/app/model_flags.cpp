@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/flag_range.h"
+
 namespace ss::app {
 
 GPT2Config ModelFlags::resolve() const {
@@ -31,6 +33,9 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
     cmd.add_option("--heads", f.heads, "Override H, the attention heads");
     cmd.add_option("--vocab", f.vocab, "Override V, the vocabulary size");
     cmd.add_option("--max-seq", f.max_seq, "Override maxT, the rows of the positional table");
+    // 0 means "the preset's" only when a flag is left out: given, each dimension is at least 1.
+    for (const char* flag : {"--layers", "--dim", "--heads", "--vocab", "--max-seq"})
+        limit(cmd, flag, at_least(1), "leave it out for the preset's");
 }
 
 }  // namespace ss::app

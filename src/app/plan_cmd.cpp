@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -118,6 +119,20 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--top", f->top, "--search: how many layouts to print")->capture_default_str();
     cmd->add_flag("--tp-across-nodes", f->tp_across_nodes, "--search: allow TP groups larger than a node");
     cmd->add_option("--json", f->json, "Write the answer as JSON here");
+    // What each number may be (flag_range.h). A hardware flag left out keeps the preset's value.
+    limit(*cmd, "--seq", at_least(1), "leave --seq out for the model's maxT");
+    limit(*cmd, "--gpus", at_least(1, kMaxPlanGpus));
+    limit(*cmd, "--gpus-per-node", at_least(1));
+    for (const char* hw : {"--gpu-mem-gb", "--flops", "--hbm-gbs", "--intra-gbs", "--inter-gbs"})
+        limit(*cmd, hw, above(0), "leave it out for the preset's");
+    limit(*cmd, "--efficiency", above(0, 1), "a fraction of the peak");
+    for (const char* hw : {"--intra-us", "--inter-us"}) limit(*cmd, hw, at_least(0), "leave it out for the preset's");
+    for (const char* n : {"--mbs", "--ga", "--gbs", "--max-gbs", "--top"}) limit(*cmd, n, at_least(1));
+    for (const char* axis : {"--tp", "--pp", "--sp", "--pp-virtual"}) limit(*cmd, axis, at_least(1), "1 leaves it unsplit");
+    for (const char* axis : {"--dp-shard", "--dp-rep"})
+        limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
+    limit(*cmd, "--zero", at_least(0, 3));
+    limit(*cmd, "--bucket-mb", at_least(0));
     cmd->callback([f, tp, pp, sp, rep, zero] {
         PlanInput& in = f->in;
         in.model = resolve_model(f->model);

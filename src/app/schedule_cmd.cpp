@@ -12,6 +12,8 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/flag_range.h"
+#include "core/check.h"
 #include "parallel/pipeline_schedule.h"
 
 namespace ss::app {
@@ -55,8 +57,16 @@ void add_schedule_command(CLI::App& root) {
     cmd->add_option("--schedule", opt->schedule, "gpipe, 1f1b or interleaved")->capture_default_str();
     cmd->add_option("--pp-virtual", opt->spec.v, "Model chunks per stage v (interleaved)")->capture_default_str();
     cmd->add_flag("--actions", opt->actions, "Also print each rank's list of actions (sends and receives too)");
+    for (const char* n : {"--pp", "--micro", "--pp-virtual"}) limit(*cmd, n, at_least(1, kMaxChartComputes));
     cmd->callback([opt] {
         opt->spec.kind = parse_schedule(opt->schedule);
+        const PipeSpec& spec = opt->spec;
+        const int64_t computes = int64_t(spec.p) * spec.m * spec.v;
+        SS_CHECK(computes <= kMaxChartComputes,
+                 "--pp " << spec.p << " x --micro " << spec.m << " x --pp-virtual " << spec.v << " = " << computes
+                         << " chunk computations is more than this chart draws (" << kMaxChartComputes
+                         << "); the bubble's shape shows at small sizes: try --pp 4 --micro 8, and "
+                            "`shardscope plan` for the bubble of any size");
         const PipeSchedule s = make_pipe_schedule(opt->spec);
         std::fputs(pipe_schedule_chart(s).c_str(), stdout);
         if (opt->actions) std::fputs(action_lists(s).c_str(), stdout);

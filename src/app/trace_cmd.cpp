@@ -12,7 +12,9 @@
 #include <string>
 
 #include "app/commands.h"
+#include "app/flag_range.h"
 #include "comm/trace.h"
+#include "comm/trace_check.h"
 #include "comm/trace_summary.h"
 
 namespace ss::app {
@@ -30,8 +32,11 @@ void add_trace_command(CLI::App& root) {
     summary->add_option("--rank", filter->rank, "Only this rank's events");
     summary->add_option("--step", filter->step, "Only events of this training step");
     summary->add_flag("--exact", *exact, "Bytes as exact integers");
+    limit(*summary, "--rank", at_least(0), "leave it out for every rank");
+    limit(*summary, "--step", at_least(0), "leave it out for every step");
     summary->callback([file, filter, exact] {
-        const Trace trace = read_chrome_trace(*file);
+        const Trace trace = read_checked_trace(*file, TraceLimits{}, "trace summary");
+        check_trace_filter(trace, *filter);
         std::fputs(format_trace_summary(summarize_trace(trace, *filter), *file, *exact).c_str(), stdout);
     });
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/check.h"
 #include "train/train.h"
@@ -80,6 +81,22 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--checkpoint-dir", opts->checkpoint_dir, "Where --save-every writes: DIR/step-N/, DIR/latest");
     cmd->add_option("--resume", opts->resume,
                     "Continue from a checkpoint (a --checkpoint-dir, or one of its step-N): any layout");
+    // What each number may be (flag_range.h); a value left out keeps the default beside it above.
+    limit(*cmd, "--seq", at_least(1), "leave --seq out for the model's maxT");
+    limit(*cmd, "--mbs", at_least(1));
+    limit(*cmd, "--ga", at_least(1));
+    limit(*cmd, "--steps", at_least(0), "0 builds the model and takes no step");
+    limit(*cmd, "--threads", at_least(1, kMaxBlasThreads));
+    limit(*cmd, "--ranks", at_least(1, kMaxThreadRanks), "the threads backend runs every rank in this process");
+    limit(*cmd, "--comm-timeout", above(0), "seconds");
+    limit(*cmd, "--zero", at_least(0, 3));
+    for (const char* axis : {"--tp", "--sp", "--pp", "--pp-virtual"}) limit(*cmd, axis, at_least(1), "1 leaves it unsplit");
+    for (const char* axis : {"--dp-shard", "--dp-rep"})
+        limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
+    limit(*cmd, "--pp-split", at_least(1), "blocks per stage");
+    limit(*cmd, "--bucket-mb", at_least(0), "0: one all-reduce per tensor");
+    limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
+    limit(*cmd, "--save-every", at_least(0), "0: never");
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();
         opts->dtype = parse_dtype(*dtype);

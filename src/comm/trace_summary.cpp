@@ -2,7 +2,10 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
+
+#include "core/check.h"
 
 namespace ss {
 
@@ -28,7 +31,39 @@ void add(CollectiveTotals& t, const TraceEvent& ev) {
     t.bus_bytes += double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()));
 }
 
+// The step an event belongs to: a collective's label, a span's "step" argument; -1 for none.
+int event_step(const TraceEvent& ev) {
+    if (ev.kind == TraceEvent::Kind::collective) return ev.label.step;
+    return ev.args.is_object() ? ev.args.value("step", -1) : -1;
+}
+
+// "0-7", "1, 3-5": a set of numbers as runs.
+std::string runs_text(const std::set<int>& values) {
+    std::string out;
+    for (auto it = values.begin(); it != values.end();) {
+        const int first = *it;
+        int last = first;
+        while (++it != values.end() && *it == last + 1) ++last;
+        out += (out.empty() ? "" : ", ") + std::to_string(first) + (last > first ? "-" + std::to_string(last) : "");
+    }
+    return out.empty() ? "none" : out;
+}
+
 }  // namespace
+
+void check_trace_filter(const Trace& trace, const TraceFilter& filter) {
+    std::set<int> ranks, steps;
+    for (const TraceEvent& ev : trace.events) {
+        ranks.insert(ev.rank);
+        if (event_step(ev) >= 0) steps.insert(event_step(ev));
+    }
+    SS_CHECK(filter.rank < 0 || ranks.count(filter.rank), "--rank " << filter.rank << ": the trace has no events of rank "
+                                                                   << filter.rank << "; its ranks are "
+                                                                   << runs_text(ranks));
+    SS_CHECK(filter.step < 0 || steps.count(filter.step), "--step " << filter.step << ": the trace has no events of step "
+                                                                   << filter.step << "; its steps are "
+                                                                   << runs_text(steps));
+}
 
 std::string bytes_str(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -49,8 +84,7 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
     std::map<int, CollectiveTotals> by_payload;
     for (const TraceEvent& ev : trace.events) {
         if (filter.rank >= 0 && ev.rank != filter.rank) continue;
-        const int span_step = ev.args.is_object() ? ev.args.value("step", -1) : -1;
-        if (filter.step >= 0 && ev.label.step != filter.step && span_step != filter.step) continue;
+        if (filter.step >= 0 && event_step(ev) != filter.step) continue;
         if (ev.kind == TraceEvent::Kind::span) ++s.spans;
         if (ev.kind != TraceEvent::Kind::collective) continue;
         ++s.collectives;

@@ -57,6 +57,12 @@ struct TraceFilter {
     int step = -1;  ///< only events labelled with this training step
 };
 
+/// Throws ss::Error when @p filter asks for a rank or a step that no event of
+/// @p trace has, naming the ranks or steps it does have ("--rank 99: the trace
+/// has no events of rank 99; its ranks are 0-7"). `trace summary` calls it; the
+/// viewer, whose filters come from the trace, does not.
+void check_trace_filter(const Trace& trace, const TraceFilter& filter);
+
 /// Adds up the collectives of @p trace that pass @p filter.
 TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {});
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -129,6 +130,11 @@ StTensor parse_entry(const std::string& name, const json& e, uint64_t data_size,
 }  // namespace
 
 StFile read_safetensors(const std::string& path) {
+    // A directory opens as a stream of 0 bytes on Linux: say what it is before its "header" is read.
+    SS_CHECK(!std::filesystem::is_directory(path), "safetensors file '" << path << "' is a directory; give a "
+                                                       << ".safetensors file (a checkpoint directory of --save-every "
+                                                          "is read by --resume, or made one file by `shardscope "
+                                                          "checkpoint consolidate`)");
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     SS_CHECK(in, "cannot open safetensors file '" << path << "': " << std::strerror(errno)
                  << "; check the path");

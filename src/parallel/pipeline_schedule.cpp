@@ -109,6 +109,13 @@ void check_spec(const PipeSpec& s) {
     SS_CHECK(s.p >= 1, "--pp " << s.p << ": a pipeline needs at least 1 stage");
     SS_CHECK(s.m >= 1, "--micro " << s.m << ": a step needs at least 1 micro-batch (--micro / --ga)");
     SS_CHECK(s.v >= 1, "--pp-virtual " << s.v << ": a stage needs at least 1 model chunk");
+    // Each chunk computation is ~6 actions in the lists (12 bytes each) and ticks in the
+    // simulation: 2^22 of them is ~300 MB, and keeps m v and p v far from int's limit.
+    constexpr int64_t kMaxComputes = int64_t(1) << 22;
+    SS_CHECK(int64_t(s.p) * s.m * s.v <= kMaxComputes,
+             "--pp " << s.p << " x --ga " << s.m << " x --pp-virtual " << s.v << " = " << int64_t(s.p) * s.m * s.v
+                     << " chunk computations per step is more than a schedule holds (" << kMaxComputes
+                     << "); use fewer micro-batches (--ga) or stages");
     if (s.kind != Schedule::interleaved) {
         SS_CHECK(s.v == 1, "--pp-virtual " << s.v << " needs --schedule interleaved (" << schedule_name(s.kind)
                                            << " runs one model chunk per stage); use --schedule interleaved or --pp-virtual 1");
@@ -422,10 +429,15 @@ std::string fmt_num(double x) {
     return buf;
 }
 
-// "F3", "B12"; interleaved "F3a" (chunk 0), "F3b" (chunk 1), ...
+// Chunks are letters while the alphabet lasts (a = chunk 0 ... z = chunk 25);
+// with more chunks every label names its chunk by number instead ("c26").
+constexpr int kLetterChunks = 26;
+
+// "F3", "B12"; interleaved "F3a" (chunk 0), "F3b" (chunk 1), ..., or "F3c0", "F3c27" when v > 26.
 std::string cell_label(const PipeAction& a, int v) {
     std::string s = (a.op == PipeOp::forward ? "F" : "B") + std::to_string(a.micro);
-    if (v > 1) s += char('a' + a.chunk);
+    if (v > kLetterChunks) s += "c" + std::to_string(a.chunk);
+    else if (v > 1) s += char('a' + a.chunk);
     return s;
 }
 
@@ -454,7 +466,10 @@ std::string pipe_schedule_chart(const PipeSchedule& s) {
     os << "schedule " << schedule_name(sp.kind) << ": p=" << p << " stages, m=" << m << " micro-batches";
     if (inter) os << ", v=" << v << " model chunks per stage (virtual stage = chunk x p + rank)";
     os << "\n";
-    if (inter)
+    if (inter && v > kLetterChunks)
+        os << "one column = a chunk's forward (1/" << v << " of a stage's); F3c27 = forward of micro-batch 3 through "
+           << "chunk 27;\nB3c27 = its backward (two columns); . = idle\n";
+    else if (inter)
         os << "one column = a chunk's forward (1/" << v << " of a stage's); F3a = forward of micro-batch 3 through chunk a,\n"
            << "b, c, d = chunks 1, 2, 3; B3a = its backward (two columns); . = idle\n";
     else

@@ -79,6 +79,17 @@ Hardware cpu_local_from_json(const std::string& text, const std::string& source)
         SS_FAIL(source << " is not JSON (" << e.what() << "); rewrite it with `shardscope bench --calibrate`");
     }
     SS_CHECK(j.is_object(), source << " must hold a JSON object (see docs/formulas.md, \"Hardware\")");
+    const char* const keys[] = {"matmul_flops", "efficiency", "memory_bandwidth", "comm_busbw", "comm_alpha",
+                                "memory", "cores"};
+    std::ostringstream key_list;
+    bool any = false;
+    for (const char* k : keys) {
+        key_list << (key_list.tellp() ? ", " : "") << k;
+        any = any || j.contains(k);
+    }
+    // A file of none of these is no calibration: the defaults labelled "(calibrated)" would mislead.
+    SS_CHECK(any, source << " holds none of a calibration's fields (" << key_list.str()
+                         << "); rewrite it with `shardscope bench --calibrate`, or give another --calibration");
     auto number = [&](const char* key, double& field, bool positive = true) {
         if (!j.contains(key)) return;
         SS_CHECK(j[key].is_number(), source << ": \"" << key << "\" must be a number");

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/check.h"
@@ -29,6 +30,9 @@ void write_token_file(const std::string& path, const std::vector<uint16_t>& toke
 }
 
 std::vector<uint16_t> read_token_file(const std::string& path) {
+    // A directory opens as a stream of 0 bytes on Linux: say what it is before its "header" is read.
+    SS_CHECK(!std::filesystem::is_directory(path), "token file '" << path << "' is a directory; give one llm.c "
+                                                       << ".bin token file in it (e.g. tiny_shakespeare_train.bin)");
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     SS_CHECK(in, "cannot open token file '" << path << "': " << std::strerror(errno)
                  << ". Make one with ss::write_token_file or llm.c's dev/data scripts "

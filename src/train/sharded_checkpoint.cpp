@@ -2,6 +2,7 @@
 // checkpoints. The layout on disk and the promises are in sharded_checkpoint.h.
 #include "train/sharded_checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -104,6 +105,26 @@ void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& di
     comm.barrier(world, label);
 }
 
+namespace {
+
+// "step-00000002, step-00000004": the step directories of @p dir that hold a
+// manifest, in order; "none" when there are none. What to point `latest` at,
+// or to pass as the checkpoint, when `latest` is wrong.
+std::string complete_steps(const std::string& dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("step-", 0) == 0 && fs::exists(e.path() / "manifest.json", ec)) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
 std::string find_checkpoint(const std::string& dir) {
     if (fs::exists(dir + "/manifest.json")) return dir;
     const std::string latest = dir + "/latest";
@@ -113,10 +134,12 @@ std::string find_checkpoint(const std::string& dir) {
     std::string name;
     f >> name;
     SS_CHECK(!name.empty() && name.find('/') == std::string::npos,
-             latest << " does not name a step directory (it says '" << name << "')");
+             latest << " does not name a step directory (it says '" << name << "'); the complete steps in " << dir
+                    << ": " << complete_steps(dir) << " (give one of them as the checkpoint)");
     const std::string step_dir = dir + "/" + name;
     SS_CHECK(fs::exists(step_dir + "/manifest.json"),
-             latest << " names " << name << " but " << step_dir << "/manifest.json does not exist");
+             latest << " names " << name << " but " << step_dir << "/manifest.json does not exist; the complete steps in "
+                    << dir << ": " << complete_steps(dir) << " (give one of them as the checkpoint)");
     return step_dir;
 }
 

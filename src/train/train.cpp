@@ -385,7 +385,8 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         SS_CHECK(opts.tp > 1, "--sequence-parallel splits the sequence over the tp ranks; it needs --tp 2 or more "
                               "(for a sequence axis of its own use --sp N --sp-mode ulysses)");
         SS_CHECK(opts.sp == 1, "--sequence-parallel (Megatron, on the tp axis) and --sp " << opts.sp
-                                   << " (Ulysses) cannot be combined here; choose one");
+                                   << (opts.sp_mode == "ring" ? " (ring attention)" : " (Ulysses)")
+                                   << " cannot be combined here; choose one");
         check_divides("TP with --sequence-parallel", opts.tp, "the sequence length T", r.T);
     }
     if (opts.sp > 1) {

@@ -1,14 +1,13 @@
 // load.cpp — read a trace for the viewer with every failure turned into a message (see load.h).
 #include "viz/model/load.h"
 
+#include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <exception>
 #include <fstream>
-#include <sstream>
-#include <sys/stat.h>
 
+#include "comm/trace_check.h"
 #include "core/check.h"
 #include "viz/model/fast_load.h"
 
@@ -32,27 +31,6 @@ uint64_t count_events_fast(const std::string& text) {
     return n;
 }
 
-namespace {
-
-std::string check_events(const Trace& t, const std::string& source, const LoadLimits& limits) {
-    for (size_t i = 0; i < t.events.size(); ++i) {
-        const TraceEvent& e = t.events[i];
-        std::ostringstream why;
-        if (e.rank < 0 || e.rank >= limits.max_ranks)
-            why << "pid " << e.rank << " is not a rank in [0, " << limits.max_ranks << ")";
-        else if (!std::isfinite(e.ts_us) || !std::isfinite(e.dur_us))
-            why << "ts or dur is not a finite number";
-        else if (e.dur_us < 0)
-            why << "dur " << e.dur_us << " is negative";
-        if (!why.str().empty())
-            return source + ": event " + std::to_string(i) + " (\"" + e.name + "\"): " + why.str();
-    }
-    if (t.events.empty()) return source + ": the trace has no events (a run with --trace writes at least its memory)";
-    return "";
-}
-
-}  // namespace
-
 LoadResult load_trace_text(const std::string& text, const std::string& source, const LoadLimits& limits) {
     LoadResult r;
     const auto t0 = std::chrono::steady_clock::now();
@@ -68,7 +46,7 @@ LoadResult load_trace_text(const std::string& text, const std::string& source, c
     try {
         r.fast = fast_parse_chrome_trace(text, r.trace);
         if (!r.fast) r.trace = parse_chrome_trace(text, source);  // the exact error, or an unusual valid file
-        r.error = check_events(r.trace, source, limits);
+        r.error = trace_problem(r.trace, source, limits.max_ranks);  // comm/trace_check.h, as trace summary
         r.ok = r.error.empty();
     } catch (const std::bad_alloc&) {
         r.error = source + ": out of memory while reading the trace; trace fewer steps or ranks";
@@ -82,19 +60,11 @@ LoadResult load_trace_text(const std::string& text, const std::string& source, c
 
 LoadResult load_trace(const std::string& path, const LoadLimits& limits) {
     LoadResult r;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-        r.error = "cannot open the trace " + path + ": " + std::strerror(errno) +
-                  " (write one with `shardscope train --ranks 8 --zero 3 --trace " + path + "`)";
-        return r;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        r.error = path + ": not a regular file";
-        return r;
-    }
-    if (uint64_t(st.st_size) > limits.max_bytes) {
-        r.error = path + ": " + std::to_string(uint64_t(st.st_size) >> 20) + " MiB is more than this viewer reads (" +
-                  std::to_string(limits.max_bytes >> 20) + " MiB); trace fewer steps or ranks";
+    uint64_t size = 0;
+    try {
+        size = check_trace_file(path, limits.max_bytes, "this viewer");  // comm/trace_check.h, as trace summary
+    } catch (const Error& e) {
+        r.error = e.what();
         return r;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -105,7 +75,7 @@ LoadResult load_trace(const std::string& path, const LoadLimits& limits) {
             r.error = "cannot open the trace " + path + ": " + std::strerror(errno);
             return r;
         }
-        text.resize(size_t(st.st_size));
+        text.resize(size_t(size));
         is.read(text.data(), std::streamsize(text.size()));
         text.resize(size_t(is.gcount()));
     } catch (const std::exception& e) {

@@ -12,21 +12,24 @@
 //   3. it holds <= limits.max_events events             (one scan for `"ph"` keys)
 //   4. it parses as a Chrome trace: by the streaming reader (fast_load.h) when it can,
 //      else by parse_chrome_trace (src/comm/trace_io.cpp), whose errors name the field
-//   5. every rank is in [0, max_ranks), every time finite and every duration >= 0
+//   5. every rank is in [0, max_ranks), every time finite, every duration >= 0 and
+//      the bytes add up without overflow
+// Steps 1, 2 and 5 are comm/trace_check.h: `shardscope trace summary` checks the same.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "comm/trace.h"
+#include "comm/trace_check.h"
 
 namespace ss::viz {
 
 /// What load_trace() accepts.
 struct LoadLimits {
-    uint64_t max_bytes = 1ull << 30;  ///< bigger files are refused unread (1 GiB)
+    uint64_t max_bytes = TraceLimits{}.max_bytes;  ///< bigger files are refused unread (1 GiB)
     uint64_t max_events = 500000;     ///< events ("ph" keys); a 64-rank run of 200k events loads in < 2 s
-    int max_ranks = 4096;             ///< pids at or above this are refused
+    int max_ranks = TraceLimits{}.max_ranks;       ///< pids and group members at or above this are refused
 };
 
 /// A trace loaded, or why not.

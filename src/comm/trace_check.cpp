@@ -1,0 +1,67 @@
+// trace_check.cpp — the checks every trace reader shares (see trace_check.h).
+#include "comm/trace_check.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "core/check.h"
+
+namespace ss {
+
+uint64_t check_trace_file(const std::string& path, uint64_t max_bytes, const std::string& reader) {
+    struct stat st {};
+    SS_CHECK(::stat(path.c_str(), &st) == 0, "cannot open the trace " << path << ": " << std::strerror(errno)
+                                                 << " (write one with `shardscope train --ranks 8 --zero 3 --trace "
+                                                 << path << "`)");
+    SS_CHECK(S_ISREG(st.st_mode), path << ": not a regular file" << (S_ISDIR(st.st_mode) ? " (a directory)" : "")
+                                       << "; give the trace's .json file");
+    const uint64_t size = uint64_t(st.st_size);
+    SS_CHECK(size <= max_bytes, path << ": " << (size >> 20) << " MiB is more than " << reader << " reads ("
+                                     << (max_bytes >> 20) << " MiB); trace fewer steps or ranks "
+                                     << "(`shardscope train --steps 2 --trace ...`)");
+    return size;
+}
+
+std::string trace_problem(const Trace& t, const std::string& source, int max_ranks) {
+    if (t.events.empty()) return source + ": the trace has no events (a run with --trace writes at least its memory)";
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < t.events.size(); ++i) {
+        const TraceEvent& e = t.events[i];
+        std::ostringstream why;
+        auto bad_rank = [&](int r) { return r < 0 || r >= max_ranks; };
+        if (bad_rank(e.rank)) {
+            why << "pid " << e.rank << " is not a rank in [0, " << max_ranks << ")";
+        } else if (!std::isfinite(e.ts_us) || !std::isfinite(e.dur_us)) {
+            why << "ts or dur is not a finite number";
+        } else if (e.dur_us < 0) {
+            why << "dur " << e.dur_us << " is negative";
+        } else if (e.kind == TraceEvent::Kind::collective) {
+            for (int r : e.group)
+                if (bad_rank(r)) {
+                    why << "group member " << r << " is not a rank in [0, " << max_ranks << ")";
+                    break;
+                }
+            if (why.str().empty() && e.bytes > kMaxTraceCallBytes)
+                why << "bytes " << e.bytes << " is more than one call moves (at most 2^53)";
+            else if (why.str().empty() && e.bytes > UINT64_MAX - total_bytes)
+                why << "the bytes of all collectives add up past 2^64";
+            total_bytes += e.bytes;
+        }
+        if (!why.str().empty())
+            return source + ": event " + std::to_string(i) + " (\"" + e.name + "\"): " + why.str();
+    }
+    return "";
+}
+
+Trace read_checked_trace(const std::string& path, const TraceLimits& limits, const std::string& reader) {
+    check_trace_file(path, limits.max_bytes, reader);
+    Trace t = read_chrome_trace(path);
+    const std::string why = trace_problem(t, path, limits.max_ranks);
+    SS_CHECK(why.empty(), why);
+    return t;
+}
+
+}  // namespace ss
