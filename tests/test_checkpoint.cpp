@@ -2,13 +2,16 @@
 // where the uninterrupted one went, any layout loads any other's checkpoint,
 // a crash in the middle of a save leaves the previous checkpoint loadable, and
 // a damaged checkpoint is refused with the file named, before any rank starts.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "cli_run.h"
 #include "core/check.h"
+#include "core/checksum.h"
 #include "model/safetensors.h"
+#include "train/checkpoint_lock.h"
 #include "train/sharded_checkpoint.h"
 #include "train/train.h"
 #include "equivalence.h"
@@ -225,4 +228,124 @@ TEST_CASE("a damaged checkpoint is refused with the file named, before any rank 
     TrainOptions c = base(1, 8);
     c.save_every = 2;
     REQUIRE_THROWS_WITH(train(c, nullptr), Catch::Contains("needs --checkpoint-dir"));
+}
+
+// issue 14, section 4, item 2: the right size is not the right bytes.
+TEST_CASE("a shard with one flipped byte is refused by --resume, consolidate and show, naming the file", "[checkpoint][errors][checksum]") {
+    TrainOptions a = layout(L{4, 2, 3});
+    a.steps = 2;
+    a.save_every = 2;
+    a.checkpoint_dir = dir_for("flipped");
+    train(a, nullptr);
+    const std::string step_dir = a.checkpoint_dir + "/step-00000002", shard = step_dir + "/rank-00002.safetensors";
+    std::ifstream in(step_dir + "/manifest.json");
+    const nlohmann::json m = nlohmann::json::parse(in);
+    in.close();
+    REQUIRE(m["version"] == 2);
+    for (const nlohmann::json& f : m["files"]) REQUIRE(f["fnv1a64"].get<std::string>().size() == 16);
+    // Flip one bit of a byte in the middle of the tensor data: same size, one weight changed.
+    const auto size = fs::file_size(shard);
+    {
+        std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(std::streamoff(size - 1000));
+        char c = 0;
+        f.read(&c, 1);
+        c = char(c ^ 0x10);
+        f.seekp(std::streamoff(size - 1000));
+        f.write(&c, 1);
+    }
+    REQUIRE(fs::file_size(shard) == size);
+    const std::string why = "checkpoint shard " + shard + " has checksum fnv1a64";
+    TrainOptions b = layout(L{4, 2, 3});
+    b.resume = a.checkpoint_dir;
+    REQUIRE_THROWS_WITH(train(b, nullptr), Catch::Contains(why));
+    for (const std::string& cmd : {"checkpoint consolidate " + a.checkpoint_dir + " " + test_file("test_ckpt_flipped.st"),
+                                   "checkpoint show " + a.checkpoint_dir}) {
+        CliResult r = run_shardscope(cmd);
+        INFO(cmd << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Catch::Contains(why));
+    }
+    // A manifest from before checksums (version 1) is refused as such, not read unchecked.
+    nlohmann::json old = m;
+    old["version"] = 1;
+    for (nlohmann::json& f : old["files"]) f.erase("fnv1a64");
+    std::ofstream(step_dir + "/manifest.json") << old.dump();
+    REQUIRE_THROWS_WITH(train(b, nullptr), Catch::Contains("saved without checksums"));
+}
+
+TEST_CASE("fnv1a64 matches the published test vectors, and one changed byte changes it", "[checkpoint][checksum]") {
+    // Test vectors of the FNV reference (draft-eastlake-fnv, and isthe.com's test suite).
+    REQUIRE(fnv1a64("", 0) == 0xcbf29ce484222325ull);
+    REQUIRE(fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+    REQUIRE(fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
+    REQUIRE(hex64(0xcbf29ce484222325ull) == "cbf29ce484222325");
+    std::string s(4096, 'x');
+    const uint64_t h = fnv1a64(s.data(), s.size());
+    for (size_t i : {size_t(0), size_t(1000), s.size() - 1}) {
+        std::string t = s;
+        t[i] = char(t[i] ^ 1);
+        CHECK(fnv1a64(t.data(), t.size()) != h);
+    }
+}
+
+// issue 14, section 4, item 4: one writer per checkpoint directory.
+TEST_CASE("a checkpoint directory has one writer: a second is refused while the first holds it", "[checkpoint][errors][lock]") {
+    const std::string dir = dir_for("locked");
+    {
+        CheckpointDirLock held(dir);
+        REQUIRE_THROWS_WITH(CheckpointDirLock(dir), Catch::Contains("is in use: another run (pid "));
+        TrainOptions o = base(1, 8);
+        o.steps = 1;
+        o.save_every = 1;
+        o.checkpoint_dir = dir;
+        REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("--checkpoint-dir " + dir + " is in use"));
+        // As a second process would see it (flock locks belong to open files, so this holds across processes too).
+        CliResult r = run_shardscope("train --model tiny --steps 1 --save-every 1 --checkpoint-dir " + dir);
+        INFO(r.output);
+        REQUIRE(r.code == 1);
+        REQUIRE_THAT(r.output, Catch::Contains("is in use"));
+        REQUIRE(!fs::exists(dir + "/latest"));
+    }
+    CheckpointDirLock again(dir);  // released with its holder
+}
+
+// issue 14, section 4, item 10: --save-every 1 does not keep every checkpoint.
+TEST_CASE("--keep-last N keeps the newest N complete checkpoints; 0 keeps all", "[checkpoint][keep-last]") {
+    auto steps_in = [](const std::string& dir) {
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.path().filename().string().rfind("step-", 0) == 0) names.push_back(e.path().filename().string());
+        std::sort(names.begin(), names.end());
+        return names;
+    };
+    TrainOptions o = base(2, 4);
+    o.steps = 6;
+    o.save_every = 1;
+    o.checkpoint_dir = dir_for("keep2");
+    o.keep_last = 2;
+    train(o, nullptr);
+    REQUIRE(steps_in(o.checkpoint_dir) == std::vector<std::string>{"step-00000005", "step-00000006"});
+    REQUIRE(find_checkpoint(o.checkpoint_dir) == o.checkpoint_dir + "/step-00000006");
+    o.checkpoint_dir = dir_for("keep0");
+    o.keep_last = 0;
+    train(o, nullptr);
+    REQUIRE(steps_in(o.checkpoint_dir).size() == 6);
+    // The default keeps 3, and says so.
+    REQUIRE(TrainOptions{}.keep_last == 3);
+    CliResult help = run_shardscope("train --help");
+    REQUIRE_THAT(help.output, Catch::Contains("--keep-last"));
+    REQUIRE_THAT(help.output, Catch::Contains("--keep-last INT=3"));
+    // Resuming from step 2 of the keep-all directory and saving into it: the later checkpoints
+    // (steps 3-6, an older line) are left for this run to overwrite; older ones than 2 are pruned.
+    TrainOptions r = o;
+    r.resume = o.checkpoint_dir + "/step-00000002";
+    r.steps = 3;
+    r.keep_last = 2;
+    train(r, nullptr);
+    REQUIRE(steps_in(o.checkpoint_dir) == std::vector<std::string>{"step-00000002", "step-00000003", "step-00000004",
+                                                                   "step-00000005", "step-00000006"});
+    REQUIRE(find_checkpoint(o.checkpoint_dir) == o.checkpoint_dir + "/step-00000003");
+    REQUIRE_THROWS_WITH([] { TrainOptions n = base(1, 8); n.keep_last = -1; train(n, nullptr); }(),
+                        Catch::Contains("--keep-last must not be negative"));
 }

@@ -99,3 +99,17 @@ TEST_CASE("mpirun with layout flags and --trace writes the trace, predicted for 
     REQUIRE(j["otherData"]["prediction"]["cluster"]["gpus"] == 4);
     REQUIRE(j["otherData"]["mesh"]["dp_shard"] == 4);
 }
+
+// issue 14, section 4, item 4: under mpirun the default backend would make N independent
+// one-rank runs racing for the same files; each process refuses instead.
+TEST_CASE("mpirun without --backend mpi is refused by every process, naming the fix", "[mpi][errors]") {
+    const std::string dir = out_path("threads_under_mpirun");
+    run_shell("rm -rf " + dir);
+    CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 ") +
+                            SS_SHARDSCOPE_EXE + " train --model tiny --steps 2 --save-every 1 --checkpoint-dir " + dir);
+    INFO(r.output);
+    REQUIRE(r.code != 0);
+    REQUIRE_THAT(r.output, Catch::Contains("launched by mpirun with 2 processes"));
+    REQUIRE_THAT(r.output, Catch::Contains("add --backend mpi"));
+    REQUIRE(!std::ifstream(dir + "/latest").good());  // refused before any step
+}

@@ -79,6 +79,10 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--save-every", opts->save_every, "Save a checkpoint every K steps (sharded; any layout can load it)")
         ->capture_default_str();
     cmd->add_option("--checkpoint-dir", opts->checkpoint_dir, "Where --save-every writes: DIR/step-N/, DIR/latest");
+    cmd->add_option("--keep-last", opts->keep_last,
+                    "Keep the newest N complete checkpoints in --checkpoint-dir, deleting older ones once latest "
+                    "moves on (0: keep every one)")
+        ->capture_default_str();
     cmd->add_option("--resume", opts->resume,
                     "Continue from a checkpoint (a --checkpoint-dir, or one of its step-N): any layout");
     // What each number may be (flag_range.h); a value left out keeps the default beside it above.

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "model/finite.h"
 
 namespace ss {
 
@@ -54,6 +55,15 @@ void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat
     }
     for (const ParamSpec& s : layout.specs)
         SS_CHECK(by_base.count(s.name), path << ": tensor '" << s.name << "' is missing from the checkpoint");
+    // Values too: a nan or inf weight makes every loss and gradient nan from the first step.
+    // (One tensor converted at a time, so the check costs no second copy of the model.)
+    for (const ParamSpec& s : layout.specs) {
+        const std::vector<float> v = st_to_f32(*by_base[s.name]);
+        const int64_t i = first_nonfinite(v.data(), int64_t(v.size()));
+        SS_CHECK(i < 0, path << ": tensor '" << s.name << "' holds a non-finite value (element " << i << " is "
+                             << v[size_t(i < 0 ? 0 : i)] << "); a model must start from finite weights: use "
+                             << "another file, or leave --init out to start from the seed");
+    }
     for (const ParamSpec& s : layout.specs) {
         std::vector<float> v = st_to_f32(*by_base[s.name]);
         std::memcpy(flat + s.offset, v.data(), sizeof(float) * size_t(s.numel));

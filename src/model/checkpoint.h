@@ -6,7 +6,7 @@
 // the attention-mask buffers HF stores (h.N.attn.bias, h.N.attn.masked_bias)
 // are not parameters and are skipped. Anything else that does not match the
 // model (an unknown or missing tensor, a wrong shape, an integer dtype) is an
-// error naming the tensor, and nothing is changed.
+// error naming the tensor, and nothing is changed; so is a nan or inf value.
 #pragma once
 
 #include <string>
@@ -21,8 +21,8 @@ namespace ss {
 StFile flat_to_safetensors(const ParamLayout& layout, const float* flat, DType dt, const std::string& prefix = "");
 
 /// Fills @p flat (all of @p layout.total elements, fp32) from @p f; checks every
-/// name, shape and dtype first and throws ss::Error (naming @p path) before
-/// writing anything if they do not match.
+/// name, shape and dtype, and that every value is finite, first and throws
+/// ss::Error (naming @p path and the tensor) before writing anything if not.
 void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat, const std::string& path);
 
 /// All parameters of an HF-layout file as one flat fp32 buffer in @p layout's

@@ -174,6 +174,12 @@ std::vector<float> PipelineRank::sum_parts(std::vector<float> (ZeroModel::*part)
     return sum;
 }
 
+NonFinite PipelineRank::find_nonfinite_grad() const {
+    for (const auto& c : chunks_)
+        if (NonFinite bad = c->find_nonfinite_grad()) return bad;
+    return {};
+}
+
 bool PipelineRank::checkpoint_writer() const {
     for (const auto& c : chunks_)
         if (c->checkpoint_writer()) return true;

@@ -91,6 +91,8 @@ public:
     std::vector<float> whole_params();
     /// The same for the last step's averaged gradients (between run() and step()).
     std::vector<float> full_grads();
+    /// The first nan or inf among this rank's gradients, over its chunks (ZeroModel::find_nonfinite_grad).
+    NonFinite find_nonfinite_grad() const;
     /// Checkpoints: true when some chunk's copy is the one saved (ZeroModel::checkpoint_writer).
     bool checkpoint_writer() const;
     /// Every saving chunk's pieces (ZeroModel::checkpoint_pieces) into one file's tensors.

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "kernels/dispatch.h"
 #include "model/checkpoint.h"
+#include "model/finite.h"
 #include "parallel/data_parallel.h"
 
 namespace ss {
@@ -197,6 +198,23 @@ void ZeroModel::sync_tied_grads(const Group& emb) {
         comm_.all_reduce(acc + us.begin, size_t(us.end - us.begin), emb, ReduceOp::sum, label);
     else
         comm_.all_reduce(acc + us.local, size_t(us.chunk), emb, ReduceOp::sum, label);
+}
+
+NonFinite ZeroModel::find_nonfinite_grad() const {
+    // What this rank holds after the last backward: all P gradients (stages 0, 1; bf16 runs
+    // accumulate them in fp32 in grad_acc_), or the pieces of its shard (stages 2, 3). A nan
+    // on any rank reaches every rank's step, so between them the ranks see every value the
+    // optimizer will read. No communication: each rank looks at its own memory.
+    const float* acc = st() == DType::bf16 ? grad_acc_.f32() : grads_.f32();
+    if (zc_.stage < 2) return find_nonfinite(layout_, acc);
+    for (const Piece& p : plan_.pieces()) {
+        const int64_t i = first_nonfinite(acc + p.local, p.flat_end - p.flat_begin);
+        if (i < 0) continue;
+        const int64_t flat = p.flat_begin + i;
+        for (const ParamSpec& s : layout_.specs)
+            if (flat >= s.offset && flat < s.offset + s.numel) return NonFinite{s.name, flat - s.offset, acc[p.local + i]};
+    }
+    return {};
 }
 
 std::vector<float> ZeroModel::full_grads() {

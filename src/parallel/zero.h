@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "comm/comm.h"
+#include "model/finite.h"
 #include "model/safetensors.h"
 #include "kernels/cpu/adamw.h"
 #include "model/gpt2.h"
@@ -134,6 +135,10 @@ public:
     /// The same for the averaged fp32 gradients of the last step (every rank must call).
     /// Valid between backward of the last micro-batch (and sync_tied_grads) and step().
     std::vector<float> full_grads();
+    /// The first nan or inf among the gradients this rank holds after the step's last
+    /// backward (all of them, or its ZeRO shard), named by tensor; empty if none.
+    /// Local: no communication. Valid where full_grads() is.
+    NonFinite find_nonfinite_grad() const;
     /// Pipeline parallelism: sums wte's gradients over @p embedding_group, the first and
     /// the last stage (Megatron-LM's embedding group), so both copies of the tied
     /// weight take the same step. Call once per step, after the last backward.

@@ -11,10 +11,14 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/checksum.h"
+#include "core/output_path.h"
 #include "core/check.h"
 #include "model/checkpoint.h"
+#include "model/finite.h"
 #include "model/params.h"
 #include "model/safetensors.h"
+#include "train/checkpoint_lock.h"
 
 namespace ss {
 
@@ -23,6 +27,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const kFormat = "shardscope-checkpoint";
+// 2: every file in the manifest carries its FNV-1a 64 ("fnv1a64", core/checksum.h).
+const int kVersion = 2;
 const char* const kKinds[] = {"param", "master", "exp_avg", "exp_avg_sq"};
 
 std::string rank_file(int rank) {
@@ -76,6 +82,12 @@ void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& di
     if (pipe.checkpoint_writer()) {
         StFile f;
         pipe.checkpoint_pieces(f);
+        // Never a checkpoint of a broken model: a rank that finds a nan or inf throws
+        // before writing, the others stop at the all_gather below, no manifest is
+        // written and `latest` keeps pointing at the previous checkpoint.
+        if (const NonFinite bad = find_nonfinite(f))
+            SS_FAIL("step " << step << ": rank " << comm.rank() << " would save a non-finite value, " << bad.str()
+                            << "; the checkpoint is not written and " << dir << "/latest is unchanged. Lower --lr");
         f.metadata["format"] = kFormat;
         write_safetensors(partial + "/" + rank_file(comm.rank()), f);
         wrote = 1;
@@ -87,13 +99,14 @@ void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& di
     if (comm.rank() == 0) {
         nlohmann::json m = run;
         m["format"] = kFormat;
-        m["version"] = 1;
+        m["version"] = kVersion;
         m["step"] = step;
         nlohmann::json files = nlohmann::json::array();
         for (int r = 0; r < comm.world_size(); ++r)
             if (writers[size_t(r)])
                 files.push_back({{"name", rank_file(r)}, {"rank", r},
-                                 {"bytes", fs::file_size(partial + "/" + rank_file(r))}});
+                                 {"bytes", fs::file_size(partial + "/" + rank_file(r))},
+                                 {"fnv1a64", hex64(fnv1a64_file(partial + "/" + rank_file(r)))}});
         m["files"] = files;
         write_json_file(partial + "/manifest.json", m);
         std::error_code ec;
@@ -107,6 +120,18 @@ void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& di
 
 namespace {
 
+// The step of a complete checkpoint directory called @p name ("step-00000010" with a
+// manifest.json), or -1 for anything else (step-N.partial, latest, the lock file).
+int complete_step(const fs::path& dir, const std::string& name) {
+    const std::string prefix = "step-";
+    if (name.size() != prefix.size() + 8 || name.compare(0, prefix.size(), prefix) != 0) return -1;
+    for (size_t i = prefix.size(); i < name.size(); ++i)
+        if (name[i] < '0' || name[i] > '9') return -1;
+    std::error_code ec;
+    if (!fs::exists(dir / name / "manifest.json", ec)) return -1;
+    return std::stoi(name.substr(prefix.size()));
+}
+
 // "step-00000002, step-00000004": the step directories of @p dir that hold a
 // manifest, in order; "none" when there are none. What to point `latest` at,
 // or to pass as the checkpoint, when `latest` is wrong.
@@ -115,7 +140,7 @@ std::string complete_steps(const std::string& dir) {
     std::error_code ec;
     for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
         const std::string name = e.path().filename().string();
-        if (name.rfind("step-", 0) == 0 && fs::exists(e.path() / "manifest.json", ec)) names.push_back(name);
+        if (complete_step(dir, name) >= 0) names.push_back(name);
     }
     std::sort(names.begin(), names.end());
     std::string out;
@@ -124,6 +149,36 @@ std::string complete_steps(const std::string& dir) {
 }
 
 }  // namespace
+
+int prune_checkpoints(const std::string& dir, int newest_step, int keep) {
+    if (keep <= 0) return 0;
+    std::vector<int> older;  // complete checkpoints before the newest
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+        const int step = complete_step(dir, e.path().filename().string());
+        if (step >= 0 && step < newest_step) older.push_back(step);
+    }
+    std::sort(older.begin(), older.end());
+    const size_t keep_older = size_t(keep - 1);  // the newest itself is one of the kept
+    int deleted = 0;
+    for (size_t i = 0; i + keep_older < older.size(); ++i) {
+        fs::remove_all(fs::path(dir) / checkpoint_step_name(older[i]), ec);
+        SS_CHECK(!ec, "--keep-last: cannot delete " << dir << "/" << checkpoint_step_name(older[i]) << ": "
+                                                    << ec.message());
+        ++deleted;
+    }
+    return deleted;
+}
+
+bool checkpoint_owns_path(const std::string& dir, const std::string& path) {
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / "manifest.json", ec)) return path_within(path, dir);  // one step directory
+    if (same_path(path, dir + "/latest") || same_path(path, CheckpointDirLock::path_in(dir))) return true;
+    if (!path_within(path, dir) || same_path(path, dir)) return false;
+    // The first component below dir: a step directory (complete, partial or not yet written)?
+    const std::string rel = canonical_path(path).substr(canonical_path(dir).size() + 1);
+    return rel.compare(0, 5, "step-") == 0;
+}
 
 std::string find_checkpoint(const std::string& dir) {
     if (fs::exists(dir + "/manifest.json")) return dir;
@@ -169,6 +224,10 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
     ck.manifest = read_json(mpath);
     const nlohmann::json& man = ck.manifest;
     SS_CHECK(man.value("format", "") == kFormat, mpath << " is not a ShardScope checkpoint manifest");
+    SS_CHECK(man.value("version", 0) >= kVersion,
+             mpath << " is version " << man.value("version", 0) << ", saved without checksums of its files; this "
+                   << "build checks every file and reads version " << kVersion << "; use the build that wrote "
+                   << "it, or train again with this one");
     const GPT2Config saved = checkpoint_model(man);
     SS_CHECK(saved.L == cfg.L && saved.C == cfg.C && saved.H == cfg.H && saved.V == cfg.V && saved.maxT == cfg.maxT,
              "the checkpoint in " << step_dir << " is of a model with L=" << saved.L << " C=" << saved.C
@@ -198,6 +257,12 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
         const uintmax_t want = fj.value("bytes", uintmax_t(0)), got = fs::file_size(path);
         SS_CHECK(got == want, "checkpoint shard " << path << " is " << got << " bytes but the manifest says "
                                                   << want << ": it was truncated or replaced; resume from an older one");
+        // The right size is not the right bytes: one flipped bit in a weight loads quietly
+        // and the run goes nan. The checksum catches any changed byte (core/checksum.h).
+        const std::string want_sum = fj.value("fnv1a64", ""), got_sum = hex64(fnv1a64_file(path));
+        SS_CHECK(got_sum == want_sum, "checkpoint shard " << path << " has checksum fnv1a64 " << got_sum
+                                          << " but the manifest says '" << want_sum << "': its bytes changed after "
+                                          << "the save (a damaged disk or copy); resume from an older checkpoint");
         const StFile f = read_safetensors(path);
         for (const auto& [tensor, where] : f.metadata) {
             if (tensor == "format") continue;
@@ -255,6 +320,10 @@ Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg) {
 
 int consolidate_checkpoint(const std::string& dir, const std::string& out) {
     const std::string step_dir = find_checkpoint(dir);
+    SS_CHECK(!checkpoint_owns_path(dir, out) && !checkpoint_owns_path(step_dir, out),
+             "checkpoint consolidate: the output " << out << " lies inside the checkpoint it reads (" << step_dir
+                 << "); writing it would replace part of the checkpoint. Write it outside " << dir);
+    check_writable_file("checkpoint consolidate: the output", out);
     const GPT2Config cfg = checkpoint_model(read_json(step_dir + "/manifest.json"));
     const Checkpoint ck = read_checkpoint(step_dir, cfg);
     save_params(cfg, make_param_layout(cfg), ck.master.data(), ck.dtype, out);

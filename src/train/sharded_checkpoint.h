@@ -6,7 +6,8 @@
 //   DIR/step-00000010/
 //       manifest.json              the run (model, layout, dtype, data position, Adam's t,
 //                                  the seed: the only randomness, as there is no dropout)
-//                                  and every shard file with its size in bytes
+//                                  and every shard file with its size in bytes and its
+//                                  checksum (FNV-1a 64 of its bytes, core/checksum.h)
 //       rank-00000.safetensors     what rank 0 owns: "param/<HF name>" (storage dtype),
 //       rank-00001.safetensors     "master/<HF name>" (bf16 runs), "exp_avg/<HF name>",
 //       ...                        "exp_avg_sq/<HF name>", each a range [lo, hi) of the
@@ -26,7 +27,7 @@
 // nothing reads, and the previous checkpoint still loads.
 //
 // Loading (any layout: another ZeRO stage, TP, PP, DP, dtype) reads every
-// file, checks each against the manifest (present, the size it says), places
+// file, checks each against the manifest (present, the size and the checksum it says), places
 // every element in the whole HF tensor it came from (ParamSpec::global_index)
 // and requires every element of the model to be covered, then each rank takes
 // its slice as ZeroModel::load_state says. DeepSpeed calls this a "universal
@@ -67,6 +68,18 @@ std::string checkpoint_step_name(int step);
 void save_checkpoint(Comm& comm, const PipelineRank& pipe, const std::string& dir, int step,
                      const nlohmann::json& run);
 
+/// --keep-last: after step @p newest_step's checkpoint is complete and `latest`
+/// names it, deletes the complete checkpoints DIR/step-N with N < @p newest_step
+/// except the @p keep - 1 newest of them, so that @p keep remain (0 keeps all).
+/// Checkpoints of later steps (an older run's, when this one resumed from
+/// before them) and .partial directories are left alone. Returns how many it deleted.
+int prune_checkpoints(const std::string& dir, int newest_step, int keep);
+
+/// True when @p path belongs to the checkpoints in @p dir: @p dir itself when it is
+/// one step directory, else its `latest`, its lock file, or anything inside one of
+/// its step-N directories. An output there would overwrite a checkpoint.
+bool checkpoint_owns_path(const std::string& dir, const std::string& path);
+
 /// The step directory to resume from: @p dir itself if it holds a manifest.json,
 /// else the one DIR/latest names. Throws ss::Error saying what is missing.
 std::string find_checkpoint(const std::string& dir);
@@ -75,13 +88,15 @@ std::string find_checkpoint(const std::string& dir);
 GPT2Config checkpoint_model(const nlohmann::json& manifest);
 
 /// Reads and checks the checkpoint in @p step_dir for @p cfg. Throws ss::Error
-/// naming the file for a missing or truncated shard, a manifest that does not
+/// naming the file for a missing, truncated or changed shard (size or checksum), a manifest that does not
 /// match the files or the model, or a part of the model no shard holds.
 Checkpoint read_checkpoint(const std::string& step_dir, const GPT2Config& cfg);
 
 /// `shardscope checkpoint consolidate DIR OUT`: the checkpoint's parameters
 /// (its fp32 master weights, in the saving run's dtype) as one HF-layout
-/// safetensors file. Returns the step it came from.
+/// safetensors file. Returns the step it came from. Refuses (ss::Error) an @p out
+/// inside the checkpoint it reads (checkpoint_owns_path), and one it cannot write,
+/// before reading anything.
 int consolidate_checkpoint(const std::string& dir, const std::string& out);
 
 }  // namespace ss

@@ -1,8 +1,10 @@
 #include "train/train.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <ostream>
 
 #include "core/check.h"
@@ -10,6 +12,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/dispatch.h"
 #include "model/checkpoint.h"
+#include "model/finite.h"
 #include "model/gpt2.h"
 #include "optim/adamw.h"
 #include "train/corpus.h"
@@ -26,6 +29,9 @@
 #include "train/sharded_checkpoint.h"
 #include "parallel/zero.h"
 #include "core/atomic_file.h"
+#include "comm/launch_env.h"
+#include "train/checkpoint_lock.h"
+#include "train/run_files.h"
 
 namespace ss {
 
@@ -142,7 +148,16 @@ static void check_options(const TrainOptions& o, int T) {
     SS_CHECK(T >= 1, "--seq must be at least 1 (got " << T << ")");
     SS_CHECK(T <= o.model.maxT, "--seq " << T << " is longer than the positional table (maxT=" << o.model.maxT
                                          << "); use --seq " << o.model.maxT << " or less, or raise --max-seq");
-    SS_CHECK(o.lr > 0.0f, "--lr must be positive (got " << o.lr << ")");
+    // A non-finite or negative rate turns every weight into nan or inf in one step (std::isfinite
+    // also refuses nan, which compares false with everything and so slips past a plain "> 0").
+    SS_CHECK(std::isfinite(o.lr) && o.lr > 0.0f, "--lr must be a finite number above 0 (got " << o.lr
+                                                     << "); try --lr 1e-3");
+    SS_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f,
+             "--weight-decay must be a finite number of 0 or more (got " << o.weight_decay << "); try --weight-decay 0.1");
+    SS_CHECK(std::isfinite(o.beta1) && o.beta1 >= 0.0f && o.beta1 < 1.0f && std::isfinite(o.beta2) &&
+                 o.beta2 >= 0.0f && o.beta2 < 1.0f,
+             "AdamW's beta1 and beta2 must lie in [0, 1) (got " << o.beta1 << ", " << o.beta2 << ")");
+    SS_CHECK(std::isfinite(o.eps) && o.eps > 0.0f, "AdamW's eps must be a finite number above 0 (got " << o.eps << ")");
 }
 
 namespace {
@@ -289,6 +304,17 @@ void rank_main(Comm& comm, Shared& sh) {
             my_tokens(loader.targets(), tg[size_t(micro)]);
         }
         const float loss_sum = pipe.run(in, tg, B, Tl, dloss, step);  // forwards and backwards, as scheduled
+        // A nan or inf stops the run here, before the step spreads it into the weights and before
+        // anything is saved. Each rank looks at its own loss (the last stage has one) and the
+        // gradients it holds; the rank that throws ends the run (the others stop at their next
+        // collective, as for any failed rank) and its message is the one reported.
+        SS_CHECK(std::isfinite(loss_sum), "step " << step << ": the loss on rank " << comm.rank() << " is " << loss_sum
+                                          << " (not finite); the run stops and saves nothing. Lower --lr, check "
+                                          << "--init and --data, or resume from an earlier checkpoint");
+        if (const NonFinite bad = pipe.find_nonfinite_grad())
+            SS_FAIL("step " << step << ": a gradient on rank " << comm.rank() << " is not finite: " << bad.str()
+                            << "; the run stops and saves nothing. Lower --lr, check --init and --data, or "
+                            << "resume from an earlier checkpoint");
         if (step == 1 && !opts.dump_grads.empty()) {
             std::vector<float> g = pipe.full_grads();  // every rank takes part
             if (rank0) {
@@ -300,8 +326,10 @@ void rank_main(Comm& comm, Shared& sh) {
             ScopedSpan span(tracer, "optimizer", "step", {{"step", step}});
             pipe.step();
         }
-        if (opts.save_every > 0 && step % opts.save_every == 0)
+        if (opts.save_every > 0 && step % opts.save_every == 0) {
             save_checkpoint(comm, pipe, opts.checkpoint_dir, step, run_description(step));
+            if (rank0) prune_checkpoints(opts.checkpoint_dir, step, opts.keep_last);  // --keep-last, after latest moved
+        }
         // The step's loss is the mean over all dp ranks' tokens (the last stage has it).
         float loss = loss_sum / float(opts.ga);
         if (r.pp > 1)
@@ -328,7 +356,15 @@ void rank_main(Comm& comm, Shared& sh) {
 
     if (!opts.save.empty()) {  // collective (ZeRO-3 gathers, stages are summed); rank 0 writes
         std::vector<float> whole = pipe.whole_params();
-        if (rank0) save_params(opts.model, make_param_layout(opts.model), whole.data(), opts.dtype, opts.save);
+        if (rank0) {
+            const ParamLayout layout = make_param_layout(opts.model);
+            // The last step's update can still overflow (an lr that is finite but huge):
+            // an existing --save file is never replaced by a non-finite model.
+            if (const NonFinite bad = find_nonfinite(layout, whole.data()))
+                SS_FAIL("after step " << opts.steps << " a parameter is not finite: " << bad.str() << "; "
+                                      << opts.save << " was not written. Lower --lr");
+            save_params(opts.model, layout, whole.data(), opts.dtype, opts.save);
+        }
     }
     // Every rank's peaks, for the report (a world all_gather, so it works across processes too).
     std::vector<int32_t> mine(2 * kMemCategories), all(size_t(2 * kMemCategories * comm.world_size()));
@@ -365,6 +401,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                           << "mpi (one process per rank under mpirun) or nccl (one process per GPU under mpirun)");
     SS_CHECK(opts.backend != "nccl" || device_or_default(opts.device) == Device::cuda,
              "--backend nccl moves GPU memory between GPUs; add --device cuda (or use --backend mpi on the CPU)");
+    check_not_launched_by_mpi(opts.backend);  // mpirun with threads: N runs of one rank, racing for the files
     const bool mpi = opts.backend == "mpi" || opts.backend == "nccl";  // one process per rank, under mpirun
     if (device_or_default(opts.device) == Device::cuda) require_cuda();  // says why not, before any work
     r.world = opts.ranks;
@@ -434,6 +471,15 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     r.dp = shape.dp();
     r.gbs = int64_t(opts.mbs) * opts.ga * r.dp;
     r.num_params = num_params(opts.model);
+
+    // Every output can be written and none overwrites another or an input: found now, not after
+    // the last step. One writer per checkpoint directory, held until train() returns.
+    SS_CHECK(opts.keep_last >= 0, "--keep-last must not be negative (got " << opts.keep_last
+                                                                         << "); 0 keeps every checkpoint");
+    check_run_files(opts);
+    std::optional<CheckpointDirLock> checkpoint_lock;
+    if (opts.save_every > 0 && !opts.checkpoint_dir.empty() && (!mpi || mpi_world_rank() == 0))
+        checkpoint_lock.emplace(opts.checkpoint_dir);
 
     // Data first: a bad file should fail before any big allocation.
     std::vector<uint16_t> tokens = opts.data.empty() ? builtin_corpus_tokens() : read_token_file(opts.data);

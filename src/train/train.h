@@ -80,6 +80,7 @@ struct TrainOptions {
     int save_every = 0;            ///< save a checkpoint every K steps (0: never)
     std::string checkpoint_dir;    ///< where --save-every writes (DIR/step-N/, DIR/latest)
     std::string resume;            ///< continue from this checkpoint (a --checkpoint-dir or one step-N in it)
+    int keep_last = 3;             ///< keep the newest K complete checkpoints in checkpoint_dir, delete older ones (0: keep all)
 };
 
 /// One optimizer step as measured.

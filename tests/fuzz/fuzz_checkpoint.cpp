@@ -4,7 +4,7 @@
 // (L=1, C=4, H=1, V=8, maxT=4) that the target writes at start.
 //
 // The seeds (corpus/checkpoint/) are manifests that list that shard with its
-// true size, so mutations reach the file checks, the shard's metadata and the
+// true size and checksum, so mutations reach the file checks, the shard's metadata and the
 // coverage check, not only the JSON parser. They come from the target itself:
 // SHARDSCOPE_FUZZ_WRITE_SEED=path fuzz_checkpoint writes a valid manifest there
 // and exits (tests/fuzz/make_seeds.py calls it when given the built target).
@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/checksum.h"
 #include "fuzz_util.h"
 #include "model/params.h"
 #include "model/safetensors.h"
@@ -57,13 +58,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     const std::string shard = write_shard(g_dir);
     if (const char* seed = std::getenv("SHARDSCOPE_FUZZ_WRITE_SEED")) {
         const ss::GPT2Config c = model();
-        nlohmann::json m = {{"format", "shardscope-checkpoint"}, {"version", 1}, {"step", 3}, {"adam_t", 3},
+        nlohmann::json m = {{"format", "shardscope-checkpoint"}, {"version", 2}, {"step", 3}, {"adam_t", 3},
                             {"dtype", "fp32"},
                             {"model", {{"name", c.name}, {"L", c.L}, {"C", c.C}, {"H", c.H}, {"V", c.V}, {"maxT", c.maxT}}},
                             {"layout", {{"world", 1}, {"zero", 0}}},
                             {"data", {{"T", 4}, {"ga", 1}, {"global_micro_batch", 2}, {"sequences_done", 6}}},
                             {"files", {{{"name", "rank-00000.safetensors"}, {"rank", 0},
-                                        {"bytes", std::filesystem::file_size(shard)}}}}};
+                                        {"bytes", std::filesystem::file_size(shard)},
+                                        {"fnv1a64", ss::hex64(ss::fnv1a64_file(shard))}}}}};
         std::ofstream(seed) << m.dump(1) << "\n";
         std::exit(0);
     }
