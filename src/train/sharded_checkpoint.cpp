@@ -132,7 +132,7 @@ GPT2Config checkpoint_model(const nlohmann::json& manifest) {
         c.maxT = j.at("maxT").get<int>();
         // How the saving run padded wte's TP slices; absent before padding existed, when
         // TP had to divide V, which is padding to a multiple of 1 x TP.
-        c.vocab_divisible_by = j.value("vocab_divisible_by", 1);
+        c.vocab_divisible_by = manifest.value("vocab_divisible_by", 1);
         validate(c);
         return c;
     } catch (const nlohmann::json::exception& e) {

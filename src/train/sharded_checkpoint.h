@@ -4,7 +4,7 @@
 //
 //   DIR/latest                     "step-00000010": the newest complete checkpoint
 //   DIR/step-00000010/
-//       manifest.json              the run (model, layout, dtype, data position, Adam's t,
+//       manifest.json              the run (model, layout, dtype, data position, Adam's t, vocab_divisible_by,
 //                                  the seed: the only randomness, as there is no dropout)
 //                                  and every shard file with its size in bytes
 //       rank-00000.safetensors     what rank 0 owns: "param/<HF name>" (storage dtype),

@@ -250,10 +250,10 @@ void rank_main(Comm& comm, Shared& sh) {
     auto run_description = [&](int step) {
         nlohmann::json j;
         const GPT2Config& m = opts.model;
-        // vocab_divisible_by: how the shards' wte slices were padded (their Vp/TP rows), so a
-        // run with another --vocab-divisible-by can still place them (sharded_checkpoint.cpp).
-        j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT},
-                      {"vocab_divisible_by", m.vocab_divisible_by}};
+        j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT}};
+        // How the shards' wte slices were padded (Vp/TP rows each), so that a run with another
+        // --vocab-divisible-by or TP can place them (sharded_checkpoint.cpp). Not the model's shape.
+        j["vocab_divisible_by"] = m.vocab_divisible_by;
         j["dtype"] = dtype_name(opts.dtype);
         j["adam_t"] = pipe.chunks().front()->optimizer().t();
         // Randomness: parameters start from a counter-based stream of the seed (model/params.h)
