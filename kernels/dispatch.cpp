@@ -171,22 +171,24 @@ void lm_head_backward(float* dx, float* dwte, const float* dlogits, const float*
     cpu::lm_head_backward(dx, dwte, dlogits, x, wte, N, C, V);
 }
 
-float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) {
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
+                           int Vp) {
 #ifdef SHARDSCOPE_HAVE_CUDA
     if (gpu()) {  // the kernel writes each row's loss; their mean is read on the host (managed memory)
-        cuda::crossentropy_forward(losses, probs, logits, device_ints(targets, N, 1), N, V, S());
+        cuda::crossentropy_forward(losses, probs, logits, device_ints(targets, N, 1), N, V, Vp, S());
         done();
         double sum = 0.0;
         for (int i = 0; i < N; ++i) sum += losses[i];
         return N > 0 ? float(sum / N) : 0.0f;
     }
 #endif
-    return cpu::crossentropy_forward(losses, probs, logits, targets, N, V);
+    return cpu::crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
 }
 
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
-    ON_GPU(cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, S()));
-    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V);
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
+                           int Vp) {
+    ON_GPU(cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, Vp, S()));
+    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
 }
 
 void f32_to_bf16(uint16_t* dst, const float* src, size_t n) {

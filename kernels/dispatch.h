@@ -64,10 +64,13 @@ void lm_head_forward(float* logits, const float* x, const float* wte, int N, int
 /// Accumulates dx += dlogits @ wte and dwte += dlogits^T @ x (either may be null).
 void lm_head_backward(float* dx, float* dwte, const float* dlogits, const float* x, const float* wte, int N, int C,
                       int V);
-/// Softmax cross-entropy of N rows of V logits: losses[N], probs[N,V]; returns the mean loss.
-float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V);
-/// Accumulates into dlogits with d(objective)/d(loss of each row) = dloss.
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V);
+/// Softmax cross-entropy of N rows of Vp logits over their first V (the words; the rest is
+/// vocabulary padding): losses[N], probs[N,Vp]; returns the mean loss.
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
+                           int Vp);
+/// Accumulates into dlogits' V word columns with d(objective)/d(loss of each row) = dloss.
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
+                           int Vp);
 /// dst[i] = bf16(src[i]) for n elements (core/dtype.h; on the GPU bit for bit the same).
 void f32_to_bf16(uint16_t* dst, const float* src, size_t n);
 /// dst[i] = float(src[i]) for n elements.

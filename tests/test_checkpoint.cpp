@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "cli_run.h"
 #include "core/check.h"
@@ -15,6 +16,7 @@
 #include "train/sharded_checkpoint.h"
 #include "train/train.h"
 #include "equivalence.h"
+#include "odd_vocab.h"
 
 using namespace ss;
 namespace fs = std::filesystem;
@@ -130,6 +132,57 @@ TEST_CASE("a checkpoint saved under one layout continues under another with the 
         // bf16: kBf16LossTol (they round bf16 gradient sums at other places). Both derived in equivalence.h.
         require_same_losses(train(b, nullptr), from.dtype == DType::bf16 ? uninterrupted_bf16 : uninterrupted, 6,
                             from.dtype == DType::bf16 ? kBf16LossTol : kLossTol);
+    }
+}
+
+TEST_CASE("an odd vocabulary's checkpoint reshards across TP degrees: TP 4 -> one rank, one rank -> TP 2",
+          "[checkpoint][reshard][vocab]") {
+    // V = 211: one rank holds Vp = 256 rows, TP 2 256, TP 4 512 (--vocab-divisible-by 128), or
+    // 212 and 212 at --vocab-divisible-by 1. The shards hold each rank's words only; the reader
+    // places them by HF index, so any Vp can resume any other.
+    auto odd = [](L l, int D) {
+        TrainOptions o = layout(l);
+        o.model.V = 211;
+        o.model.vocab_divisible_by = D;
+        o.data = odd_vocab_tokens(211);
+        return o;
+    };
+    const TrainReport uninterrupted = train(odd(L{1, 8}, 128), nullptr);
+    struct Pair {
+        L from, to;
+        int from_D, to_D;
+    };
+    for (const Pair& p : {Pair{L{4, 8, 0, 4}, L{1, 8}, 128, 128}, Pair{L{1, 8}, L{2, 8, 0, 2}, 128, 128},
+                          Pair{L{4, 4, 3, 2}, L{4, 8, 0, 4}, 1, 128}}) {  // ZeRO-3 x TP 2 at D 1 -> TP 4 at D 128
+        TrainOptions a = odd(p.from, p.from_D);
+        a.steps = 5;
+        a.save_every = 5;
+        a.checkpoint_dir = dir_for("vocab");
+        train(a, nullptr);
+        // The shards hold no padding: every wte piece lies inside the V = 211 rows.
+        const std::string step_dir = find_checkpoint(a.checkpoint_dir);
+        for (const auto& e : fs::directory_iterator(step_dir)) {
+            if (e.path().extension() != ".safetensors") continue;
+            const StFile f = read_safetensors(e.path().string());
+            if (!f.has("param/wte.weight")) continue;
+            int tp = 0, tp_rank = 0;
+            long long lo = 0, hi = 0;
+            std::istringstream(f.meta("wte.weight")) >> tp >> tp_rank >> lo >> hi;
+            const long long rows = padded_vocab(211, tp, p.from_D) / tp;  // the saving rank's wte rows
+            INFO(e.path() << ": wte [" << lo << ", " << hi << ") of TP rank " << tp_rank << " of " << tp);
+            REQUIRE(tp_rank * rows * 64 + hi <= 211 * 64);
+        }
+        TrainOptions b = odd(p.to, p.to_D);
+        b.resume = a.checkpoint_dir;
+        INFO("saved by " << describe(a) << " (D " << p.from_D << "), resumed by " << describe(b) << " (D "
+                         << p.to_D << ")");
+        require_same_losses(train(b, nullptr), uninterrupted, 6, 1e-4);  // tolerance as in the test above
+        // consolidate writes HF's [V, C]
+        const std::string out = test_file("test_ckpt_vocab_consolidated.safetensors");
+        CliResult r = run_shardscope("checkpoint consolidate " + a.checkpoint_dir + " " + out);
+        INFO(r.output);
+        REQUIRE(r.code == 0);
+        REQUIRE(read_safetensors(out).get("wte.weight").shape == Shape{211, 64});
     }
 }
 

@@ -12,6 +12,7 @@
 #include "cli_run.h"
 #include "model/safetensors.h"
 #include "train/data.h"
+#include "odd_vocab.h"
 
 using Catch::Matchers::Contains;
 
@@ -64,6 +65,35 @@ TEST_CASE("--dp-rep's help calls replica groups what they are: HSDP / MiCS", "[c
     }
 }
 
+TEST_CASE("an odd vocabulary under TP: the run says the padding, files keep V rows, --init reshards",
+          "[cli][vocab]") {
+    const std::string data = odd_vocab_tokens(101), save = tmp("vocab101.safetensors");
+    CliResult r = run_shardscope("train --model tiny --vocab 101 --ranks 2 --tp 2 --steps 2 --data " + data +
+                                 " --save " + save);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("vocabulary: V = 101 padded to Vp = 256 (multiple of 128 x TP 2"));
+    REQUIRE(ss::read_safetensors(save).get("wte.weight").shape == ss::Shape{101, 64});
+    // The file loads under another TP degree and another padding (TP 4, D 1: Vp = 104).
+    CliResult again = run_shardscope("train --model tiny --vocab 101 --ranks 4 --tp 4 --vocab-divisible-by 1 "
+                                     "--steps 1 --data " + data + " --init " + save);
+    INFO(again.output);
+    REQUIRE(again.code == 0);
+    REQUIRE_THAT(again.output, Contains("padded to Vp = 104 (multiple of 1 x TP 4"));
+    // No padding, no line.
+    CliResult none = run_shardscope("train --model tiny --steps 1");
+    REQUIRE(none.code == 0);
+    REQUIRE_THAT(none.output, !Contains("padded to"));
+    CliResult plan = run_shardscope("plan --model gpt2 --gpus 2 --tp 2");
+    INFO(plan.output);
+    REQUIRE(plan.code == 0);
+    REQUIRE_THAT(plan.output, Contains("vocabulary: V = 50257 padded to Vp = 50432 (multiple of 128 x TP 2"));
+    for (const char* help : {"train --help", "plan --help"}) {
+        CliResult h = run_shardscope(help);
+        REQUIRE_THAT(h.output, Contains("--vocab-divisible-by") && Contains("--make-vocab-size-divisible-by"));
+    }
+}
+
 TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
     struct Case {
         std::string args, message;
@@ -94,6 +124,8 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         {"train --model tiny --dim 32 --init " + tmp("tiny.safetensors"), "shape"},
         {"train --model tiny --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
         {"train --model tiny --dtype fp8", "unknown dtype 'fp8'"},
+        {"train --model tiny --vocab-divisible-by 0", "--vocab-divisible-by 0 must be at least 1"},
+        {"plan --model gpt2 --vocab-divisible-by -1", "--vocab-divisible-by -1 must be at least 1"},
     };
     for (const Case& c : cases) {
         CliResult r = run_shardscope(c.args);

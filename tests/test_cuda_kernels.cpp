@@ -455,30 +455,31 @@ TEST_CASE("causal attention at GPT-2's head size with odd T, and at T = 1", "[cu
 
 TEST_CASE("softmax cross-entropy forward and backward equal the CPU twin", "[cuda][crossentropy]") {
     struct Shape {
-        int N, V;
+        int N, V, Vp;
     };
-    for (const Shape s : {Shape{7, 1000}, Shape{33, 50257}}) {  // 50257: GPT-2's vocabulary
-        const int N = s.N, V = s.V;
-        INFO("N=" << N << " V=" << V);
-        const long n = long(N) * V;
+    // 50257: GPT-2's vocabulary, and padded to 50304 (model/config.h, padded_vocab)
+    for (const Shape s : {Shape{7, 1000, 1000}, Shape{33, 50257, 50257}, Shape{33, 50257, 50304}}) {
+        const int N = s.N, V = s.V, Vp = s.Vp;
+        INFO("N=" << N << " V=" << V << " Vp=" << Vp);
+        const long n = long(N) * Vp;
         const Vec logits = uniform(n, 1, -8.0f, 8.0f), dlogits0 = uniform(n, 2);
         const std::vector<int> targets = tokens_in(N, V, 3);
         const float dloss = 1.0f / N;
         Vec losses(N), probs(n), dlogits = dlogits0;
         const float mean =
-            ss::cpu::crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
-        ss::cpu::crossentropy_backward(dlogits.data(), probs.data(), targets.data(), dloss, N, V);
+            ss::cpu::crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
+        ss::cpu::crossentropy_backward(dlogits.data(), probs.data(), targets.data(), dloss, N, V, Vp);
 
         DeviceBuffer<float> d_logits(logits), d_losses(N), d_probs(n), d_dlogits(dlogits0);
         DeviceBuffer<int> d_targets(targets);
-        ss::cuda::crossentropy_forward(d_losses.ptr, d_probs.ptr, d_logits.ptr, d_targets.ptr, N, V, g_stream);
+        ss::cuda::crossentropy_forward(d_losses.ptr, d_probs.ptr, d_logits.ptr, d_targets.ptr, N, V, Vp, g_stream);
         CHECK_TWIN(d_probs, probs, kTolF32);
         CHECK_TWIN(d_losses, losses, kTolF32);
         double gpu_mean = 0.0;  // the mean is the caller's on the GPU (crossentropy.h)
         for (float l : d_losses.download()) gpu_mean += l;
         CHECK(std::fabs(gpu_mean / N - mean) < kTolF32 * std::fabs(mean));
         d_probs.upload(probs);
-        ss::cuda::crossentropy_backward(d_dlogits.ptr, d_probs.ptr, d_targets.ptr, dloss, N, V, g_stream);
+        ss::cuda::crossentropy_backward(d_dlogits.ptr, d_probs.ptr, d_targets.ptr, dloss, N, V, Vp, g_stream);
         CHECK_TWIN(d_dlogits, dlogits, kTolF32);
     }
 }
@@ -488,7 +489,7 @@ TEST_CASE("a target outside the vocabulary gives a NaN loss on the GPU", "[cuda]
     const int N = 3, V = 100;
     DeviceBuffer<float> d_logits(uniform(long(N) * V, 1)), d_losses(N), d_probs(long(N) * V);
     DeviceBuffer<int> d_targets(std::vector<int>{5, V, 7});
-    ss::cuda::crossentropy_forward(d_losses.ptr, d_probs.ptr, d_logits.ptr, d_targets.ptr, N, V, g_stream);
+    ss::cuda::crossentropy_forward(d_losses.ptr, d_probs.ptr, d_logits.ptr, d_targets.ptr, N, V, V, g_stream);
     const Vec losses = d_losses.download();
     CHECK(std::isfinite(losses[0]));
     CHECK(std::isnan(losses[1]));

@@ -38,6 +38,7 @@
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/residual.h"
+#include "kernels/cpu/vocab_parallel.h"
 #include "kernels/cpu/simd.h"
 
 using namespace ss::cpu;
@@ -407,7 +408,7 @@ TEST_CASE("crossentropy: probabilities sum to 1, loss is -log p, backward equals
     Vec logits = uniform(N * V, 81, -3.0f, 3.0f);
     const std::vector<int> targets = {0, 36, 17};
     Vec losses(N), probs(N * V);
-    const float mean = crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+    const float mean = crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, V);
     double total = 0.0;
     for (int n = 0; n < N; n++) {
         double sum = 0.0;
@@ -421,7 +422,7 @@ TEST_CASE("crossentropy: probabilities sum to 1, loss is -log p, backward equals
 
     // d(mean loss)/dlogits with dloss = 1/N, against differences of the mean loss.
     auto loss = [&] {
-        crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V);
+        crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, V);
         double s = 0.0;
         for (float l : losses) s += l;
         return s / N;
@@ -429,7 +430,7 @@ TEST_CASE("crossentropy: probabilities sum to 1, loss is -log p, backward equals
     loss();
     const Vec d0 = uniform(N * V, 82);
     Vec d = d0;
-    crossentropy_backward(d.data(), probs.data(), targets.data(), 1.0f / N, N, V);
+    crossentropy_backward(d.data(), probs.data(), targets.data(), 1.0f / N, N, V, V);
     REQUIRE_CLOSE(added(d, d0), numeric_grad(logits, loss, kFdStep), kFdAtol, kFdRtol);
 }
 
@@ -438,13 +439,63 @@ TEST_CASE("crossentropy stays finite for logits far apart", "[kernels][crossentr
     const Vec logits = {0.0f, 200.0f, -50.0f};
     const int target = 0;
     float loss, probs[3];
-    const float mean = crossentropy_forward(&loss, probs, logits.data(), &target, 1, 3);
+    const float mean = crossentropy_forward(&loss, probs, logits.data(), &target, 1, 3, 3);
     REQUIRE(mean == Approx(200.0).epsilon(1e-6));
     REQUIRE(probs[1] == 1.0f);
     REQUIRE_THROWS_AS([&] {  // a target outside the vocabulary is reported, not read out of bounds
         const int bad = 3;
-        crossentropy_forward(&loss, probs, logits.data(), &bad, 1, 3);
+        crossentropy_forward(&loss, probs, logits.data(), &bad, 1, 3, 3);
     }(), ss::Error);
+}
+
+TEST_CASE("crossentropy over a padded row: the padding columns are never predicted and get no gradient",
+          "[kernels][crossentropy][vocab]") {
+    // Rows of Vp = 40 logits of which the first V = 37 are words (model/config.h, padded_vocab).
+    // The padding logits are large, so leaving them in the softmax would change every number.
+    const int N = 3, V = 37, Vp = 40;
+    const Vec words = uniform(N * V, 81, -3.0f, 3.0f);
+    Vec padded(N * Vp);
+    for (int n = 0; n < N; n++)
+        for (int v = 0; v < Vp; v++) padded[n * Vp + v] = v < V ? words[n * V + v] : 50.0f;
+    const std::vector<int> targets = {0, 36, 17};
+    Vec losses(N), probs(N * V), losses_p(N), probs_p(N * Vp, -1.0f);
+    const float mean = crossentropy_forward(losses.data(), probs.data(), words.data(), targets.data(), N, V, V);
+    const float mean_p =
+        crossentropy_forward(losses_p.data(), probs_p.data(), padded.data(), targets.data(), N, V, Vp);
+    REQUIRE(mean_p == mean);  // the same operations on the same V numbers: bit for bit
+    Vec d(N * Vp, 0.0f);
+    crossentropy_backward(d.data(), probs_p.data(), targets.data(), 1.0f / N, N, V, Vp);
+    Vec d_words(N * V, 0.0f);
+    crossentropy_backward(d_words.data(), probs.data(), targets.data(), 1.0f / N, N, V, V);
+    for (int n = 0; n < N; n++) {
+        REQUIRE(losses_p[n] == losses[n]);
+        for (int v = 0; v < Vp; v++) {
+            INFO("row " << n << " column " << v);
+            REQUIRE(probs_p[n * Vp + v] == (v < V ? probs[n * V + v] : 0.0f));
+            REQUIRE(d[n * Vp + v] == (v < V ? d_words[n * V + v] : 0.0f));
+        }
+    }
+}
+
+TEST_CASE("vocabulary-parallel softmax: a rank of padding only adds nothing", "[kernels][crossentropy][vocab]") {
+    // Two ranks of Vl = 4 columns over V = 3 words (Vp = 8): rank 0 holds 3 words and one
+    // padding column, rank 1 only padding (row_max -inf, no terms).
+    const int N = 1, Vl = 4;
+    const Vec mine = {1.0f, 2.0f, 0.5f, 90.0f}, other = {70.0f, 80.0f, 90.0f, 99.0f};
+    float m0, m1, s0, s1;
+    Vec e0(Vl), e1(Vl);
+    row_max(&m0, mine.data(), N, Vl, 3);
+    row_max(&m1, other.data(), N, Vl, 0);
+    REQUIRE(m0 == 2.0f);
+    REQUIRE(m1 == -INFINITY);
+    const float m = std::max(m0, m1);  // tp.max_over_ranks
+    exp_shifted(e0.data(), &s0, mine.data(), &m, N, Vl, 3);
+    exp_shifted(e1.data(), &s1, other.data(), &m, N, Vl, 0);
+    REQUIRE(e0[3] == 0.0f);
+    REQUIRE(s1 == 0.0f);
+    for (float e : e1) REQUIRE(e == 0.0f);
+    const double want = std::exp(-1.0) + 1.0 + std::exp(-1.5);
+    REQUIRE(s0 == Approx(want).epsilon(1e-6));  // three float exps and two adds
 }
 
 // ---- encoder and residual -------------------------------------------------------

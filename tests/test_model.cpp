@@ -78,7 +78,11 @@ void check_against_golden(const std::string& file) {
 
     for (const ParamSpec& s : model.layout().specs) {
         std::vector<float> gw = st_to_f32(g.get("grad." + s.name));
-        REQUIRE(gw.size() == size_t(s.numel));
+        // PyTorch's model has V rows of wte; ours pads to Vp (odd: 97 -> 128). The padding
+        // rows are never predicted, so their gradient is exactly zero, and the V rows
+        // (the first, padding comes last) must match PyTorch's as every other tensor does.
+        REQUIRE(gw.size() == size_t(numel(s.global_shape)));
+        for (int64_t i = int64_t(gw.size()); i < s.numel; ++i) REQUIRE(model.g()[s.offset + i] == 0.0f);
         double l2 = rel_l2(model.g() + s.offset, gw), mx = rel_max(model.g() + s.offset, gw);
         INFO(file << ": grad of " << s.name << " rel_l2=" << l2 << " rel_max=" << mx);
         // Gradients pass through every layer above them, so rounding piles up:
@@ -107,8 +111,70 @@ TEST_CASE("parameter counts match GPT-2's published sizes", "[model]") {
     REQUIRE(num_params(model_preset("gpt2-xl")) == 1557611200);
     for (const std::string& n : model_preset_names()) {
         GPT2Config c = model_preset(n);
-        REQUIRE(make_param_layout(c).total == num_params(c));
+        // In memory wte holds Vp rows (GPT-2: 50304), the padding counted where it is allocated.
+        const int64_t padding = int64_t(padded_vocab(c.V, 1, c.vocab_divisible_by) - c.V) * c.C;
+        REQUIRE(make_param_layout(c).total == num_params(c) + padding);
     }
+}
+
+TEST_CASE("the vocabulary is padded as Megatron-LM pads it: a multiple of D x TP", "[model][vocab]") {
+    REQUIRE(padded_vocab(50257, 1, 128) == 50304);  // llm.c's Vp for GPT-2
+    REQUIRE(padded_vocab(50257, 2, 128) == 50432);
+    REQUIRE(padded_vocab(50257, 8, 128) == 50176 + 1024);
+    REQUIRE(padded_vocab(256, 1, 128) == 256);  // tiny: a multiple already
+    REQUIRE(padded_vocab(256, 4, 128) == 512);
+    REQUIRE(padded_vocab(101, 4, 1) == 104);    // --vocab-divisible-by 1: the least padding
+    REQUIRE(padded_vocab(100, 4, 1) == 100);
+    REQUIRE_THROWS_WITH(padded_vocab(101, 2, 0), Catch::Contains("--vocab-divisible-by 0 must be at least 1"));
+    GPT2Config c = model_preset("tiny");
+    c.vocab_divisible_by = -3;
+    REQUIRE_THROWS_WITH(validate(c), Catch::Contains("--vocab-divisible-by -3"));
+
+    const ParamLayout gpt2 = make_param_layout(model_preset("gpt2"));
+    REQUIRE(gpt2.wte().shape == Shape{50304, 768});         // in memory
+    REQUIRE(gpt2.wte().global_shape == Shape{50257, 768});  // in files
+    REQUIRE(make_param_layout(model_preset("gpt2"), 2, 1).wte().shape == Shape{25216, 768});
+}
+
+TEST_CASE("padding rows of wte start at zero, get no gradient, and stay out of files", "[model][vocab]") {
+    GPT2Config cfg = model_preset("tiny");
+    cfg.V = 101;  // Vp = 128: rows 101..127 are padding
+    Ledger ledger;
+    GPT2 model(cfg, ledger);
+    model.init(7);
+    const ParamSpec& wte = model.layout().wte();
+    REQUIRE(wte.shape == Shape{128, 64});
+    const int64_t words = 101 * 64;
+    // Every token and target, including the last word (100), so every word row gets a gradient.
+    const int B = 2, T = 51;
+    std::vector<int> in(B * T), tg(B * T);
+    for (int i = 0; i < B * T; ++i) in[i] = i % 101, tg[i] = (i + 1) % 101;
+    Activations acts;
+    model.zero_grad();
+    const float loss = model.forward(in.data(), tg.data(), B, T, acts);
+    model.backward(in.data(), tg.data(), acts, 1.0f / float(B * T));
+    // The initial model predicts ~uniformly over the V words, not the Vp rows.
+    REQUIRE(std::fabs(loss - std::log(101.0f)) < 0.1f);
+    for (int64_t i = words; i < wte.numel; ++i) {
+        REQUIRE(model.w()[wte.offset + i] == 0.0f);
+        REQUIRE(model.g()[wte.offset + i] == 0.0f);
+    }
+    for (int v : {0, 100}) {  // a word row has a gradient (not zero like the padding)
+        double norm = 0;
+        for (int c = 0; c < 64; ++c) norm += std::fabs(model.g()[wte.offset + v * 64 + c]);
+        REQUIRE(norm > 0);
+    }
+    const std::string path = std::string(SS_BINARY_DIR) + "/test_model_padded.safetensors";
+    save_model(model, path);
+    const StFile f = read_safetensors(path);
+    REQUIRE(f.get("wte.weight").shape == Shape{101, 64});
+    REQUIRE(f.meta("vocab_size") == "101");
+    // Read back: the V rows as saved, the padding rows zero (even where memory held other values).
+    GPT2 again(cfg, ledger);
+    std::fill(again.w(), again.w() + again.layout().total, 5.0f);
+    load_model(again, path);
+    for (int64_t i = 0; i < wte.numel; ++i)
+        REQUIRE(again.w()[wte.offset + i] == (i < words ? model.w()[wte.offset + i] : 0.0f));
 }
 
 TEST_CASE("parameters carry HF GPT-2 names and shapes", "[model]") {

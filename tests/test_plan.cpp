@@ -9,7 +9,9 @@
 #include "cli_run.h"
 #include "comm/trace.h"
 #include "core/check.h"
+#include "plan/memory.h"
 #include "plan/models.h"
+#include "plan/time.h"
 #include "plan/plan.h"
 #include "plan/report.h"
 #include "plan/search.h"
@@ -45,6 +47,12 @@ double moved(const PlanResult& r) {
     return v;
 }
 
+// The parameters a rank holds without model parallelism: the model's, with wte padded
+// to Vp rows (model/config.h, padded_vocab), as the planner and the Ledger count them.
+double allocated_params(const GPT2Config& m) {
+    return double(num_params(m)) + double(padded_vocab(m.V, 1, m.vocab_divisible_by) - m.V) * m.C;
+}
+
 }  // namespace
 
 TEST_CASE("ZeRO paper, figure 1: 7.5B parameters on 64 GPUs, K = 12", "[plan][paper]") {
@@ -57,7 +65,7 @@ TEST_CASE("ZeRO paper, figure 1: 7.5B parameters on 64 GPUs, K = 12", "[plan][pa
     // The planner's own accounting (per unit, padded) agrees with the formula
     // whenever the units divide by N: GPT-3 1.3B's do for N = 64.
     PlanInput in = gpu_question("gpt3-1.3b", 64, 1);
-    const double P = double(num_params(in.model));
+    const double P = allocated_params(in.model);
     for (int stage : {0, 1, 2, 3}) {
         in.layout.zero = stage;
         REQUIRE(double(plan(in).memory.states.total()) == zero_paper_bytes(P, stage, 64, 12));
@@ -66,7 +74,7 @@ TEST_CASE("ZeRO paper, figure 1: 7.5B parameters on 64 GPUs, K = 12", "[plan][pa
 
 TEST_CASE("ZeRO paper, section 7: 2 Psi for DDP and ZeRO-1/2, 3 Psi for ZeRO-3", "[plan][paper]") {
     PlanInput in = gpu_question("gpt3-1.3b", 64, 1);  // units divide by 64: no padding
-    const double P = double(num_params(in.model)), N = 64, e = 2;
+    const double P = allocated_params(in.model), N = 64, e = 2;
     for (int stage : {0, 1, 2, 3}) {
         in.layout.zero = stage;
         const double volume = stage == 3 ? 3 : 2;
@@ -152,6 +160,24 @@ TEST_CASE("Narayanan et al. 2021: GPT-3 175B FLOPs and its 34 days on 1024 A100s
     REQUIRE(none == Approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))));
     // ~6 FLOPs per parameter per token (Kaplan et al. 2020) for the matmuls.
     REQUIRE(none / (B * s) / (12 * l * h * h) == Approx(6 * (1 + s / (6 * h) + V / (12 * l * h))));
+}
+
+TEST_CASE("the planner counts the padded vocabulary Vp in memory and FLOPs", "[plan][vocab]") {
+    // Narayanan et al.'s V = 51,200 above is GPT-2's 50257 padded to 128 x TP 8 (Megatron-LM).
+    REQUIRE(padded_vocab(50257, 8, 128) == 51200);
+    PlanInput in = gpu_question("gpt3-175b", 1024, 1);
+    in.layout.tp = 8;
+    in.layout.pp = 8;
+    const PlanResult r = plan(in);
+    const double B = double(r.gbs.gbs), s = in.seq(), l = 96, h = 12288;
+    REQUIRE(r.time.model_flops == Approx(narayanan_flops(B, s, l, h, 51200, Recompute::none)).epsilon(1e-12));
+    // The first stage's wte unit: Vp / TP rows of C.
+    const ModelSlice first = model_slice(in.model, 8, 8, 0);
+    REQUIRE(first.units.front() == int64_t(51200 / 8) * 12288);
+    GPT2Config g = model_preset("gpt2");
+    REQUIRE(model_slice(g, 2, 1, 0).units.front() == int64_t(50432 / 2) * 768 + 1024 * 768);  // wte + wpe
+    g.vocab_divisible_by = 1;
+    REQUIRE(model_slice(g, 2, 1, 0).units.front() == int64_t(50258 / 2) * 768 + 1024 * 768);
 }
 
 TEST_CASE("the 512-GPU question: MBS 16, pure ZeRO gives GBS 8192; TP, SP, PP bring it down", "[plan][gbs]") {

@@ -154,6 +154,42 @@ std::string show(const std::map<std::string, int64_t>& m) {
     return s;
 }
 
+// The three checks for one run of @p el with options @p o (train() is run here).
+void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType dtype) {
+    o.trace = std::string(SS_BINARY_DIR) + "/test_plan_engine_trace.json";
+    const TrainReport rep = train(o, nullptr);
+    const PlanResult p = plan(plan_input_for(o, ""));
+    INFO(el.name << ", " << dtype_name(dtype) << ": planner says " << p.layout_str());
+
+    REQUIRE(rep.gbs == p.gbs.gbs);
+    const PlanInput in = plan_input_for(o, "");
+    const ProcessMesh mesh(el.ranks, p.mesh);
+    const Trace t = read_chrome_trace(o.trace);
+    const int n = p.mesh.dp_shard * p.mesh.sp;  // ZeRO's shard group
+    for (int rank = 0; rank < el.ranks; ++rank) {
+        // Each pipeline stage holds its own slice and traffic: compare a rank with its stage's plan.
+        const int stage = mesh.coord(rank).pp_rank;
+        const ModelStates states = model_states(model_slice(o.model, p.mesh.tp, p.mesh.pp, stage), o.zero, n, dtype);
+        INFO("rank " << rank << " (pipeline stage " << stage << ")");
+        // 1. Model states: the ZeRO paper's table with the engine's per-unit padding, byte for byte.
+        CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::params)]) == states.params);
+        CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::grads)]) == states.grads);
+        CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::optim)]) == states.optim);
+        // 2. Traffic of step 2, exactly as the trace counts it.
+        const std::map<std::string, int64_t> want = planned(plan_comm(in, p.mesh, p.gbs, stage));
+        const std::map<std::string, int64_t> got = traced(t, rank, 2);
+        INFO("trace:\n" << show(got) << "planner:\n" << show(want));
+        CHECK(got == want);
+        // 3. Activations: Korthikanti's terms in the engine's fp32 layout (docs/formulas.md),
+        //    times the (layer, micro-batch) sets the stage holds at its peak. The formula is
+        //    the engine's own layout, so it lands well inside 10%.
+        const double acts = double(rep.rank_peak[size_t(rank)][int(Mem::acts)]);
+        const double predicted = activation_bytes(in, p.mesh, p.gbs.ga, stage).total;
+        INFO("acts: Ledger " << acts << " planner " << predicted);
+        CHECK(std::fabs(predicted - acts) <= 0.10 * acts);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("planner = engine: model states exact, traffic exact, activations within 10%", "[plan][engine]") {
@@ -165,40 +201,29 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
                 WARN("planner vs engine: the engine does not run '" << el.name << "' yet; skipped");
                 break;
             }
-            o.trace = std::string(SS_BINARY_DIR) + "/test_plan_engine_trace.json";
-            const TrainReport rep = train(o, nullptr);
-            const PlanResult p = plan(plan_input_for(o, ""));
-            INFO(el.name << ", " << dtype_name(dtype) << ": planner says " << p.layout_str());
+            check_planner_equals_engine(el, o, dtype);
             ++ran;
-
-            REQUIRE(rep.gbs == p.gbs.gbs);
-            const PlanInput in = plan_input_for(o, "");
-            const ProcessMesh mesh(el.ranks, p.mesh);
-            const Trace t = read_chrome_trace(o.trace);
-            const int n = p.mesh.dp_shard * p.mesh.sp;  // ZeRO's shard group
-            for (int rank = 0; rank < el.ranks; ++rank) {
-                // Each pipeline stage holds its own slice and traffic: compare a rank with its stage's plan.
-                const int stage = mesh.coord(rank).pp_rank;
-                const ModelStates states =
-                    model_states(model_slice(o.model, p.mesh.tp, p.mesh.pp, stage), o.zero, n, dtype);
-                INFO("rank " << rank << " (pipeline stage " << stage << ")");
-                // 1. Model states: the ZeRO paper's table with the engine's per-unit padding, byte for byte.
-                CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::params)]) == states.params);
-                CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::grads)]) == states.grads);
-                CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::optim)]) == states.optim);
-                // 2. Traffic of step 2, exactly as the trace counts it.
-                const std::map<std::string, int64_t> want = planned(plan_comm(in, p.mesh, p.gbs, stage));
-                const std::map<std::string, int64_t> got = traced(t, rank, 2);
-                INFO("trace:\n" << show(got) << "planner:\n" << show(want));
-                CHECK(got == want);
-                // 3. Activations: Korthikanti's terms in the engine's fp32 layout (docs/formulas.md),
-                //    times the (layer, micro-batch) sets the stage holds at its peak. The formula is
-                //    the engine's own layout, so it lands well inside 10%.
-                const double acts = double(rep.rank_peak[size_t(rank)][int(Mem::acts)]);
-                const double predicted = activation_bytes(in, p.mesh, p.gbs.ga, stage).total;
-                INFO("acts: Ledger " << acts << " planner " << predicted);
-                CHECK(std::fabs(predicted - acts) <= 0.10 * acts);
-            }
         }
     REQUIRE(ran >= 2 * 28);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring and PP in both dtypes
+}
+
+TEST_CASE("planner = engine with a padded vocabulary: wte's Vp/TP rows counted alike", "[plan][engine][vocab]") {
+    // V = 257 (tiny's byte vocabulary + 1): at --vocab-divisible-by 128 one rank holds 384 rows,
+    // TP 2 512 (256 each), TP 4 512 (128 each); at 1, TP 4 holds 260 (65 each). The wte unit,
+    // its ZeRO shards, the tied-embedding all-reduce and the head's probs all carry Vp/TP rows.
+    const EngineLayout layouts[] = {
+        {"one rank, V 257", 1, L(1, 1, 1, 0), 1, false},
+        {"TP 2, V 257", 2, L(2, 1, 1, 0), 1, false},
+        {"TP 4 x ZeRO-3 2, V 257", 8, L(4, 2, 1, 3), 1, false},
+        {"PP 2 x TP 2 x ZeRO-2 2, V 257", 8, L(2, 2, 1, 2, 2), 2, false},
+    };
+    for (const EngineLayout& el : layouts)
+        for (int D : {128, 1}) {
+            TrainOptions o;
+            REQUIRE(engine_options(el, DType::f32, o));
+            o.model.V = 257;
+            o.model.vocab_divisible_by = D;
+            INFO("--vocab-divisible-by " << D);
+            check_planner_equals_engine(el, o, DType::f32);
+        }
 }

@@ -11,6 +11,7 @@
 #include "model/safetensors.h"
 #include "train/train.h"
 #include "equivalence.h"
+#include "odd_vocab.h"
 
 using namespace ss;
 
@@ -63,7 +64,8 @@ TEST_CASE("TP slices are the HF tensors cut as Megatron cuts them", "[tp]") {
         ParamLayout local = make_param_layout(c, 4, r);
         REQUIRE(local.get("h.0.attn.c_attn.weight").shape == Shape{64, 48});  // 3C/4 columns: 1 head of q, k, v
         REQUIRE(local.get("h.0.mlp.c_proj.weight").shape == Shape{64, 64});   // 4C/4 rows
-        REQUIRE(local.get("wte.weight").shape == Shape{64, 64});              // V/4 rows
+        // Vp/4 rows: V = 256 is padded to Vp = 512, a multiple of 128 x TP 4 (padded_vocab)
+        REQUIRE(local.get("wte.weight").shape == Shape{128, 64});
         REQUIRE(local.get("h.0.ln_1.weight").shape == Shape{64});             // replicated
         std::vector<float> mine(size_t(local.total));
         slice_for_rank(local, global, whole.data(), mine.data());
@@ -76,12 +78,89 @@ TEST_CASE("TP slices are the HF tensors cut as Megatron cuts them", "[tp]") {
         REQUIRE(mine[size_t(qkv.offset + 48)] == whole[size_t(g0 + 192 + 16 * r)]);  // next row
         place_from_rank(local, global, mine.data(), back.data());
     }
-    REQUIRE(back == whole);  // the four slices cover every element exactly once
+    REQUIRE(back == whole);  // the four slices cover every element exactly once (and padding goes nowhere)
+}
+
+TEST_CASE("a padded wte is cut in whole rows; padding rows are zeros that map to no HF element", "[tp][vocab]") {
+    GPT2Config c = model_preset("tiny");
+    c.V = 101;
+    c.vocab_divisible_by = 1;  // Vp = 104 at TP 4: ranks of 26 rows, the last with 23 words and 3 padding rows
+    ParamLayout global = make_param_layout(c);
+    REQUIRE(global.wte().shape == Shape{101, 64});  // 101 is a multiple of 1 x TP 1: no padding
+    std::vector<float> whole(size_t(global.total));
+    for (size_t i = 0; i < whole.size(); ++i) whole[i] = float(i + 1);
+    std::vector<float> back(whole.size(), -1.0f);
+    for (int r = 0; r < 4; ++r) {
+        ParamLayout local = make_param_layout(c, 4, r);
+        const ParamSpec& wte = local.wte();
+        REQUIRE(wte.shape == Shape{26, 64});
+        REQUIRE(wte.global_shape == Shape{101, 64});
+        REQUIRE(wte.unpadded_numel() == (r < 3 ? 26 : 23) * 64);
+        std::vector<float> mine(size_t(local.total), -1.0f);
+        slice_for_rank(local, global, whole.data(), mine.data());
+        for (int64_t i = 0; i < wte.numel; ++i) {
+            INFO("rank " << r << " element " << i);
+            REQUIRE(wte.global_index(i) == (i < wte.unpadded_numel() ? int64_t(r) * 26 * 64 + i : -1));
+            REQUIRE(mine[size_t(wte.offset + i)] == (i < wte.unpadded_numel() ? whole[size_t(wte.global_index(i))] : 0.0f));
+        }
+        std::vector<float> init(size_t(local.total), -1.0f);
+        init_params(local, c, 7, 0, local.total, init.data());
+        for (int64_t i = wte.unpadded_numel(); i < wte.numel; ++i) REQUIRE(init[size_t(wte.offset + i)] == 0.0f);
+        place_from_rank(local, global, mine.data(), back.data());
+    }
+    REQUIRE(back == whole);  // the words' rows exactly once; the padding rows wrote nothing
 }
 
 TEST_CASE("TP 2 and 4 equal one rank", "[tp]") {
     check_equals_one_rank({2, 2, 0, 0, 0});
     check_equals_one_rank({4, 4, 0, 0, 0});
+}
+
+TEST_CASE("TP 2 and 4 on an odd vocabulary equal one rank: wte padded to Vp as Megatron pads it", "[tp][vocab]") {
+    // Without padding TP 2 refused V = 101 ("does not divide the vocabulary"). The one-rank run
+    // pads too (to a multiple of D x 1), so the two runs hold different Vp: what they must share
+    // is the loss of every step, the V rows of the gradients and the final V rows of wte.
+    struct Case {
+        int V, ranks, tp, D, dp_shard = 0, zero = 0;
+        bool sequence_parallel = false;
+    };
+    const Case cases[] = {
+        {101, 2, 2, 128},  // Vp 256: rank 0 holds 101 words and 27 padding rows, rank 1 only padding
+        {101, 4, 4, 128},  // Vp 512: ranks 1-3 only padding
+        {211, 2, 2, 128},  // Vp 256: rank 1 holds 83 words and 45 padding rows
+        {211, 4, 4, 128},
+        {101, 4, 4, 1},    // Vp 104: the last rank holds 23 words and 3 padding rows
+        {211, 2, 2, 1},    // Vp 212
+        {101, 4, 2, 1, 2, 3},           // dp 2 x tp 2 x ZeRO-3: the padding is sharded with the rest
+        {211, 4, 4, 128, 0, 0, true},   // Megatron-SP: the head gathers the sequence, then the padded vocabulary
+    };
+    for (const Case& c : cases) {
+        TrainOptions one;
+        one.model = model_preset("tiny");
+        one.model.V = c.V;
+        one.model.vocab_divisible_by = c.D;
+        one.data = odd_vocab_tokens(c.V);
+        one.steps = 10;
+        one.quiet = true;
+        one.mbs = 8;
+        one.dump_grads = out_path("vocab_grads_one.safetensors");
+        one.save = out_path("vocab_end_one.safetensors");
+        TrainOptions par = one;
+        par.ranks = c.ranks;
+        par.tp = c.tp;
+        par.dp_shard = c.dp_shard;
+        par.zero = c.zero;
+        par.sequence_parallel = c.sequence_parallel;
+        par.mbs = 8 * c.tp / c.ranks;  // the same global batch
+        par.dump_grads = out_path("vocab_grads_par.safetensors");
+        par.save = out_path("vocab_end_par.safetensors");
+        INFO("V " << c.V << " ranks " << c.ranks << " tp " << c.tp << " --vocab-divisible-by " << c.D << " ZeRO-"
+                  << c.zero << (c.sequence_parallel ? " Megatron-SP" : ""));
+        require_same_training(par, one);
+        // On disk: HF's [V, C], whatever Vp the run held.
+        REQUIRE(read_safetensors(par.save).get("wte.weight").shape == Shape{c.V, 64});
+        REQUIRE(read_safetensors(par.dump_grads).get("wte.weight").shape == Shape{c.V, 64});
+    }
 }
 
 TEST_CASE("TP composes with DP, ZeRO 1-3 and replica groups", "[tp][zero]") {

@@ -25,11 +25,13 @@
 
 namespace ss::cpu {
 
-float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) {
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
+                           int Vp) {
+    SS_CHECK(1 <= V && V <= Vp, "crossentropy: V=" << V << " words in rows of Vp=" << Vp << " logits");
     double total = 0.0;  // the mean over up to B*T rows, kept in double so it does not drift
     for (long n = 0; n < N; n++) {
-        const float* z = logits + n * V;
-        float* p = probs + n * V;
+        const float* z = logits + n * Vp;
+        float* p = probs + n * Vp;
         const int y = targets[n];
         SS_CHECK(y >= 0 && y < V, "crossentropy: target " << y << " at row " << n << " is outside the vocabulary [0, "
                                                            << V << "); check the data's tokenizer matches the model");
@@ -38,16 +40,18 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
         const float sum = lane_sum(p, V);
         const float inv_sum = 1.0f / sum;
         for (int v = 0; v < V; v++) p[v] *= inv_sum;
+        for (int v = V; v < Vp; v++) p[v] = 0.0f;  // padding: never predicted
         losses[n] = std::log(sum) - (z[y] - zmax);
         total += losses[n];
     }
     return N > 0 ? float(total / N) : 0.0f;
 }
 
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
+                           int Vp) {
     for (long n = 0; n < N; n++) {
-        float* dz = dlogits + n * V;
-        const float* p = probs + n * V;
+        float* dz = dlogits + n * Vp;
+        const float* p = probs + n * Vp;
         for (int v = 0; v < V; v++) dz[v] += p[v] * dloss;
         dz[targets[n]] -= dloss;  // the -[v == y] term
     }

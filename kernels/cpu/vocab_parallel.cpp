@@ -46,24 +46,25 @@ void add_positions_backward(float* dwpe, const float* dout, int B, int T, int C)
         }
 }
 
-void row_max(float* m, const float* logits, int N, int V) {
+void row_max(float* m, const float* logits, int N, int V, int words) {
     for (int n = 0; n < N; ++n) {
         const float* x = logits + long(n) * V;
         float mx = -INFINITY;
-        for (int v = 0; v < V; ++v) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < words; ++v) mx = x[v] > mx ? x[v] : mx;
         m[n] = mx;
     }
 }
 
-void exp_shifted(float* e, float* sums, const float* logits, const float* m, int N, int V) {
+void exp_shifted(float* e, float* sums, const float* logits, const float* m, int N, int V, int words) {
     for (int n = 0; n < N; ++n) {
         const float* x = logits + long(n) * V;
         float* y = e + long(n) * V;
         float s = 0.0f;
-        for (int v = 0; v < V; ++v) {
+        for (int v = 0; v < words; ++v) {
             y[v] = std::exp(x[v] - m[n]);
             s += y[v];
         }
+        for (int v = words; v < V; ++v) y[v] = 0.0f;  // padding: never predicted
         sums[n] = s;
     }
 }

@@ -14,6 +14,12 @@
 //               s = sum_r sum_v exp(logits_r - m)          z = sum_r target_logit_r
 //               loss = log s + m - z                       (= -log softmax[target])
 //   backward:   dlogits_r = (exp(logits_r - m)/s - [v == target]) * dloss
+//
+// With a padded vocabulary (model/config.h, padded_vocab) rank r's rows past
+// V are padding: row_max and exp_shifted look at its first `words` columns
+// only (words = clamp(V - v_begin, 0, v_count); 0 on a rank holding nothing
+// but padding, whose row_max is then -inf and loses the max over ranks), so
+// padding columns have probability 0 and get no gradient.
 #pragma once
 
 namespace ss::cpu {
@@ -29,10 +35,11 @@ void add_positions(float* out, const float* wpe, int B, int T, int C);
 /// dwpe[t,:] += sum over b of dout[b,t,:].
 void add_positions_backward(float* dwpe, const float* dout, int B, int T, int C);
 
-/// m[n] = max over v of logits[n, v] (N rows of V).
-void row_max(float* m, const float* logits, int N, int V);
-/// e[n,v] = exp(logits[n,v] - m[n]) and sums[n] = sum over v of e[n,v].
-void exp_shifted(float* e, float* sums, const float* logits, const float* m, int N, int V);
+/// m[n] = max over the first @p words columns of logits[n, :] (N rows of V; -inf if words = 0).
+void row_max(float* m, const float* logits, int N, int V, int words);
+/// e[n,v] = exp(logits[n,v] - m[n]) for v < @p words, 0 for the padding columns after them;
+/// sums[n] = sum over v of e[n,v].
+void exp_shifted(float* e, float* sums, const float* logits, const float* m, int N, int V, int words);
 /// z[n] = logits[n, target_n - v_begin] when the target is in my V columns, else 0.
 void target_logit(float* z, const float* logits, const int* targets, int v_begin, int N, int V);
 /// With the GLOBAL m, s and z: probs = e / s (in place) and losses[n] = log s + m - z; returns their mean.

@@ -1,7 +1,8 @@
 // crossentropy.h — softmax cross-entropy over the vocabulary on the GPU, forward and backward.
 // The twin of kernels/cpu/crossentropy.h: same arguments, device pointers, a stream.
 //
-// N rows (tokens) of V logits. probs = softmax(logits); loss_n = -log probs[n, target_n].
+// N rows (tokens) of Vp logits, the first V of them words (Vp - V padding
+// columns: probs 0, no gradient). probs = softmax(logits); loss_n = -log probs[n, target_n].
 //
 //   dlogits[n, v] += (probs[n, v] - [v == target_n]) * dloss      (dloss = 1/N for the mean)
 //
@@ -16,11 +17,12 @@
 
 namespace ss::cuda {
 
-/// Writes probs[N,V] and losses[N] (NaN for a target outside [0, V)); on @p stream.
+/// Writes probs[N,Vp] (0 in the padding columns) and losses[N] (NaN for a target outside [0, V)); on @p stream.
 void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
-                          cudaStream_t stream);
-/// Accumulates into dlogits[N,V] with dloss = @p dloss for every row (1/N for the mean loss); on @p stream.
+                          int Vp, cudaStream_t stream);
+/// Accumulates into the V word columns of dlogits[N,Vp] with dloss = @p dloss for every row
+/// (1/N for the mean loss); on @p stream.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
-                           cudaStream_t stream);
+                           int Vp, cudaStream_t stream);
 
 }  // namespace ss::cuda

@@ -197,7 +197,9 @@ nlohmann::json run_bench_calibrate(const CalibrateOptions& o) {
         std::fflush(stdout);
     }
     const double step_s = median(step_ms) / 1000.0;
-    const double step_flops = narayanan_flops(double(r.gbs), r.T, m.L, m.C, m.V, Recompute::none);
+    // One rank: the head multiplies by Vp = padded_vocab(V, 1, D) rows, as the planner counts it.
+    const double Vp = padded_vocab(m.V, 1, m.vocab_divisible_by);
+    const double step_flops = narayanan_flops(double(r.gbs), r.T, m.L, m.C, Vp, Recompute::none);
     // Above 1 only if the sgemm ran in a slower spell than the step; the planner accepts (0, 1].
     const double measured_efficiency = step_flops / (step_s * flops);
     const double efficiency = std::min(1.0, measured_efficiency);

@@ -68,7 +68,8 @@ void run_bench_gpu(const GpuBenchFlags& f) {
               << f.mbs << " T=" << f.seq << ", " << f.dtype << ", on " << cuda_device_name(0) << "; " << f.warmup
               << " warm-up + " << f.steps << " measured steps, median\n";
     const GpuRun one = run_on_gpu(f, 1);
-    const double flops_per_step = narayanan_flops(f.mbs, f.seq, m.L, m.C, m.V, Recompute::none);
+    const double Vp = padded_vocab(m.V, 1, m.vocab_divisible_by);  // the head's rows on one GPU
+    const double flops_per_step = narayanan_flops(f.mbs, f.seq, m.L, m.C, Vp, Recompute::none);
     const double achieved = flops_per_step / (one.ms / 1000.0);
     const double mfu = achieved / (f.peak_tflops * 1e12);
     std::printf("%-28s %10s %12s %10s\n", "run", "median ms", "tokens/s", "MFU");

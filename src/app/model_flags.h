@@ -16,12 +16,13 @@ namespace ss::app {
 struct ModelFlags {
     std::string model = "tiny";
     int layers = 0, dim = 0, heads = 0, vocab = 0, max_seq = 0;
+    int vocab_divisible_by = 128;  ///< Vp is a multiple of this x TP (model/config.h, padded_vocab)
 
     /// The preset with the overrides applied (name "custom" when any is set), validated.
     GPT2Config resolve() const;
 };
 
-/// Adds --model --layers --dim --heads --vocab --max-seq to @p cmd.
+/// Adds --model --layers --dim --heads --vocab --max-seq --vocab-divisible-by to @p cmd.
 void add_model_flags(CLI::App& cmd, ModelFlags& f);
 
 }  // namespace ss::app

@@ -69,6 +69,7 @@ GPT2Config resolve_model(const ModelFlags& f) {
             *field = v;
             c.name = f.model + "+custom";
         }
+    c.vocab_divisible_by = f.vocab_divisible_by;
     validate(c);
     return c;
 }

@@ -1,5 +1,6 @@
 #include "model/checkpoint.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -8,11 +9,17 @@
 
 namespace ss {
 
+// The seam between memory and files: a whole tensor in memory may hold padding
+// rows after its HF rows (wte: Vp >= V, model/config.h padded_vocab); a file
+// holds the HF rows only, the first numel(global_shape) elements.
 StFile flat_to_safetensors(const ParamLayout& layout, const float* flat, DType dt, const std::string& prefix) {
     StFile f;
     for (const ParamSpec& s : layout.specs) {
-        std::vector<float> v(flat + s.offset, flat + s.offset + s.numel);
-        f.put(st_from_f32(prefix + s.name, s.shape, v, dt));
+        SS_CHECK(s.tp == 1, "flat_to_safetensors writes whole HF tensors; " << s.name << " is a TP " << s.tp
+                                                                            << " slice (gather it first)");
+        const int64_t n = numel(s.global_shape);  // without the padding rows
+        std::vector<float> v(flat + s.offset, flat + s.offset + n);
+        f.put(st_from_f32(prefix + s.name, s.global_shape, v, dt));
     }
     return f;
 }
@@ -48,8 +55,10 @@ void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat
                                     << (layout.specs.size() - 4) / kBlockParams - 1 << ")");
         SS_CHECK(t.dtype == DType::f32 || t.dtype == DType::bf16,
                  path << ": tensor '" << name << "' is " << dtype_name(t.dtype) << "; parameters must be F32 or BF16");
-        SS_CHECK(t.shape == s->shape, path << ": tensor '" << name << "' has shape " << shape_str(t.shape)
-                                          << " but the model expects " << shape_str(s->shape)
+        SS_CHECK(s->tp == 1, "safetensors_to_flat reads whole HF tensors; " << s->name << " is a TP " << s->tp
+                                                                           << " slice (read the whole, then slice)");
+        SS_CHECK(t.shape == s->global_shape, path << ": tensor '" << name << "' has shape " << shape_str(t.shape)
+                                          << " but the model expects " << shape_str(s->global_shape)
                                           << "; check --dim/--heads/--vocab/--max-seq against the checkpoint");
         by_base[base] = &t;
     }
@@ -66,7 +75,8 @@ void safetensors_to_flat(const StFile& f, const ParamLayout& layout, float* flat
     }
     for (const ParamSpec& s : layout.specs) {
         std::vector<float> v = st_to_f32(*by_base[s.name]);
-        std::memcpy(flat + s.offset, v.data(), sizeof(float) * size_t(s.numel));
+        std::memcpy(flat + s.offset, v.data(), sizeof(float) * v.size());
+        std::fill(flat + s.offset + int64_t(v.size()), flat + s.offset + s.numel, 0.0f);  // padding rows: zero
     }
 }
 

@@ -7,6 +7,9 @@
 // are not parameters and are skipped. Anything else that does not match the
 // model (an unknown or missing tensor, a wrong shape, an integer dtype) is an
 // error naming the tensor, and nothing is changed; so is a nan or inf value.
+//
+// Files hold HF's shapes: wte is [V,C] on disk even where memory pads it to
+// Vp rows (model/config.h, padded_vocab); reading fills the padding with zeros.
 #pragma once
 
 #include <string>

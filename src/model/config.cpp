@@ -41,6 +41,8 @@ void validate(const GPT2Config& cfg) {
     SS_CHECK(cfg.L >= 1, "the model needs at least one layer (--layers " << cfg.L << ")");
     SS_CHECK(cfg.C >= 1 && cfg.H >= 1 && cfg.V >= 1 && cfg.maxT >= 1,
              "model sizes must be positive: C=" << cfg.C << " H=" << cfg.H << " V=" << cfg.V << " maxT=" << cfg.maxT);
+    SS_CHECK(cfg.vocab_divisible_by >= 1, "--vocab-divisible-by " << cfg.vocab_divisible_by
+                                           << " must be at least 1 (1 pads the vocabulary least, 128 is Megatron-LM's default)");
     if (cfg.C % cfg.H != 0) {
         std::string ok;
         for (int h = 1; h <= cfg.C; ++h)
@@ -48,6 +50,17 @@ void validate(const GPT2Config& cfg) {
         SS_FAIL("C=" << cfg.C << " is not divisible by H=" << cfg.H << "; choose --heads from {" << ok
                      << "} or a --dim that is a multiple of " << cfg.H);
     }
+}
+
+int padded_vocab(int V, int tp, int divisible_by) {
+    SS_CHECK(divisible_by >= 1, "--vocab-divisible-by " << divisible_by
+                                << " must be at least 1 (1 pads the vocabulary least, 128 is Megatron-LM's default)");
+    SS_CHECK(V >= 1 && tp >= 1, "padded_vocab needs V >= 1 and TP >= 1, not V=" << V << " TP=" << tp);
+    const int64_t multiple = int64_t(divisible_by) * tp;
+    const int64_t Vp = (V + multiple - 1) / multiple * multiple;
+    SS_CHECK(Vp <= (int64_t(1) << 30), "V=" << V << " padded to a multiple of " << divisible_by << " x TP " << tp
+                                            << " is " << Vp << " rows; choose a smaller --vocab-divisible-by");
+    return int(Vp);
 }
 
 int64_t num_params(const GPT2Config& c) {

@@ -189,7 +189,7 @@ float part_forward(const PartPass& p, const int* tokens, const int* targets, con
         emb = hooks.params(um.wte, false);
         const float* pos = um.wpe == um.wte ? emb : hooks.params(um.wpe, false);
         encoder_stage_forward(a, at(emb, units[um.wte], lay.wte()), at(pos, units[um.wpe], lay.wpe()), tokens, C,
-                              cfg.V, p.mp, p.ledger);
+                              int(lay.wte().shape[0]), p.mp, p.ledger);
         if (um.wpe != um.wte) hooks.release(um.wpe, false);
     } else {  // a later pipeline stage: the previous stage's output is my input, saved for backward
         a.encoded = Tensor(p.ledger, Mem::acts, {B, a.Tl, C}, DType::f32, false);
@@ -211,7 +211,8 @@ float part_forward(const PartPass& p, const int* tokens, const int* targets, con
         if (!emb) emb = hooks.params(um.wte, false);
         const float* head = hooks.params(um.lnf, false);
         loss = head_forward(a, x, at(head, units[um.lnf], lay.lnf_w()), at(head, units[um.lnf], lay.lnf_b()),
-                            at(emb, units[um.wte], lay.wte()), targets, C, cfg.V, p.mp, p.ledger);
+                            at(emb, units[um.wte], lay.wte()), targets, C, cfg.V, int(lay.wte().shape[0]), p.mp,
+                            p.ledger);
         hooks.release(um.lnf, false);
     }
     if (emb) hooks.release(um.wte, false);
@@ -238,7 +239,8 @@ void part_backward(const PartPass& p, const int* tokens, const int* targets, con
         float* ghead = hooks.grads(um.lnf);
         head_backward(dx.f32(), at(ghead, units[um.lnf], lay.lnf_w()), at(ghead, units[um.lnf], lay.lnf_b()),
                       at(gemb, units[um.wte], lay.wte()), a, x_in(n), at(head, units[um.lnf], lay.lnf_w()),
-                      at(emb, units[um.wte], lay.wte()), targets, dloss, C, cfg.V, p.mp, p.ledger);
+                      at(emb, units[um.wte], lay.wte()), targets, dloss, C, cfg.V, int(lay.wte().shape[0]), p.mp,
+                      p.ledger);
         hooks.release(um.lnf, true);
         hooks.grads_ready(um.lnf);
     } else {
@@ -261,7 +263,7 @@ void part_backward(const PartPass& p, const int* tokens, const int* targets, con
         if (!gemb) gemb = hooks.grads(um.wte);
         float* gpos = um.wpe == um.wte ? gemb : hooks.grads(um.wpe);
         encoder_stage_backward(at(gemb, units[um.wte], lay.wte()), at(gpos, units[um.wpe], lay.wpe()), dx.f32(),
-                               tokens, B, T, C, cfg.V, p.mp);
+                               tokens, B, T, C, int(lay.wte().shape[0]), p.mp);
         if (um.wpe != um.wte) hooks.grads_ready(um.wpe);
     } else {
         device_copy(dx_in, dx.f32(), sizeof(float) * size_t(dx.numel()));

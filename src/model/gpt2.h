@@ -78,7 +78,7 @@ struct Activations {
     Tensor lnf;                      ///< [B,T,C] ln_f output (head input)
     Tensor lnf_mean;                 ///< [B,T] ln_f mean of each row
     Tensor lnf_rstd;                 ///< [B,T] ln_f 1/sqrt(var + eps) of each row
-    Tensor probs;                    ///< [B,T,V] softmax of the logits
+    Tensor probs;                    ///< [B,T,Vl] softmax of the logits (Vl = Vp/t rows of wte; 0 in the padding columns)
     Tensor losses;                   ///< [B,T] cross-entropy of each token
     float loss = 0.0f;               ///< mean of losses
 
@@ -167,29 +167,31 @@ struct ModelParallel {
     static ModelParallel none();
 };
 
-/// The embedding stage: x = wte[tokens] + wpe. Under TP wte holds this rank's
-/// V/t rows and the partial embeddings are summed (g).
-void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int V,
+/// The embedding stage: x = wte[tokens] + wpe. @p Vl: the rows of wte this rank
+/// holds (Vp/t, Vp the padded vocabulary); under TP the partial embeddings are summed (g).
+void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int Vl,
                            const ModelParallel& mp, Ledger& ledger);
 /// Forward of block @p l (a.blocks[l] is allocated here). @p x_in is the block's input.
 /// C and H are the model's; under TP this rank computes H/t heads and 4C/t MLP columns.
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
                    const ModelParallel& mp, Ledger& ledger);
 /// The head: ln_f, tied logits, cross-entropy (vocabulary-parallel under TP). Returns the mean loss.
+/// @p V is the vocabulary, @p Vl the rows of wte this rank holds (Vp/t): rows at or past V
+/// are padding, left out of the softmax.
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
-                   const int* targets, int C, int V, const ModelParallel& mp, Ledger& ledger);
+                   const int* targets, int C, int V, int Vl, const ModelParallel& mp, Ledger& ledger);
 
 /// Backward of the head. Writes dx[B,T,C] (overwrites) and accumulates dwte, dlnf_w, dlnf_b.
 /// @p dloss is d(objective)/d(loss of each token): 1/(B*T) for the mean loss.
 void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
-                   const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
+                   const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V, int Vl,
                    const ModelParallel& mp, Ledger& ledger);
 /// Backward of block @p l: dx holds d/d(x_out) on entry and d/d(x_in) on exit.
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
                     int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger);
-/// Backward of the embedding: accumulates into dwte (this rank's rows under TP) and dwpe.
-void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
-                            const ModelParallel& mp);
+/// Backward of the embedding: accumulates into dwte (this rank's @p Vl rows under TP) and dwpe.
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
+                            int Vl, const ModelParallel& mp);
 
 /// The units a pass walks through, in flat-buffer order: for the whole model
 /// unit 0 = embeddings (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f.

@@ -7,6 +7,7 @@
 // kern::f runs f on the rank's device (kernels/dispatch.h: the CPU kernel or
 // its CUDA twin); cpu::f has no GPU twin yet and runs on the host, over
 // managed memory when the rank is on a GPU.
+#include <algorithm>
 #include <vector>
 
 #include "core/device.h"
@@ -25,7 +26,9 @@ static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::
 //
 // Under tensor parallelism (t = tp.size() > 1) each rank holds H/t heads and
 // 4C/t MLP columns (model/params.h, Split), so the shapes below use
-//   Cl = C/t (attention width of my heads), Hl = H/t, Fl = 4C/t, Vl = V/t.
+//   Cl = C/t (attention width of my heads), Hl = H/t, Fl = 4C/t, Vl = Vp/t
+// (Vp: the padded vocabulary, model/config.h; the head scores only the rows
+// below V, see `words`).
 // With Megatron sequence parallelism (tp.sequence_parallel()) the residual
 // stream, the LayerNorms and the dropout-free additions work on Tl = T/t
 // tokens of each sequence; the column-parallel layers get the whole sequence
@@ -41,10 +44,10 @@ void bias_backward(float* dbias, const float* dout, int N, int C) {
 }
 }  // namespace
 
-void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int V,
+void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int Vl,
                            const ModelParallel& mp, Ledger& ledger) {
     TensorParallel& tp = mp.tp;
-    const int N = a.B * a.T, Vl = V / tp.size();
+    const int N = a.B * a.T;
     a.encoded = act(ledger, {a.B, a.Tl, C});
     wpe += long(mp.sp.rank()) * a.T * C;  // Ulysses: my tokens sit at positions rank*T .. rank*T + T-1
     if (tp.size() == 1) {
@@ -148,10 +151,13 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
     kern::add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(Nl) * C);
 }
 
+// The words among my Vl rows of wte: rows at or past V are padding (model/config.h, padded_vocab).
+static int words_of_rank(int V, int Vl, int tp_rank) { return std::clamp(V - tp_rank * Vl, 0, Vl); }
+
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
-                   const int* targets, int C, int V, const ModelParallel& mp, Ledger& ledger) {
+                   const int* targets, int C, int V, int Vl, const ModelParallel& mp, Ledger& ledger) {
     TensorParallel& tp = mp.tp;
-    const int N = a.B * a.T, Nl = a.B * a.Tl, Vl = V / tp.size();
+    const int N = a.B * a.T, Nl = a.B * a.Tl;
     a.lnf = act(ledger, {a.B, a.T, C});
     a.lnf_mean = act(ledger, {a.B, a.Tl});
     a.lnf_rstd = act(ledger, {a.B, a.Tl});
@@ -164,19 +170,22 @@ float head_forward(Activations& a, const float* x_last, const float* lnf_w, cons
         kern::layernorm_forward(mine.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, Nl, C);
         tp.gather_seq(mine.f32(), a.lnf.f32(), a.B, a.Tl, C, -1, false);
     }
-    // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h); under TP my V/t words only.
+    // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h); under TP my Vp/t rows only.
+    // The matmul runs over the padding rows too (the aligned shape padding is for);
+    // the softmax then leaves their logits out.
     Tensor logits(ledger, Mem::workspace, {a.B, a.T, Vl}, DType::f32, false);
     kern::lm_head_forward(logits.f32(), a.lnf.f32(), wte, N, C, Vl);
     if (tp.size() == 1) {
-        a.loss = kern::crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V);
+        a.loss = kern::crossentropy_forward(a.losses.f32(), a.probs.f32(), logits.f32(), targets, N, V, Vl);
         return a.loss;
     }
     // Vocabulary-parallel cross-entropy (kernels/cpu/vocab_parallel.h): the logits
     // are never gathered, only three numbers per token cross the TP group.
     Tensor m = scratch(ledger, {N}), sums = scratch(ledger, {N}), z = scratch(ledger, {N});
-    cpu::row_max(m.f32(), logits.f32(), N, Vl);
+    const int words = words_of_rank(V, Vl, tp.rank());
+    cpu::row_max(m.f32(), logits.f32(), N, Vl, words);
     tp.max_over_ranks(m.f32(), N);
-    cpu::exp_shifted(a.probs.f32(), sums.f32(), logits.f32(), m.f32(), N, Vl);
+    cpu::exp_shifted(a.probs.f32(), sums.f32(), logits.f32(), m.f32(), N, Vl, words);
     tp.sum_over_ranks(sums.f32(), N);
     cpu::target_logit(z.f32(), logits.f32(), targets, tp.rank() * Vl, N, Vl);
     tp.sum_over_ranks(z.f32(), N);
@@ -187,18 +196,19 @@ float head_forward(Activations& a, const float* x_last, const float* lnf_w, cons
 // ---- backward -----------------------------------------------------------------
 
 void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const Activations& a, const float* x_last,
-                   const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V,
+                   const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V, int Vl,
                    const ModelParallel& mp, Ledger& ledger) {
     TensorParallel& tp = mp.tp;
-    const int N = a.B * a.T, Nl = a.B * a.Tl, Vl = V / tp.size();
+    const int N = a.B * a.T, Nl = a.B * a.Tl;
+    // Zero-filled: the padding columns stay 0, so wte's padding rows get no gradient.
     Tensor dlogits = scratch(ledger, {a.B, a.T, Vl});
     if (tp.size() == 1)
-        kern::crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V);
-    else
+        kern::crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V, Vl);
+    else  // probs are 0 in my padding columns, so they add 0
         cpu::vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl);
     Tensor dlnf = scratch(ledger, {a.B, a.T, C});
     kern::lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, Vl);
-    // Each rank scored V/t words: sum their input gradients (f), or reduce-scatter them to my tokens.
+    // Each rank scored its Vp/t rows: sum their input gradients (f), or reduce-scatter them to my tokens.
     Tensor dmine;
     const float* dln = dlnf.f32();
     if (!tp.sequence_parallel()) {
@@ -296,15 +306,14 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     kern::layernorm_backward(dx, g.ln1_w, g.ln1_b, dln, x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), Nl, C);
 }
 
-void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int V,
-                            const ModelParallel& mp) {
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
+                            int Vl, const ModelParallel& mp) {
     TensorParallel& tp = mp.tp;
     dwpe += long(mp.sp.rank()) * T * C;
     if (tp.size() == 1) {
         kern::encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
         return;
     }
-    const int Vl = V / tp.size();
     if (!tp.sequence_parallel()) {
         cpu::vocab_embedding_backward(dwte, dx, tokens, tp.rank() * Vl, Vl, B * T, C);
         cpu::add_positions_backward(dwpe, dx, B, T, C);

@@ -20,8 +20,13 @@ const ParamSpec& ParamLayout::get(const std::string& name) const {
 }
 
 int64_t ParamSpec::global_index(int64_t local) const {
-    if (tp == 1 || split == Split::none) return local;
-    if (split == Split::rows) return int64_t(tp_rank) * numel + local;  // rows are contiguous
+    // Rows are contiguous, and padding rows (wte's, Vp > V) are the whole
+    // tensor's last rows: an index past the HF tensor's end is padding.
+    if (tp == 1 || split == Split::none) return local < ss::numel(global_shape) ? local : -1;
+    if (split == Split::rows) {
+        const int64_t g = int64_t(tp_rank) * numel + local;
+        return g < ss::numel(global_shape) ? g : -1;
+    }
     // Columns: local [in, out/t] (a weight) or [out/t] (a bias).
     const int64_t out_l = shape.back(), out = global_shape.back();
     const int64_t row = local / out_l, col = local % out_l;
@@ -35,6 +40,13 @@ int64_t ParamSpec::global_index(int64_t local) const {
     return row * out + gcol;
 }
 
+int64_t ParamSpec::unpadded_numel() const {
+    if (tp == 1 || split == Split::none) return std::min(numel, ss::numel(global_shape));
+    if (split != Split::rows) return numel;  // column cuts are never padded
+    const int64_t before = int64_t(tp_rank) * numel;  // elements of the ranks before me
+    return std::clamp(ss::numel(global_shape) - before, int64_t(0), numel);
+}
+
 ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank, const ModelPart& part_in) {
     SS_CHECK(tp >= 1 && 0 <= tp_rank && tp_rank < tp, "bad tensor-parallel rank " << tp_rank << " of " << tp);
     if (tp > 1) {
@@ -42,9 +54,6 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank, const 
                                         << ": tensor parallelism gives each rank whole heads; choose TP from the "
                                            "divisors of "
                                         << cfg.H);
-        SS_CHECK(cfg.V % tp == 0, "TP=" << tp << " does not divide the vocabulary V=" << cfg.V
-                                        << ": the vocabulary-parallel embedding gives each rank V/TP rows; choose a "
-                                           "TP that divides V (or a --vocab padded to a multiple of TP)");
     }
     ModelPart part = part_in;
     if (part.count < 0) part.count = cfg.L - part.first;
@@ -54,10 +63,12 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank, const 
     ParamLayout lay;
     lay.part = part;
     const int64_t C = cfg.C;
-    auto add = [&](std::string name, Shape shape, int layer, Init init, bool decay, Split split = Split::none) {
+    // @p shape is the whole tensor in memory; @p hf_shape, where it differs, the file's (wte: V of Vp rows).
+    auto add = [&](std::string name, Shape shape, int layer, Init init, bool decay, Split split = Split::none,
+                   Shape hf_shape = {}) {
         ParamSpec s;
         s.name = std::move(name);
-        s.global_shape = shape;
+        s.global_shape = hf_shape.empty() ? shape : hf_shape;
         s.split = tp > 1 ? split : Split::none;
         s.tp = tp;
         s.tp_rank = tp_rank;
@@ -73,7 +84,8 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank, const 
         lay.index[s.name] = lay.specs.size();
         lay.specs.push_back(std::move(s));
     };
-    if (part.embedding || part.head) add("wte.weight", {cfg.V, C}, -1, Init::normal, true, Split::rows);
+    const int Vp = padded_vocab(cfg.V, tp, cfg.vocab_divisible_by);  // a multiple of tp: whole rows each
+    if (part.embedding || part.head) add("wte.weight", {Vp, C}, -1, Init::normal, true, Split::rows, {cfg.V, C});
     if (part.embedding) add("wpe.weight", {cfg.maxT, C}, -1, Init::normal, true);
     lay.block_base = lay.specs.size();
     for (int l = part.first; l < part.first + part.count; ++l) {
@@ -102,14 +114,20 @@ ParamLayout make_param_layout(const GPT2Config& cfg, int tp, int tp_rank, const 
 void slice_for_rank(const ParamLayout& local, const ParamLayout& global, const float* global_flat, float* local_flat) {
     for (const ParamSpec& s : local.specs) {
         const float* g = global_flat + global.get(s.name).offset;
-        for (int64_t i = 0; i < s.numel; ++i) local_flat[s.offset + i] = g[s.global_index(i)];
+        for (int64_t i = 0; i < s.numel; ++i) {
+            const int64_t gi = s.global_index(i);
+            local_flat[s.offset + i] = gi < 0 ? 0.0f : g[gi];  // padding is zero, whatever the whole's Vp
+        }
     }
 }
 
 void place_from_rank(const ParamLayout& local, const ParamLayout& global, const float* local_flat, float* global_flat) {
     for (const ParamSpec& s : local.specs) {
         float* g = global_flat + global.get(s.name).offset;
-        for (int64_t i = 0; i < s.numel; ++i) g[s.global_index(i)] = local_flat[s.offset + i];
+        for (int64_t i = 0; i < s.numel; ++i) {
+            const int64_t gi = s.global_index(i);
+            if (gi >= 0) g[gi] = local_flat[s.offset + i];
+        }
     }
 }
 
@@ -126,6 +144,10 @@ void init_params(const ParamLayout& layout, const GPT2Config& cfg, uint64_t seed
         for (int64_t g = lo; g < hi; ++g) {
             int64_t i = s.global_index(g - s.offset);  // index within the whole HF tensor
             float v = 0.0f;
+            if (i < 0) {  // a padding row of wte: zero, never predicted
+                out[g - begin] = v;
+                continue;
+            }
             switch (s.init) {
                 case Init::normal: v = std_normal * counter_normal(seed, stream, i); break;
                 case Init::normal_resproj: v = std_resproj * counter_normal(seed, stream, i); break;

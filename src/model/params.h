@@ -5,7 +5,7 @@
 // HF GPT-2's state dict. A flat buffer is what ZeRO partitions (rank r owns
 // elements [r*P/N, (r+1)*P/N)) and what DDP buckets slice:
 //
-//   wte.weight [V,C] | wpe.weight [maxT,C] | h.0.ln_1.weight [C] | ... | h.{L-1}... | ln_f.weight | ln_f.bias
+//   wte.weight [Vp,C] | wpe.weight [maxT,C] | h.0.ln_1.weight [C] | ... | h.{L-1}... | ln_f.weight | ln_f.bias
 //
 // Per block (HF names, Conv1D weights stored [in, out]):
 //   ln_1.weight [C]  ln_1.bias [C]
@@ -15,6 +15,11 @@
 //   mlp.c_fc.weight [C,4C]     mlp.c_fc.bias [4C]
 //   mlp.c_proj.weight [4C,C]   mlp.c_proj.bias [C]
 // The LM head is tied to wte.weight (no lm_head tensor).
+//
+// Padding (config.h, padded_vocab): wte holds Vp >= V rows in memory; rows
+// V .. Vp-1 are zeros that are never predicted. Files hold HF's [V,C]: the
+// seam is ParamSpec::global_index, which maps a padding element to -1 (not
+// in the file), and the file I/O in model/checkpoint.h.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +45,7 @@ enum class Init {
 ///
 ///     ColumnParallelLinear  W = [W_1, ..., W_t]      each rank: out/t columns (and bias entries)
 ///     RowParallelLinear     W = [W_1; ...; W_t]      each rank: in/t rows (the bias stays whole)
-///     vocabulary-parallel   wte = [E_1; ...; E_t]    each rank: V/t rows
+///     vocabulary-parallel   wte = [E_1; ...; E_t]    each rank: Vp/t rows (Vp: padded_vocab)
 enum class Split {
     none,      ///< replicated on every TP rank: LayerNorms, wpe, row-parallel biases
     cols,      ///< ColumnParallelLinear: mlp.c_fc weight and bias
@@ -51,8 +56,8 @@ enum class Split {
 /// One parameter tensor and where it lives in the flat buffer.
 struct ParamSpec {
     std::string name;    ///< HF name, e.g. "h.0.attn.c_attn.weight"
-    Shape shape;         ///< shape on this rank (the HF shape without tensor parallelism)
-    Shape global_shape;  ///< the HF shape
+    Shape shape;         ///< shape on this rank, in memory: a TP slice, and wte padded to Vp rows
+    Shape global_shape;  ///< the HF shape, as files hold it (wte: [V,C], without padding)
     Split split = Split::none;  ///< how tensor parallelism cuts it
     int tp = 1;          ///< TP degree the layout was made for
     int tp_rank = 0;     ///< which slice this rank holds
@@ -62,8 +67,12 @@ struct ParamSpec {
     Init init = Init::normal;  ///< how init_params fills it
     bool decay = false;  ///< AdamW weight decay applies (matrices and embeddings, not biases or LayerNorm)
 
-    /// Index in the whole (global) HF tensor of this rank's element @p local.
+    /// Index in the whole (global) HF tensor of this rank's element @p local,
+    /// or -1 for an element of padding (a row of wte at or past V, in no file).
     int64_t global_index(int64_t local) const;
+    /// Elements of this rank's tensor that are not padding: they come first
+    /// (padding rows are the last rows of the whole wte), so [0, unpadded_numel()).
+    int64_t unpadded_numel() const;
 };
 
 /// Indices into ParamLayout::specs of one block's tensors.
@@ -124,22 +133,25 @@ struct ParamLayout {
 
 /// The layout of @p cfg's parameters; with @p tp > 1, the slice that tensor-parallel
 /// rank @p tp_rank holds (see Split); with @p part, only that pipeline stage's
-/// tensors. Throws ss::Error if TP does not divide H and V, or the part is not
+/// tensors. wte gets padded_vocab(V, tp, cfg.vocab_divisible_by) rows, cut
+/// into tp slices. Throws ss::Error if TP does not divide H, or the part is not
 /// inside the model.
 ParamLayout make_param_layout(const GPT2Config& cfg, int tp = 1, int tp_rank = 0,
                               const ModelPart& part = ModelPart::whole());
 
 /// This rank's slice of whole flat parameters: @p local (local.total elements)
 /// from @p global (laid out as make_param_layout(cfg) with tp = 1). @p local may
-/// be a pipeline stage's layout: it takes just the tensors it lists.
+/// be a pipeline stage's layout: it takes just the tensors it lists. Its
+/// padding rows get zeros (the two layouts may pad to different Vp).
 void slice_for_rank(const ParamLayout& local, const ParamLayout& global, const float* global_flat, float* local_flat);
 
-/// The inverse: writes this rank's slice @p local_flat into its places in @p global_flat.
+/// The inverse: writes this rank's slice @p local_flat into its places in
+/// @p global_flat (padding rows of the slice go nowhere).
 void place_from_rank(const ParamLayout& local, const ParamLayout& global, const float* local_flat, float* global_flat);
 
 /// Writes the initial values of elements [begin, end) of the flat buffer into
 /// @p out (out[0] is element @p begin). Any slice gives the same values as the
-/// whole: value = f(seed, parameter name, index within the parameter).
+/// whole: value = f(seed, parameter name, index within the HF tensor); padding is 0.
 void init_params(const ParamLayout& layout, const GPT2Config& cfg, uint64_t seed, int64_t begin, int64_t end,
                  float* out);
 

@@ -274,7 +274,9 @@ void ZeroModel::checkpoint_pieces(StFile& out) const {
     Tensor& master = self.optim_->master();
     for (const Piece& p : pieces)
         for (const ParamSpec& s : layout_.specs) {
-            const int64_t lo = std::max(p.flat_begin, s.offset), hi = std::min(p.flat_end, s.offset + s.numel);
+            // Not wte's padding rows (the tensor's last elements): files hold HF rows only.
+            const int64_t lo = std::max(p.flat_begin, s.offset),
+                          hi = std::min(p.flat_end, s.offset + s.unpadded_numel());
             if (lo >= hi) continue;
             if (s.name == "wte.weight" && !layout_.part.embedding) continue;  // the head's copy
             const int64_t n = hi - lo, local = p.local + (lo - p.flat_begin);

@@ -156,7 +156,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, none, "gradients from the next stage", p);
         // The tied wte lives on both ends (Megatron's embedding group). ZeRO 1-3 sum the
         // fp32 accumulator (stages 2, 3: the rank's shard of it); DDP the synced gradients.
-        const int64_t wte = (m.V + t - 1) / t * h, shards = int64_t(mesh.dp_shard) * c;
+        const int64_t wte = int64_t(padded_vocab(m.V, t, m.vocab_divisible_by)) / t * h, shards = int64_t(mesh.dp_shard) * c;
         const int64_t tied = l.zero >= 2 ? (wte + shards - 1) / shards * 4 : l.zero == 1 ? wte * 4 : wte * es;
         if (first || last)
             k.add("pp", stride, 2, "all_reduce", Payload::grad, Phase::step, 1, tied, none,

@@ -34,7 +34,8 @@ ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage) {
     s.first_layer = stage * s.layers;
     s.has_embedding = stage == 0;
     s.has_head = stage == pp - 1;
-    const int64_t wte = ceil_div(cfg.V, t) * C;  // vocabulary-parallel rows
+    // Vocabulary-parallel rows of the padded vocabulary (model/config.h, padded_vocab): Vp/t each.
+    const int64_t wte = int64_t(padded_vocab(cfg.V, tp, cfg.vocab_divisible_by)) / t * C;
     // Per block (model/params.h, Split): LayerNorms and row-parallel biases
     // whole (6C), everything else cut t ways: (12 C^2 + 7 C) / t.
     const int64_t block = (12 * C * C + 7 * C) / t + 6 * C;
@@ -122,8 +123,9 @@ double chunks_in_flight(const PlanLayout& l, int ga, int stage) {
 
 ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage) {
     const PlanLayout& l = in.layout;
-    const double s = in.seq(), b = in.mbs, h = in.model.C, a = in.model.H, V = in.model.V;
     const int t = mesh.tp, c = mesh.sp, p = mesh.pp;
+    const double s = in.seq(), b = in.mbs, h = in.model.C, a = in.model.H;
+    const double Vl = padded_vocab(in.model.V, t, in.model.vocab_divisible_by) / t;  // logits per rank: Vp/t
     const bool seqpar = l.sequence_parallel && t > 1;
     const bool engine = in.act_model == ActModel::engine;
     ActivationBytes r;
@@ -150,9 +152,8 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     if (stage == p - 1) {
         const double head_mbs = l.schedule == Schedule::gpipe ? ga : 1;
         // paper (sec. 4.3): ln_f and projection inputs 4sbh/t, fp32 logits 4sbv/t;
-        // engine: lnf (C) + 2 statistics + probs (V/t) + losses (1), fp32.
-        r.head = head_mbs * (engine ? 4 * tok * (h + 2 / hs + std::ceil(V / t) + 1)
-                                    : 4 * tok * h / hs + 4 * tok * std::ceil(V / t));
+        // engine: lnf (C) + 2 statistics + probs (Vp/t) + losses (1), fp32.
+        r.head = head_mbs * (engine ? 4 * tok * (h + 2 / hs + Vl + 1) : 4 * tok * h / hs + 4 * tok * Vl);
     }
     r.total = r.per_layer * r.layer_sets + r.embedding + r.head;
     // What the engine's recompute makes again lives one layer at a time: selective,

@@ -42,7 +42,7 @@ struct ModelSlice {
     int stage = 0;              ///< pipeline stage
     int first_layer = 0;        ///< first block of the stage
     int layers = 0;             ///< blocks on the stage (L / pp)
-    bool has_embedding = false; ///< first stage: wte (V/t rows) + wpe
+    bool has_embedding = false; ///< first stage: wte (Vp/t rows, Vp = padded_vocab) + wpe
     bool has_head = false;      ///< last stage: ln_f (and a copy of the tied wte when pp > 1)
     std::vector<int64_t> units; ///< elements per unit, flat order (engine units when pp = 1)
     int64_t elems = 0;          ///< sum of units: Psi of this rank
@@ -54,7 +54,7 @@ struct ModelSlice {
 };
 
 /// The slice of pipeline stage @p stage when @p cfg is split TP @p tp ways and PP @p pp ways.
-/// Vocabulary rows are ceil(V / tp) (Megatron pads the vocabulary).
+/// Vocabulary rows are Vp / tp, Vp = padded_vocab(V, tp, vocab_divisible_by) (Megatron-LM pads the vocabulary).
 ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage);
 
 /// Model-state bytes of one rank.

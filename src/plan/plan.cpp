@@ -96,9 +96,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     const int rest_tp = l.pp * l.sp, rest_sp = l.tp * l.pp, rest_pp = l.tp * l.sp;
     SS_CHECK(m.H % l.tp == 0, "TP=" << l.tp << " does not divide n_head=" << m.H << " (each rank takes whole heads); choose TP in {"
                                     << join(fitting(m.H, rest_tp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
-    SS_CHECK(in.act_model != ActModel::engine || m.V % l.tp == 0,
-             "TP=" << l.tp << " does not divide the vocabulary V=" << m.V << " (the engine splits wte by rows without padding); choose TP in {"
-                   << join(fitting(std::gcd(m.V, m.H), rest_tp, world)) << "}");
+    // V needs no check: wte is padded to Vp, a multiple of TP (model/config.h, padded_vocab).
     SS_CHECK(T % l.sp == 0, "SP=" << l.sp << " does not divide the sequence T=" << T << "; choose SP in {"
                                   << join(fitting(T, rest_sp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
     SS_CHECK(l.sp_mode != SpMode::ulysses || (m.H / l.tp) % l.sp == 0,

@@ -81,7 +81,13 @@ std::string format_plan(const PlanResult& r) {
     const MemoryPlan& mem = r.memory;
     const TimePlan& t = r.time;
     std::ostringstream o;
-    o << model_line(r) << cluster_line(in);
+    o << model_line(r);
+    const int Vp = padded_vocab(in.model.V, r.mesh.tp, in.model.vocab_divisible_by);
+    if (Vp != in.model.V)  // what the memory rows, traffic and FLOPs below count (model/config.h)
+        o << fmt("vocabulary: V = %d padded to Vp = %d (multiple of %d x TP %d, Megatron-LM's rule; "
+                 "--vocab-divisible-by)\n",
+                 in.model.V, Vp, in.model.vocab_divisible_by, r.mesh.tp);
+    o << cluster_line(in);
     o << "layout: " << r.layout_str() << "\n\n";
 
     o << r.gbs.line() << "\n";
@@ -174,6 +180,8 @@ nlohmann::json plan_json(const PlanResult& r) {
     const GPT2Config& m = in.model;
     json j;
     j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT},
+                  {"Vp", padded_vocab(m.V, r.mesh.tp, m.vocab_divisible_by)},
+                  {"vocab_divisible_by", m.vocab_divisible_by},
                   {"T", in.seq()},  {"num_params", r.num_params}, {"dtype", dtype_name(in.dtype)},
                   {"activations", act_model_name(in.act_model)}};
     j["cluster"] = {{"gpus", in.gpus},

@@ -76,7 +76,6 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
 
     for (int tp : choices(s.tp, m.H, world)) {
         if (tp > node && !s.tp_across_nodes && s.tp == 0) continue;
-        if (base.act_model == ActModel::engine && m.V % tp != 0) continue;
         for (int pp : choices(s.pp, m.L, world / tp)) {
             if (world % (tp * pp) != 0 || m.L % pp != 0) continue;
             for (int sp : choices(s.sp, T, world / (tp * pp))) {

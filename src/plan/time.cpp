@@ -28,7 +28,9 @@ struct StageTime {
 };
 
 StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, int stage, double rate) {
-    const double b = in.mbs, s = in.seq(), h = in.model.C, V = in.model.V;
+    // The head multiplies by all Vp rows of the padded wte (model/config.h, padded_vocab).
+    const double b = in.mbs, s = in.seq(), h = in.model.C,
+                 V = padded_vocab(in.model.V, mesh.tp, in.model.vocab_divisible_by);
     const double split = double(mesh.tp) * mesh.sp;  // TP and SP ranks share each micro-batch's math
     const double layers = double(in.model.L) / mesh.pp;
     const double layer_fwd = (24 * b * s * h * h + 4 * b * s * s * h) / split;
@@ -71,7 +73,9 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
 TimePlan plan_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, const MemoryPlan& mem) {
     TimePlan tp;
     const int world = gbs.world;
-    const double s = in.seq(), L = in.model.L, h = in.model.C, V = in.model.V;
+    // V: the padded Vp, the logits the head computes (Megatron-LM counts padded_vocab_size too).
+    const double s = in.seq(), L = in.model.L, h = in.model.C,
+                 V = padded_vocab(in.model.V, mesh.tp, in.model.vocab_divisible_by);
     tp.model_flops = narayanan_flops(double(gbs.gbs), s, L, h, V, Recompute::none);
     tp.hw_flops = narayanan_flops(double(gbs.gbs), s, L, h, V, in.layout.recompute);
     double rate = in.hw.flops * in.hw.efficiency;

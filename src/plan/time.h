@@ -2,7 +2,8 @@
 // bubble, and the communication that does not hide under compute.
 //
 // FLOPs (Narayanan et al. 2021, arXiv:2104.04473, sec. 5.1, eq. 3; B = GBS,
-// s = T, l = L, h = C, V = vocabulary; matmuls only, 2 FLOPs per multiply-add):
+// s = T, l = L, h = C, V = vocabulary; matmuls only, 2 FLOPs per multiply-add;
+// the planner passes the padded Vp, as many logits as the head computes):
 //
 //     forward of one layer          24 B s h^2 + 4 B s^2 h
 //     logits                        2 B s h V

@@ -208,6 +208,9 @@ GPT2Config checkpoint_model(const nlohmann::json& manifest) {
         c.H = j.at("H").get<int>();
         c.V = j.at("V").get<int>();
         c.maxT = j.at("maxT").get<int>();
+        // How the saving run padded wte's TP slices; absent before padding existed, when
+        // TP had to divide V, which is padding to a multiple of 1 x TP.
+        c.vocab_divisible_by = manifest.value("vocab_divisible_by", 1);
         validate(c);
         return c;
     } catch (const nlohmann::json::exception& e) {
@@ -273,7 +276,7 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
                          tp_rank < tp && 0 <= lo && lo <= hi,
                      path << ": metadata for " << tensor << " is '" << where << "', not 'tp tp_rank lo hi'");
             auto it = tp_layouts.find({tp, tp_rank});
-            if (it == tp_layouts.end()) it = tp_layouts.emplace(std::make_pair(tp, tp_rank), make_param_layout(cfg, tp, tp_rank)).first;
+            if (it == tp_layouts.end()) it = tp_layouts.emplace(std::make_pair(tp, tp_rank), make_param_layout(saved, tp, tp_rank)).first;
             const ParamSpec* spec = it->second.find(tensor);
             SS_CHECK(spec && hi <= spec->numel, path << ": " << tensor << " [" << lo << ", " << hi
                                                      << ") is not part of this model's TP " << tp << " slice");
@@ -289,13 +292,15 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
                                                                << " values for the range [" << lo << ", " << hi << ")");
                 std::vector<float>& w = whole[kind];
                 if (w.empty()) w.assign(P, 0.0f);
-                for (int64_t i = lo; i < hi; ++i) w[size_t(base + spec->global_index(i))] = vals[size_t(i - lo)];
+                for (int64_t i = lo; i < hi; ++i)
+                    if (spec->global_index(i) >= 0) w[size_t(base + spec->global_index(i))] = vals[size_t(i - lo)];
             }
-            for (int64_t i = lo; i < hi; ++i) covered[size_t(base + spec->global_index(i))] = 1;
+            for (int64_t i = lo; i < hi; ++i)
+                if (spec->global_index(i) >= 0) covered[size_t(base + spec->global_index(i))] = 1;
         }
     }
     for (const ParamSpec& s : global.specs)
-        for (int64_t i = 0; i < s.numel; ++i)
+        for (int64_t i = 0; i < s.unpadded_numel(); ++i)  // wte's padding rows are in no file
             SS_CHECK(covered[size_t(s.offset + i)], "the checkpoint in " << step_dir << " holds no value for element "
                                                     << i << " of " << s.name << ": a shard is missing from it; "
                                                     << "resume from an older one");

@@ -4,7 +4,7 @@
 //
 //   DIR/latest                     "step-00000010": the newest complete checkpoint
 //   DIR/step-00000010/
-//       manifest.json              the run (model, layout, dtype, data position, Adam's t,
+//       manifest.json              the run (model, layout, dtype, data position, Adam's t, vocab_divisible_by,
 //                                  the seed: the only randomness, as there is no dropout)
 //                                  and every shard file with its size in bytes and its
 //                                  checksum (FNV-1a 64 of its bytes, core/checksum.h)

@@ -72,7 +72,8 @@ nlohmann::json TrainReport::to_json() const {
     const GPT2Config& m = opts.model;
     json j;
     j["config"] = {{"model", m.name}, {"L", m.L},           {"C", m.C},         {"H", m.H},
-                   {"V", m.V},        {"maxT", m.maxT},     {"T", T},           {"mbs", opts.mbs},
+                   {"V", m.V},        {"Vp", padded_vocab(m.V, tp, m.vocab_divisible_by)},
+                   {"maxT", m.maxT},  {"T", T},           {"mbs", opts.mbs},
                    {"ga", opts.ga},   {"steps", opts.steps}, {"lr", opts.lr},   {"seed", opts.seed},
                    {"dtype", dtype_name(opts.dtype)},         {"data", opts.data.empty() ? "builtin" : opts.data}};
     j["num_params"] = num_params;
@@ -280,6 +281,9 @@ void rank_main(Comm& comm, Shared& sh) {
         nlohmann::json j;
         const GPT2Config& m = opts.model;
         j["model"] = {{"name", m.name}, {"L", m.L}, {"C", m.C}, {"H", m.H}, {"V", m.V}, {"maxT", m.maxT}};
+        // How the shards' wte slices were padded (Vp/TP rows each), so that a run with another
+        // --vocab-divisible-by or TP can place them (sharded_checkpoint.cpp). Not the model's shape.
+        j["vocab_divisible_by"] = m.vocab_divisible_by;
         j["dtype"] = dtype_name(opts.dtype);
         j["adam_t"] = pipe.chunks().front()->optimizer().t();
         // Randomness: parameters start from a counter-based stream of the seed (model/params.h)
@@ -434,8 +438,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                                << (opts.model.H % opts.tp == 0 ? opts.model.H / opts.tp : opts.model.H));
     }
     if (opts.tp > 1) {
-        check_divides("TP", opts.tp, "n_head", opts.model.H);
-        check_divides("TP", opts.tp, "the vocabulary V", opts.model.V);
+        check_divides("TP", opts.tp, "n_head", opts.model.H);  // V needs no check: wte is padded (padded_vocab)
     }
     SS_CHECK(opts.pp >= 1, "--pp must be at least 1 (got " << opts.pp << ")");
     SS_CHECK(opts.pp_virtual >= 1, "--pp-virtual must be at least 1 (got " << opts.pp_virtual << ")");
@@ -496,6 +499,11 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                       opts.model.name.c_str(), opts.model.L, opts.model.C, opts.model.H, opts.model.V,
                       opts.model.maxT, (long long)r.num_params, dtype_name(opts.dtype));
         *out << buf;
+        const int Vp = padded_vocab(opts.model.V, opts.tp, opts.model.vocab_divisible_by);
+        if (Vp != opts.model.V)
+            *out << "vocabulary: V = " << opts.model.V << " padded to Vp = " << Vp << " (multiple of "
+                 << opts.model.vocab_divisible_by << " x TP " << opts.tp << "; rows V..Vp-1 of wte are zeros, never "
+                 << "predicted, and not saved)\n";
         if (device_or_default(opts.device) == Device::cuda) {
             const int gpus = cuda_device_count();
             *out << "device: cuda, " << gpus << " GPU" << (gpus > 1 ? "s" : "")
