@@ -157,12 +157,13 @@ TEST_CASE("bench pipeline: PP 1 beside PP 2 and 4 with each schedule, the bubble
     // L=4 holds p x v = 4 virtual stages for PP 2, not the 8 PP 4 would need.
     REQUIRE_THAT(r.output, Contains("skipped: PP 4 interleaved v=2: needs p x v = 8 blocks, the model has L=4"));
     const std::string num = R"(\s+[0-9.]+)";
+    const std::string measured = R"(\s+-?[0-9.]+)";  // an overhead measured on a loaded machine can be below 0
     REQUIRE(count_lines(r.output, "PP 1\\s+-\\s+1" + num + num + "\\s+1.00x\\s+-\\s+-\\s+-" + num) == 1);
     for (const char* row : {"PP 2\\s+gpipe\\s+2", "PP 2\\s+1f1b\\s+2", "PP 2\\s+interleaved v=2\\s+2",
                             "PP 4\\s+gpipe\\s+4", "PP 4\\s+1f1b\\s+4"}) {
         INFO(row);
-        REQUIRE(count_lines(r.output, std::string(row) + num + num + num + "x\\s+[0-9/()x]+ = [0-9.]+" + num + num +
-                                          num) == 1);
+        REQUIRE(count_lines(r.output, std::string(row) + num + num + num + "x\\s+[0-9/()x]+ = [0-9.]+" + num +
+                                          measured + num) == 1);
     }
     nlohmann::json j = read_json(json);
     REQUIRE(j["rows"].size() == 6);

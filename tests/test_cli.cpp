@@ -248,6 +248,8 @@ TEST_CASE("bad input names what is wrong: a directory, the ranks of a trace, the
     INFO(ring.output);
     CHECK(ring.code == 1);
     CHECK_THAT(ring.output, Contains("--sp 2 (ring attention) cannot be combined"));
+}
+
 namespace {
 std::string slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
