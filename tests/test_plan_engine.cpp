@@ -15,7 +15,7 @@
 #include "core/check.h"
 #include "mesh/process_mesh.h"
 #include "plan/comm.h"
-#include "plan/for_run.h"
+#include "train/plan_for_run.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
 #include "train/train.h"

@@ -21,7 +21,7 @@
 // Rounds, as `bench dp`: each round runs every layout once, so a slow spell of
 // the shared machine falls on all of them; a layout's figure is the median of
 // all rounds' measured steps. Beside it, the planner's prediction for the same
-// run (plan/for_run.h: --hw cpu-local, out/calibration.json when present, with
+// run (train/plan_for_run.h: --hw cpu-local, out/calibration.json when present, with
 // the cores that calibration found available to this process).
 //
 // On a machine with fewer cores than ranks the ranks take turns, so absolute
@@ -36,7 +36,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
-#include "plan/for_run.h"
+#include "train/plan_for_run.h"
 #include "plan/plan.h"
 #include "train/train.h"
 

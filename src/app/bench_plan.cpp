@@ -9,7 +9,7 @@
 //     the median wall time of search() and its formatting (target < 1 s).
 //
 // (b) Predicted against measured: for each layout of the threads backend the
-//     planner's step time for the same run (plan/for_run.h, `--hw cpu-local`
+//     planner's step time for the same run (train/plan_for_run.h, `--hw cpu-local`
 //     from --calibration, written by `bench calibrate`) beside the median
 //     measured step:
 //
@@ -41,7 +41,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
-#include "plan/for_run.h"
+#include "train/plan_for_run.h"
 #include "plan/models.h"
 #include "plan/plan.h"
 #include "plan/report.h"

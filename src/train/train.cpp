@@ -23,7 +23,7 @@
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
 #include "parallel/tensor_parallel.h"
-#include "plan/for_run.h"
+#include "train/plan_for_run.h"
 #include "plan/report.h"
 #include "parallel/pipeline.h"
 #include "train/sharded_checkpoint.h"

@@ -1,4 +1,4 @@
-// for_run.h — the planner's question for a `shardscope train` run: the same
+// plan_for_run.h — the planner's question for a `shardscope train` run: the same
 // model, batch, layout and dtype, on this machine (cpu-local), counting the
 // engine's own activation layout. plan(plan_input_for(opts)) is what the
 // planner predicts for that run; tests/test_plan_engine.cpp compares the two,

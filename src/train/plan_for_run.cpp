@@ -1,4 +1,4 @@
-#include "plan/for_run.h"
+#include "train/plan_for_run.h"
 
 namespace ss {
 
