@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/input.h"  // enum Schedule { gpipe, one_f_one_b, interleaved }
+#include "mesh/layout_names.h"  // enum Schedule { gpipe, one_f_one_b, interleaved }
 
 namespace ss {
 
