@@ -1,4 +1,4 @@
-// test_pipeline_schedule.cpp — the schedules as data (parallel/pipeline_schedule.h):
+// test_pipeline_schedule.cpp — the schedules as data (schedule/pipeline_schedule.h):
 // every (p, m, v) makes lists that the checker accepts, that run every forward
 // and backward once, hold the activations the formula says and leave the
 // bubble the formula says; hand-broken lists are refused with the rule they
@@ -17,7 +17,7 @@
 
 #include "cli_run.h"
 #include "core/check.h"
-#include "parallel/pipeline_schedule.h"
+#include "schedule/pipeline_schedule.h"
 
 using Catch::Matchers::Contains;
 using namespace ss;
@@ -288,6 +288,56 @@ TEST_CASE("hand-broken schedules are refused, naming the rule", "[pipeline_sched
         s.ranks.pop_back();
         require_throws_with(s, {"1 rank lists for p=2 stages"});
     }
+}
+
+// The simulation alone (the viewer draws a trace's lists with it): it never
+// throws, whatever the lists, and says where it stopped and why.
+TEST_CASE("simulate_pipe_lists: any lists run or stop with where and why, never a throw", "[pipeline][schedule]") {
+    // Lists that keep the rules run to the end, with the checker's step length:
+    // makespan in ticks (1/v of a stage's forward) = PipeStats::makespan x v.
+    for (Schedule kind : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+        for (int p = 2; p <= 4; ++p)
+            for (int m = p; m <= 3 * p; m += p) {
+                const PipeSpec spec{kind, p, m, kind == Schedule::interleaved ? 2 : 1};
+                const PipeSchedule s = make_pipe_schedule(spec);
+                PipeRun run;
+                REQUIRE_NOTHROW(run = simulate_pipe_lists(s.ranks, spec.v));
+                REQUIRE(run.finished());
+                REQUIRE(run.at.empty());
+                // Ticks are whole numbers and makespan x v is too: compared exactly.
+                REQUIRE(double(run.makespan) == check_pipe_schedule(s).makespan * spec.v);
+                for (int r = 0; r < p; ++r) REQUIRE(run.start[size_t(r)].size() == s.ranks[size_t(r)].size());
+            }
+    using Lists = std::vector<std::vector<PipeAction>>;
+    PipeRun run;
+    // A receive across the first stage's end (vs 0 has no previous stage).
+    REQUIRE_NOTHROW(run = simulate_pipe_lists(Lists{{{PipeOp::recv_act, 0, 0}, {PipeOp::forward, 0, 0}}}, 1));
+    REQUIRE(run.ended == PipeRunEnd::crosses_end);
+    REQUIRE(run.at == std::vector<std::pair<int, size_t>>{{0, 0}});
+    // A send across the last stage's end (p = 2, v = 1: vs 1 has no next).
+    run = simulate_pipe_lists(Lists{{{PipeOp::forward, 0, 0}}, {{PipeOp::forward, 0, 0}, {PipeOp::send_act, 0, 0}}}, 1);
+    REQUIRE(run.ended == PipeRunEnd::crosses_end);
+    REQUIRE(run.at == std::vector<std::pair<int, size_t>>{{1, 1}});
+    // A chunk the ranks do not have, a negative micro-batch, no ranks at all.
+    run = simulate_pipe_lists(Lists{{{PipeOp::forward, 0, 0}, {PipeOp::forward, 0, 2}}}, 2);
+    REQUIRE(run.ended == PipeRunEnd::out_of_range);
+    REQUIRE(run.at == std::vector<std::pair<int, size_t>>{{0, 1}});
+    REQUIRE(simulate_pipe_lists(Lists{{{PipeOp::forward, -1, 0}}}, 1).ended == PipeRunEnd::out_of_range);
+    REQUIRE(simulate_pipe_lists(Lists{}, 1).ended == PipeRunEnd::out_of_range);
+    // The deadlock of the checker's test above (GPipe p = 2, m = 1, rank 0's send
+    // and receive swapped): both ranks left, each at the receive it waits in.
+    PipeSchedule s = make_pipe_schedule({Schedule::gpipe, 2, 1, 1});
+    std::vector<PipeAction>& r0 = s.ranks[0];
+    std::swap(r0[find(r0, PipeOp::send_act, 0)], r0[find(r0, PipeOp::recv_grad, 0)]);
+    REQUIRE_NOTHROW(run = simulate_pipe_lists(s.ranks, 1));
+    REQUIRE(run.ended == PipeRunEnd::deadlock);
+    REQUIRE(run.at == std::vector<std::pair<int, size_t>>{{0, 1}, {1, 0}});
+    REQUIRE(run.start[0].size() == 1);  // rank 0 ran its forward, then waits
+    // Lists that break the checker's rules but can run are timed as they are:
+    // a backward with no forward, alone on one rank, takes t_b.
+    run = simulate_pipe_lists(Lists{{{PipeOp::backward, 0, 0}}}, 1, 1, 3);
+    REQUIRE(run.finished());
+    REQUIRE(run.makespan == 3);
 }
 
 TEST_CASE("the chart: rows per rank, the phases, the bubble line; lines fit", "[pipeline_schedule]") {

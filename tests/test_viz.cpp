@@ -641,12 +641,12 @@ TEST_CASE("otherData gives the mesh, the model and the GBS line", "[viz][run]") 
 
 namespace {
 
-using Op = TraceAction::Op;
+using Op = PipeOp;
 
-// 1F1B, p = 2, m = 4, in Megatron's order (src/parallel/pipeline_schedule.h): rank 0 warms
+// 1F1B, p = 2, m = 4, in Megatron's order (src/schedule/pipeline_schedule.h): rank 0 warms
 // up with one forward, then pairs one forward with one backward; rank 1 (the last stage)
 // has no warm-up. Each action as train writes it into otherData.pipeline.actions.
-const std::vector<std::vector<TraceAction>> k1f1b = {
+const std::vector<std::vector<PipeAction>> k1f1b = {
     {{Op::forward, 0, 0}, {Op::send_act, 0, 0}, {Op::forward, 1, 0}, {Op::send_act, 1, 0}, {Op::recv_grad, 0, 0},
      {Op::backward, 0, 0}, {Op::forward, 2, 0}, {Op::send_act, 2, 0}, {Op::recv_grad, 1, 0}, {Op::backward, 1, 0},
      {Op::forward, 3, 0}, {Op::send_act, 3, 0}, {Op::recv_grad, 2, 0}, {Op::backward, 2, 0}, {Op::recv_grad, 3, 0},
@@ -656,12 +656,12 @@ const std::vector<std::vector<TraceAction>> k1f1b = {
      {Op::backward, 2, 0}, {Op::send_grad, 2, 0}, {Op::recv_act, 3, 0}, {Op::forward, 3, 0}, {Op::backward, 3, 0},
      {Op::send_grad, 3, 0}}};
 
-json actions_json(const std::vector<std::vector<TraceAction>>& lists) {
+json actions_json(const std::vector<std::vector<PipeAction>>& lists) {
     static const char* kOps[] = {"recv_act", "forward", "send_act", "recv_grad", "backward", "send_grad"};
     json out = json::array();
     for (const auto& list : lists) {
         json l = json::array();
-        for (const TraceAction& a : list) l.push_back({kOps[int(a.op)], a.micro, a.chunk});
+        for (const PipeAction& a : list) l.push_back({kOps[int(a.op)], a.micro, a.chunk});
         out.push_back(l);
     }
     return out;
@@ -728,7 +728,7 @@ TEST_CASE("pipeline: GPipe's counted bubble is (p-1)/m for p 1..5, m 1..8", "[vi
     for (int p = 1; p <= 5; ++p)
         for (int m = 1; m <= 8; ++m) {
             // Huang et al. 2019, fig. 2c: every forward, then every backward in reverse.
-            std::vector<std::vector<TraceAction>> lists(static_cast<size_t>(p));
+            std::vector<std::vector<PipeAction>> lists(static_cast<size_t>(p));
             for (int r = 0; r < p; ++r) {
                 auto& l = lists[size_t(r)];
                 for (int i = 0; i < m; ++i) {
@@ -749,6 +749,28 @@ TEST_CASE("pipeline: GPipe's counted bubble is (p-1)/m for p 1..5, m 1..8", "[vi
             REQUIRE(t.makespan == 3 * m + 3 * (p - 1));
             REQUIRE(t.bubble == Approx(double(p - 1) / m).epsilon(1e-12));
         }
+}
+
+TEST_CASE("pipeline: the viewer's boxes are the engine's simulation, interleaved too", "[viz][pipeline]") {
+    // The panel draws make_pipe_schedule's lists as train writes them; its step length
+    // and bubble are the engine's own (check_pipe_schedule), not a second count.
+    for (Schedule kind : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+        for (int p = 2; p <= 4; ++p)
+            for (int m = p; m <= 2 * p; m += p) {
+                const PipeSpec spec{kind, p, m, kind == Schedule::interleaved ? 3 : 1};
+                const PipeSchedule s = make_pipe_schedule(spec);
+                const PipeStats st = check_pipe_schedule(s);
+                std::string error;
+                const PipeTimeline t = simulate_pipeline(s.ranks, spec.v, error);
+                INFO(schedule_name(kind) << " p=" << p << " m=" << m << " v=" << spec.v << ": " << error);
+                REQUIRE(error.empty());
+                REQUIRE(t.boxes.size() == size_t(2 * p * m * spec.v));  // a forward and a backward per (micro, vs)
+                // Ticks / v in doubles: each box edge is k / v for a whole k, one rounding each.
+                REQUIRE(t.makespan == Approx(st.makespan).epsilon(1e-12));
+                REQUIRE(t.bubble == Approx(st.bubble_fraction).epsilon(1e-12));
+                for (const PipeBox& b : t.boxes)
+                    REQUIRE(b.end - b.start == Approx((b.backward ? 2.0 : 1.0) / spec.v).epsilon(1e-12));
+            }
 }
 
 TEST_CASE("pipeline: otherData.pipeline read from a trace, with the measured step beside it", "[viz][pipeline]") {

@@ -45,7 +45,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
-#include "parallel/pipeline_schedule.h"
+#include "schedule/pipeline_schedule.h"
 #include "train/train.h"
 
 namespace ss::app {

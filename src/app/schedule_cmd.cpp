@@ -1,4 +1,4 @@
-// schedule_cmd.cpp — `shardscope schedule`: draw a pipeline schedule (src/parallel/pipeline_schedule.h).
+// schedule_cmd.cpp — `shardscope schedule`: draw a pipeline schedule (src/schedule/pipeline_schedule.h).
 //
 //   shardscope schedule --pp 4 --micro 8 --schedule 1f1b
 //   shardscope schedule --pp 4 --ga 8 --schedule interleaved --pp-virtual 2 --actions
@@ -14,7 +14,7 @@
 #include "app/commands.h"
 #include "app/flag_range.h"
 #include "core/check.h"
-#include "parallel/pipeline_schedule.h"
+#include "schedule/pipeline_schedule.h"
 
 namespace ss::app {
 

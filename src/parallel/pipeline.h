@@ -16,7 +16,7 @@
 //     wte's gradients are summed between the first and the last stage
 //     (Megatron-LM's embedding group), traced as grad on axis pp.
 //
-// One optimizer step runs the schedule's action lists (parallel/
+// One optimizer step runs the schedule's action lists (schedule/
 // pipeline_schedule.h): every forward and backward of the step's m = GA
 // micro-batches, with send / recv (payload act forward, act_grad backward,
 // axis "pp") between neighbouring virtual stages. Only the last stage has the
@@ -33,7 +33,7 @@
 #include "comm/comm.h"
 #include "mesh/process_mesh.h"
 #include "model/gpt2.h"
-#include "parallel/pipeline_schedule.h"
+#include "schedule/pipeline_schedule.h"
 #include "parallel/zero.h"
 
 namespace ss {

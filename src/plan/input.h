@@ -17,25 +17,12 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "mesh/layout_names.h"  // enum SpMode, enum Schedule and their names
 #include "model/config.h"
-#include "model/recompute.h"  // enum Recompute
+#include "model/recompute.h"     // enum Recompute
 #include "plan/hardware.h"
 
 namespace ss {
-
-/// How the sp axis splits attention (the other layers just split the tokens).
-enum class SpMode {
-    ulysses,  ///< DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-all heads <-> tokens around attention
-    ring,     ///< ring attention / context parallelism (Liu et al. 2023): K, V passed around a ring
-};
-
-/// The order in which pipeline stages run micro-batches.
-enum class Schedule {
-    gpipe,        ///< all forwards, then all backwards (Huang et al. 2019): m micro-batches in flight
-    one_f_one_b,  ///< 1F1B / PipeDream-Flush (Narayanan et al. 2021): at most p in flight
-    interleaved,  ///< interleaved 1F1B: v model chunks per stage, bubble / v (Narayanan et al. 2021, sec. 2.2.2)
-};
-
 
 /// Whose activation layout to count.
 enum class ActModel {
@@ -43,18 +30,10 @@ enum class ActModel {
     engine,  ///< this CPU engine: fp32, no dropout, LayerNorm statistics (model/gpt2.h BlockActs)
 };
 
-/// "ulysses", "ring".
-const char* sp_mode_name(SpMode m);
-/// "gpipe", "1f1b", "interleaved".
-const char* schedule_name(Schedule s);
 /// "none", "selective", "full".
 const char* recompute_name(Recompute r);
 /// "paper", "engine".
 const char* act_model_name(ActModel a);
-/// Inverse of sp_mode_name (throws ss::Error listing the accepted names).
-SpMode parse_sp_mode(const std::string& s);
-/// Inverse of schedule_name (throws ss::Error listing the accepted names).
-Schedule parse_schedule(const std::string& s);
 /// Inverse of recompute_name (throws ss::Error listing the accepted names).
 Recompute parse_recompute(const std::string& s);
 /// Inverse of act_model_name (throws ss::Error listing the accepted names).

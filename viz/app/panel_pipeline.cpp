@@ -147,7 +147,7 @@ void draw_pipeline(ViewerState& s, ImVec2 size) {
     help_marker(
         "otherData.pipeline, written by `shardscope train --pp N --trace FILE` (src/train/train.cpp): "
         "each pp rank's list of actions for one optimizer step, as make_pipe_schedule made them "
-        "(src/parallel/pipeline_schedule.h) and the executor ran them (src/parallel/pipeline.cpp). "
+        "(src/schedule/pipeline_schedule.h) and the executor ran them (src/parallel/pipeline.cpp). "
         "p = pipeline ranks, m = micro-batches per step (GA), v = model chunks per rank (interleaved).");
     char line[256];
     if (pv.v > 1)
@@ -161,7 +161,7 @@ void draw_pipeline(ViewerState& s, ImVec2 size) {
     help_marker(
         "The bubble: the time a pp rank computes nothing, as a fraction of the time it computes. "
         "Formula: (p-1)/m for GPipe and 1F1B, (p-1)/(v m) interleaved (Narayanan et al. 2021, "
-        "arXiv:2104.04473, sec. 2.2 and 2.2.1; pipe_bubble_formula in src/parallel/pipeline_schedule.h, "
+        "arXiv:2104.04473, sec. 2.2 and 2.2.1; pipe_bubble_formula in src/schedule/pipeline_schedule.h, "
         "stored as otherData.pipeline.bubble). Counted: (p x makespan - busy) / busy over the simulated "
         "boxes below (count_bubble, viz/model/pipeline.cpp): each rank runs its list in order, a forward "
         "takes 1/v, a backward 2/v, messages are free, a receive waits for its send.");
@@ -178,7 +178,8 @@ void draw_pipeline(ViewerState& s, ImVec2 size) {
     ImGui::Text("Simulated: forward %s, backward %s, messages free; time in forwards of one stage",
                 pv.v > 1 ? "1/v" : "1", pv.v > 1 ? "2/v" : "2");
     help_marker(
-        "Each rank runs otherData.pipeline.actions[rank] in order (simulate_pipeline, viz/model/pipeline.cpp). "
+        "Each rank runs otherData.pipeline.actions[rank] in order (simulate_pipeline, viz/model/pipeline.cpp, "
+        "through the engine's own simulate_pipe_lists, src/schedule/pipeline_simulate.cpp). "
         "A receive is matched to its send as the comm matches them: by payload, micro-batch and boundary "
         "(comm/label.h, p2p_key); chunk c on rank r is virtual stage c p + r, whose activation goes to "
         "the next virtual stage on rank (vs + 1) % p. Grey: idle, the bubble. Colour: the micro-batch.");

@@ -1,22 +1,20 @@
-// pipeline.cpp — otherData.pipeline read defensively, simulated into boxes, and the
-// measured boxes of one step (see pipeline.h).
+// pipeline.cpp — otherData.pipeline read defensively, timed by the engine's
+// simulation (src/schedule/pipeline_simulate.cpp) into boxes, and the measured
+// boxes of one step (see pipeline.h).
 #include "viz/model/pipeline.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 namespace ss::viz {
 
 namespace {
 
 using nlohmann::json;
-using Op = TraceAction::Op;
+using Op = PipeOp;
 
 // Bounds that no real run comes near, so a hostile file cannot make the viewer
 // allocate or loop without end (the loader is fuzzed: tests/fuzz/).
@@ -25,14 +23,9 @@ constexpr int kMaxChunks = 64;
 constexpr int64_t kMaxMicro = 1 << 20;
 constexpr size_t kMaxActions = size_t(1) << 20;
 
-const char* op_name(Op op) {
-    static const char* kNames[] = {"recv_act", "forward", "send_act", "recv_grad", "backward", "send_grad"};
-    return kNames[int(op)];
-}
-
 bool parse_op(const std::string& s, Op& op) {
     for (int i = 0; i <= int(Op::send_grad); ++i)
-        if (s == op_name(Op(i))) {
+        if (s == pipe_op_name(Op(i))) {
             op = Op(i);
             return true;
         }
@@ -53,41 +46,15 @@ bool get_int(const json& j, const char* key, int64_t lo, int64_t hi, int& out) {
     return true;
 }
 
-// A message between neighbouring virtual stages, keyed as the comm keys it:
-// (payload: 0 act / 1 act_grad, micro-batch, boundary = the virtual stage after it).
-using MsgKey = std::tuple<int, int, int>;
-
-// The key of the message @p a sends or receives on pp rank @p rank, and whether it
-// crosses an end of the pipeline (vs 0 has no previous stage, vs p v - 1 no next).
-bool message_key(const TraceAction& a, int rank, int p, int v, MsgKey& key) {
-    const int vs = a.chunk * p + rank, last = p * v - 1;
-    switch (a.op) {
-        case Op::recv_act:
-            key = {0, a.micro, vs};
-            return vs > 0;  // from vs - 1
-        case Op::send_act:
-            key = {0, a.micro, vs + 1};
-            return vs < last;  // to vs + 1
-        case Op::recv_grad:
-            key = {1, a.micro, vs + 1};
-            return vs < last;  // from vs + 1
-        case Op::send_grad:
-            key = {1, a.micro, vs};
-            return vs > 0;  // to vs - 1
-        default:
-            return false;
-    }
-}
-
-std::string where(int rank, size_t i, const TraceAction& a) {
+std::string where(int rank, size_t i, const PipeAction& a) {
     std::ostringstream s;
-    s << "pp rank " << rank << ", action " << i << " (" << op_name(a.op) << " of micro-batch " << a.micro << ", chunk "
+    s << "pp rank " << rank << ", action " << i << " (" << pipe_op_name(a.op) << " of micro-batch " << a.micro << ", chunk "
       << a.chunk << ")";
     return s.str();
 }
 
 // otherData.pipeline.actions -> lists, or a message naming the first bad entry.
-std::string read_actions(const json& jl, std::vector<std::vector<TraceAction>>& out) {
+std::string read_actions(const json& jl, std::vector<std::vector<PipeAction>>& out) {
     if (!jl.is_array())
         return "otherData.pipeline.actions is not a list (one list of actions per pp rank)";
     if (jl.empty())
@@ -102,14 +69,14 @@ std::string read_actions(const json& jl, std::vector<std::vector<TraceAction>>& 
         total += jl[r].size();
         if (total > kMaxActions)
             return "otherData.pipeline.actions has more than 2^20 actions";
-        std::vector<TraceAction> list;
+        std::vector<PipeAction> list;
         for (size_t i = 0; i < jl[r].size(); ++i) {
             const json& e = jl[r][i];
             const std::string ai = at + "[" + std::to_string(i) + "]";
             if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_number_integer() ||
                 !e[2].is_number_integer())
                 return ai + " is not [op, micro-batch, chunk]";
-            TraceAction a;
+            PipeAction a{Op::forward};
             if (!parse_op(e[0].get<std::string>(), a.op))
                 return ai + ": unknown op \"" + e[0].get<std::string>() +
                        "\" (expected recv_act, forward, send_act, recv_grad, backward or send_grad)";
@@ -199,7 +166,7 @@ void count_bubble(PipeTimeline& t, int pp) {
         t.bubble = (pp * t.makespan - t.busy) / t.busy;
 }
 
-PipeTimeline simulate_pipeline(const std::vector<std::vector<TraceAction>>& actions, int v, std::string& error) {
+PipeTimeline simulate_pipeline(const std::vector<std::vector<PipeAction>>& actions, int v, std::string& error) {
     error.clear();
     PipeTimeline out;
     const int p = int(actions.size());
@@ -207,72 +174,40 @@ PipeTimeline simulate_pipeline(const std::vector<std::vector<TraceAction>>& acti
         error = "no pipeline ranks to simulate";
         return out;
     }
-    // Receives and sends that cross an end of the pipeline can never match: say so before running.
+    // The engine's run in ticks: a chunk's forward 1, its backward 2; one tick is
+    // 1/v of a stage's forward (a chunk is 1/v of the rank's layers).
+    const PipeRun run = simulate_pipe_lists(actions, v, 1, 2);
+    auto at = [&](size_t k) {
+        const auto [r, i] = run.at[k];
+        return where(r, i, actions[size_t(r)][i]);
+    };
+    switch (run.ended) {
+        case PipeRunEnd::finished: break;
+        case PipeRunEnd::out_of_range: {
+            const PipeAction& a = actions[size_t(run.at[0].first)][run.at[0].second];
+            error = at(0) + (a.chunk >= v ? ": chunk " + std::to_string(a.chunk) + " but v = " + std::to_string(v)
+                                          : std::string(": out of range"));
+            return out;
+        }
+        case PipeRunEnd::crosses_end: error = at(0) + " crosses an end of the pipeline"; return out;
+        case PipeRunEnd::deadlock: {
+            const size_t shown = std::min<size_t>(run.at.size(), 4);  // each rank left in a receive, and which
+            error = "the lists deadlock: ";
+            for (size_t k = 0; k < shown; ++k) error += (k ? "; " : "") + at(k);
+            error += shown == 1 ? " waits for a send that never comes" : " wait for sends that never come";
+            return out;
+        }
+    }
     for (int r = 0; r < p; ++r)
         for (size_t i = 0; i < actions[size_t(r)].size(); ++i) {
-            const TraceAction& a = actions[size_t(r)][i];
-            MsgKey k;
-            if (a.chunk >= v) {
-                error = where(r, i, a) + ": chunk " + std::to_string(a.chunk) + " but v = " + std::to_string(v);
-                return out;
-            }
-            if (a.op != Op::forward && a.op != Op::backward && !message_key(a, r, p, v, k)) {
-                error = where(r, i, a) + " crosses an end of the pipeline";
-                return out;
-            }
+            const PipeAction& a = actions[size_t(r)][i];
+            if (a.op != Op::forward && a.op != Op::backward)
+                continue;
+            const long ticks = a.op == Op::forward ? 1 : 2;
+            const double start = double(run.start[size_t(r)][i]) / v;
+            out.boxes.push_back(PipeBox{r, start, double(run.start[size_t(r)][i] + ticks) / v, a.op == Op::backward,
+                                        a.micro, a.chunk});
         }
-    // Each rank runs its list until a receive finds no message; the send that brings
-    // it wakes the rank up again. Every action runs once: O(actions x log).
-    const double t_f = 1.0 / v, t_b = 2.0 / v;  // a chunk is 1/v of the rank's layers
-    std::vector<double> clock(size_t(p), 0.0);
-    std::vector<size_t> next(size_t(p), 0);
-    std::map<MsgKey, std::deque<double>> sent;  // messages not yet received: when each was sent
-    std::map<MsgKey, int> waiting;              // a rank blocked in a receive of this key
-    std::vector<int> ready;
-    for (int r = p - 1; r >= 0; --r) ready.push_back(r);
-    while (!ready.empty()) {
-        const int r = ready.back();
-        ready.pop_back();
-        const std::vector<TraceAction>& list = actions[size_t(r)];
-        double& t = clock[size_t(r)];
-        for (size_t& i = next[size_t(r)]; i < list.size(); ++i) {
-            const TraceAction& a = list[i];
-            MsgKey k;
-            if (a.op == Op::forward || a.op == Op::backward) {
-                const double d = a.op == Op::forward ? t_f : t_b;
-                out.boxes.push_back(PipeBox{r, t, t + d, a.op == Op::backward, a.micro, a.chunk});
-                t += d;
-            } else if (a.op == Op::send_act || a.op == Op::send_grad) {
-                message_key(a, r, p, v, k);
-                sent[k].push_back(t);  // eager: the sender goes on
-                auto w = waiting.find(k);
-                if (w != waiting.end()) {
-                    ready.push_back(w->second);
-                    waiting.erase(w);
-                }
-            } else {  // a receive: wait for the message
-                message_key(a, r, p, v, k);
-                auto m = sent.find(k);
-                if (m == sent.end() || m->second.empty()) {
-                    waiting[k] = r;
-                    break;
-                }
-                t = std::max(t, m->second.front());
-                m->second.pop_front();
-            }
-        }
-    }
-    std::vector<std::string> stuck;  // each rank left in a receive, and which
-    for (int r = 0; r < p && stuck.size() < 4; ++r)
-        if (next[size_t(r)] < actions[size_t(r)].size())
-            stuck.push_back(where(r, next[size_t(r)], actions[size_t(r)][next[size_t(r)]]));
-    if (!stuck.empty()) {
-        error = "the lists deadlock: ";
-        for (size_t i = 0; i < stuck.size(); ++i) error += (i ? "; " : "") + stuck[i];
-        error += stuck.size() == 1 ? " waits for a send that never comes" : " wait for sends that never come";
-        out.boxes.clear();
-        return out;
-    }
     count_bubble(out, p);
     return out;
 }
@@ -314,7 +249,7 @@ PipelineView read_pipeline(const Trace& trace, const MeshShape& shape, bool has_
     // v and m: as written, else what the lists use.
     int max_chunk = 0, max_micro = 0;
     for (const auto& list : pv.actions)
-        for (const TraceAction& a : list) {
+        for (const PipeAction& a : list) {
             max_chunk = std::max(max_chunk, a.chunk);
             max_micro = std::max(max_micro, a.micro);
         }

@@ -2,12 +2,14 @@
 //
 // `shardscope train --pp N --trace FILE` stores the schedule as data in
 // otherData.pipeline (docs/trace-format.md): actions[r] is pp rank r's list of
-// [op, micro-batch, chunk] in the order it runs them (src/parallel/pipeline_schedule.h
+// [op, micro-batch, chunk] in the order it runs them (src/schedule/pipeline_schedule.h
 // makes the lists). This file turns the lists into two pictures:
 //
-//   simulated  each rank runs its list in order; a forward takes 1/v, a backward
-//              2/v (a chunk is 1/v of the rank's layers), messages are free, a
-//              receive waits for its send. Time in one stage's forward times.
+//   simulated  the engine's own simulation (simulate_pipe_lists in
+//              src/schedule/pipeline_schedule.h): each rank runs its list in order;
+//              a forward takes 1/v, a backward 2/v (a chunk is 1/v of the rank's
+//              layers), messages are free, a receive waits for its send. Time in one
+//              stage's forward times.
 //   measured   the trace's compute spans "forward"/"backward" (args step,
 //              microbatch, stage) of one step on the ranks of one pp group. Time in µs.
 //
@@ -21,9 +23,9 @@
 // (arXiv:2104.04473, sec. 2.2; (p-1)/(v m) interleaved, sec. 2.2.1).
 //
 // A receive is matched to its send as the comm matches them (comm/label.h, p2p_key):
-// by payload (act or act_grad), micro-batch and boundary. Chunk c on rank r is
-// virtual stage vs = c p + r; its activation goes to vs + 1, on rank (vs + 1) % p,
-// and its input gradient to vs - 1. The boundary between vs - 1 and vs is named vs.
+// by payload (act or act_grad), micro-batch and boundary (pipe_wire). Chunk c on
+// rank r is virtual stage vs = c p + r; its activation goes to vs + 1, on rank
+// (vs + 1) % p, and its input gradient to vs - 1.
 //
 // The trace is input: otherData.pipeline may be missing (pp = 1, an older file,
 // another tool's trace) or malformed (a fuzzer, a hand edit). Neither throws:
@@ -35,16 +37,9 @@
 
 #include "comm/trace.h"
 #include "mesh/process_mesh.h"
+#include "schedule/pipeline_schedule.h"  // PipeAction, simulate_pipe_lists
 
 namespace ss::viz {
-
-/// One entry of otherData.pipeline.actions[r], as the trace lists it.
-struct TraceAction {
-    enum class Op { recv_act, forward, send_act, recv_grad, backward, send_grad };
-    Op op = Op::forward;
-    int micro = 0;  ///< micro-batch, 0 .. m-1
-    int chunk = 0;  ///< model chunk on this rank, 0 .. v-1
-};
 
 /// One forward or backward as a box on a pp rank's row.
 struct PipeBox {
@@ -76,7 +71,7 @@ struct PipelineView {
     std::string schedule;       ///< "gpipe", "1f1b", "interleaved" as train wrote it ("" if not given)
     std::vector<int> split;     ///< blocks per virtual stage, if given
     double bubble_formula = 0;  ///< otherData's `bubble`, else (p-1)/(v m)
-    std::vector<std::vector<TraceAction>> actions;  ///< [pp rank] the list, in order
+    std::vector<std::vector<PipeAction>> actions;   ///< [pp rank] otherData.pipeline.actions[r], in order
     PipeTimeline simulated;                         ///< the lists run with forward 1/v, backward 2/v
 
     std::string measured_message;     ///< empty: `measured` holds boxes; else why not
@@ -87,11 +82,12 @@ struct PipelineView {
     bool drawable() const { return message.empty(); }
 };
 
-/// Runs @p actions (one list per pp rank) with a forward taking 1/@p v and a
-/// backward 2/@p v, messages free. On a list that cannot run (a receive that
-/// crosses an end of the pipeline, or ranks that wait for each other forever)
-/// returns an empty timeline and sets @p error to which rank waits for what.
-PipeTimeline simulate_pipeline(const std::vector<std::vector<TraceAction>>& actions, int v, std::string& error);
+/// Runs @p actions (one list per pp rank) with the engine's simulate_pipe_lists:
+/// a forward takes 1/@p v and a backward 2/@p v, messages free. On a list that
+/// cannot run (a chunk outside 0 .. v-1, a receive that crosses an end of the
+/// pipeline, or ranks that wait for each other forever) returns an empty timeline
+/// and sets @p error to which rank waits for what. Never throws.
+PipeTimeline simulate_pipeline(const std::vector<std::vector<PipeAction>>& actions, int v, std::string& error);
 
 /// Counts t0, makespan, busy and bubble of @p t over @p pp rows from its boxes.
 void count_bubble(PipeTimeline& t, int pp);

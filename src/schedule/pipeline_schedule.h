@@ -4,7 +4,16 @@
 // A schedule is, for each pipeline rank, the list of actions it performs in
 // order during one optimizer step. Nothing here runs a model: the executor
 // (parallel/pipeline.h) walks the lists, the tests check them, `shardscope
-// schedule` draws them, and the visualizer can too.
+// schedule` draws them, and the visualizer draws a trace's lists with the
+// same simulation (simulate_pipe_lists, which never throws: a trace is input).
+// This part (src/schedule/, the library ss_schedule) needs only the standard
+// library, core/check.h and the layout's names (mesh/layout_names.h), so the
+// viewer links it without the engine.
+//
+//   pipeline_schedule.cpp  the compute order of each schedule, the lists, the formulas
+//   pipeline_simulate.cpp  the wire (who sends what to whom) and the discrete-event run
+//   pipeline_check.cpp     the rules every list must keep, then the run
+//   pipeline_chart.cpp     the text chart of `shardscope schedule`
 //
 // p pipeline ranks, m micro-batches, v model chunks per rank (v > 1 only for
 // interleaved). The model's L blocks are cut into p*v consecutive "virtual
@@ -34,10 +43,12 @@
 // receive.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "plan/input.h"  // enum Schedule { gpipe, one_f_one_b, interleaved }
+#include "mesh/layout_names.h"  // enum Schedule { gpipe, one_f_one_b, interleaved }
 
 namespace ss {
 
@@ -75,6 +86,16 @@ struct PipeSchedule {
     std::vector<std::vector<PipeAction>> ranks;   ///< [p] actions, in order
 };
 
+/// Throws ss::Error with what to change if @p spec cannot be made (the rules of
+/// make_pipe_schedule below: p, m, v at least 1; v > 1 only interleaved, which needs
+/// p >= 2, v >= 2 and m a multiple of p; at most 2^22 chunk computations).
+void check_pipe_spec(const PipeSpec& spec);
+
+/// The forwards rank @p rank runs before its first backward, as the schedule's
+/// loops count them: GPipe m; 1F1B min(p-rank-1, m); interleaved
+/// min(2 (p-rank-1) + (v-1) p, m v) chunk-forwards (Megatron-LM's num_warmup_microbatches).
+int pipe_warmup(const PipeSpec& spec, int rank);
+
 /// The schedule @p spec asks for:
 ///  - gpipe: every forward (micro 0..m-1), then every backward in reverse
 ///    (m-1..0), as in Huang et al. 2019, fig. 2c;
@@ -92,6 +113,58 @@ struct PipeSchedule {
 /// m < 1, v < 1, v > 1 with a schedule other than interleaved, interleaved with
 /// p < 2, v < 2 or m not a multiple of p (Megatron's requirement).
 PipeSchedule make_pipe_schedule(const PipeSpec& spec);
+
+/// One message on the wire: an activation (forward) or a gradient (backward) of
+/// a micro-batch, crossing the boundary between virtual stages `lower` and lower + 1.
+struct PipeMessage {
+    bool act = true;  ///< true: an activation, sent up; false: a gradient, sent down
+    int micro = 0;    ///< micro-batch
+    int lower = 0;    ///< the boundary: between virtual stages lower and lower + 1
+    /// By (act, micro, lower): messages key maps.
+    bool operator<(const PipeMessage& o) const;
+};
+
+/// Whether @p op is send_act or send_grad.
+bool pipe_is_send(PipeOp op);
+/// Whether @p op is recv_act or recv_grad.
+bool pipe_is_recv(PipeOp op);
+
+/// The peer of send or receive @p a on pipeline rank @p rank of @p p, and the
+/// message it carries. A receive takes the oldest message from its peer with the
+/// same key: payload, micro-batch and boundary (comm/label.h, p2p_key;
+/// parallel/pipeline.cpp labels the boundary by the first block after it), so the
+/// order of a rank's sends need not be the order of its neighbour's receives.
+std::pair<int, PipeMessage> pipe_wire(const PipeAction& a, int p, int rank);
+
+/// How a simulated run of pipeline lists ended.
+enum class PipeRunEnd {
+    finished,      ///< every rank ran its whole list
+    out_of_range,  ///< an action's chunk is not in 0 .. v-1 or its micro-batch is negative (nothing ran)
+    crosses_end,   ///< a send or receive crosses an end: vs 0 has no previous stage, vs p v - 1 no next (nothing ran)
+    deadlock,      ///< every rank with actions left waits in a receive whose send never comes
+};
+
+/// The lists run in time: when each action started (simulate_pipe_lists).
+struct PipeRun {
+    PipeRunEnd ended = PipeRunEnd::finished;  ///< finished, or why not
+    /// out_of_range, crosses_end: the (rank, action index) found first; deadlock: each
+    /// rank left with actions, at the receive it waits in, by rank. Empty when finished.
+    std::vector<std::pair<int, size_t>> at;
+    std::vector<std::vector<long>> start;  ///< [rank][i]: the tick action i starts (the actions that ran)
+    std::vector<long> end;                 ///< per rank: the tick its last action that ran ends
+    long makespan = 0;                     ///< the largest end: the step's length in ticks
+    /// Whether every list ran to its end.
+    bool finished() const { return ended == PipeRunEnd::finished; }
+};
+
+/// Runs @p ranks (p = ranks.size() pipeline ranks, @p v model chunks each), any
+/// lists at all: each rank runs its list strictly in order; a forward of a chunk
+/// takes @p t_f ticks and a backward @p t_b, the other actions none; a send is
+/// eager and a receive completes once its message (pipe_wire) was sent. Never
+/// throws on bad lists (a trace's lists are input; the viewer draws them with
+/// this): returns how far they got and why they stopped. p = 0 or v < 1 is
+/// out_of_range with no `at`. Each action runs once: O(actions log actions).
+PipeRun simulate_pipe_lists(const std::vector<std::vector<PipeAction>>& ranks, int v, int t_f = 1, int t_b = 2);
 
 /// What a schedule does, counted from its lists (not from formulas).
 struct PipeStats {
