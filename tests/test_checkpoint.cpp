@@ -58,7 +58,7 @@ TrainOptions layout(const L& l) {
     o.sequence_parallel = l.megatron_sp;
     o.dtype = l.dtype;
     if (l.v > 1) {
-        o.schedule = "interleaved";
+        o.schedule = Schedule::interleaved;
         o.pp_virtual = l.v;
     }
     return o;

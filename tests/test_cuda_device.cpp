@@ -156,7 +156,7 @@ TEST_CASE("every strategy trains on the GPU as on the CPU, 4 and 8 ranks sharing
         o.tp = l.tp;
         o.sequence_parallel = l.msp;
         o.sp = l.sp;
-        o.sp_mode = l.sp_mode;
+        o.sp_mode = parse_sp_mode(l.sp_mode);
         o.pp = l.pp;
         o.ga = l.ga;
         const TrainReport cpu = run(o, "cpu");

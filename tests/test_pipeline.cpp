@@ -65,14 +65,14 @@ void check_equals_one_rank(const Layout& l) {
     TrainOptions par = one;
     par.ranks = l.ranks;
     par.pp = l.pp;
-    par.schedule = l.schedule;
+    par.schedule = parse_schedule(l.schedule);
     par.pp_virtual = l.v;
     par.pp_split = l.split;
-    par.recompute = l.recompute;
+    par.recompute = parse_recompute(l.recompute);
     par.tp = l.tp;
     par.sequence_parallel = l.megatron_sp;
     par.sp = l.sp;
-    par.sp_mode = l.sp_mode;
+    par.sp_mode = parse_sp_mode(l.sp_mode);
     par.dp_shard = l.dp_shard;
     par.dp_rep = l.dp_rep;
     par.zero = l.zero;
@@ -290,8 +290,8 @@ TEST_CASE("a stage holds the activations of the micro-batches in flight: GPipe m
         o.mbs = 1;
         o.steps = 1;
         o.quiet = true;
-        o.schedule = schedule;
-        o.recompute = recompute;
+        o.schedule = parse_schedule(schedule);
+        o.recompute = parse_recompute(recompute);
         return double(train(o, nullptr).rank_peak[size_t(rank)][int(Mem::acts)]);
     };
     // Stage 0 of 2 with m = 8: GPipe keeps 8 micro-batches' activations, 1F1B 2.
@@ -326,14 +326,14 @@ TEST_CASE("bad pipeline input gets a clear error", "[pp][errors]") {
     TrainOptions c = o;
     c.ranks = 2;
     c.pp = 2;
-    c.schedule = "interleaved";
+    c.schedule = Schedule::interleaved;
     c.pp_virtual = 3;
     c.ga = 2;
     fails_with(c, "interleaving");
     TrainOptions d = o;
     d.ranks = 4;
     d.pp = 4;
-    d.schedule = "interleaved";
+    d.schedule = Schedule::interleaved;
     d.pp_virtual = 2;
     d.ga = 2;
     d.model.L = 8;
@@ -343,12 +343,9 @@ TEST_CASE("bad pipeline input gets a clear error", "[pp][errors]") {
     e.pp = 2;
     e.pp_virtual = 2;
     fails_with(e, "--schedule interleaved");
-    TrainOptions f = o;
-    f.schedule = "zb-h1";
-    fails_with(f, "zb-h1");
-    TrainOptions g = o;
-    g.recompute = "some";
-    fails_with(g, "--recompute some");
+    // A name that is no choice is refused where it is read, as the command line reads it.
+    REQUIRE_THROWS_WITH(parse_schedule("zb-h1"), Catch::Contains("zb-h1"));
+    REQUIRE_THROWS_WITH(parse_recompute("some"), Catch::Contains("--recompute some"));
     TrainOptions h = o;
     h.ranks = 3;
     h.pp = 2;

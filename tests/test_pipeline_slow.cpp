@@ -38,7 +38,7 @@ TEST_CASE("pp 2 x dp_rep 2 x dp_shard 2 x tp 2 (ZeRO-2) and pp 2 x dp 2 x sp 2 x
     b.sp = 2;
     b.zero = 3;
     b.mbs = 4;
-    b.schedule = "interleaved";
+    b.schedule = Schedule::interleaved;
     b.pp_virtual = 2;
     b.dump_grads = test_file("test_pp16_grads_b.safetensors");
     b.save = test_file("test_pp16_end_b.safetensors");

@@ -111,14 +111,14 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     const PlanLayout& l = el.layout;
     o.model = test_model(el.odd_model);
     o.pp = l.pp;
-    o.schedule = schedule_name(l.schedule);
+    o.schedule = l.schedule;
     o.pp_virtual = l.pp_virtual;
-    o.recompute = recompute_name(l.recompute);
+    o.recompute = l.recompute;
     o.ranks = el.ranks;
     o.tp = l.tp;
     o.sequence_parallel = l.sequence_parallel;
     o.sp = l.sp;
-    o.sp_mode = sp_mode_name(l.sp_mode);
+    o.sp_mode = l.sp_mode;
     o.dp_shard = l.dp_shard;
     o.dp_rep = l.dp_rep;
     o.zero = l.zero;

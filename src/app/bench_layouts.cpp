@@ -56,7 +56,7 @@ struct BenchLayoutsFlags {
 struct LayoutRow {
     std::string name;             // as printed
     int tp = 1, sp = 1, zero = 0;
-    std::string sp_mode = "ulysses";
+    SpMode sp_mode = SpMode::ulysses;
     bool sequence_parallel = false;
     int64_t gbs = 0;
     int dp = 0;
@@ -86,11 +86,11 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::vector<LayoutRow> rows;
     for (int z : f.zero) {
         const std::string dp = "DP " + std::to_string(half) + " x ";
-        rows.push_back({"DP " + std::to_string(n), 1, 1, z, "ulysses", false, 0, 0, {}, {}, 0});
-        rows.push_back({dp + "SP 2 (Ulysses)", 1, 2, z, "ulysses", false, 0, 0, {}, {}, 0});
-        rows.push_back({dp + "SP 2 (ring)", 1, 2, z, "ring", false, 0, 0, {}, {}, 0});
-        rows.push_back({dp + "TP 2", 2, 1, z, "ulysses", false, 0, 0, {}, {}, 0});
-        rows.push_back({dp + "TP 2 + Megatron-SP", 2, 1, z, "ulysses", true, 0, 0, {}, {}, 0});
+        rows.push_back({"DP " + std::to_string(n), 1, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "SP 2 (Ulysses)", 1, 2, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "SP 2 (ring)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "TP 2", 2, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
+        rows.push_back({dp + "TP 2 + Megatron-SP", 2, 1, z, SpMode::ulysses, true, 0, 0, {}, {}, 0});
     }
     auto options = [&](const LayoutRow& r) {
         TrainOptions o = base;
@@ -162,7 +162,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         std::vector<double> round_vs;
         for (size_t i = 0; i < r.round_ms.size(); ++i)
             round_vs.push_back(double(r.gbs) / r.round_ms[i] / (double(dp_row->gbs) / dp_row->round_ms[i]));
-        out["rows"].push_back({{"layout", r.name}, {"tp", r.tp}, {"sp", r.sp}, {"sp_mode", r.sp_mode},
+        out["rows"].push_back({{"layout", r.name}, {"tp", r.tp}, {"sp", r.sp}, {"sp_mode", sp_mode_name(r.sp_mode)},
                                {"sequence_parallel", r.sequence_parallel}, {"zero", r.zero}, {"dp", r.dp},
                                {"gbs", r.gbs}, {"median_ms", median(r.step_ms)}, {"tokens_per_s", tps},
                                {"vs_dp", vs}, {"round_vs_dp", round_vs}, {"round_median_ms", r.round_ms},

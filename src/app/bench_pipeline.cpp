@@ -64,6 +64,7 @@ struct BenchPipelineFlags {
 struct PipeRow {
     int pp = 1;
     std::string schedule = "-";  // gpipe, 1f1b, interleaved; "-" for PP 1
+    Schedule kind = Schedule::one_f_one_b;  // the schedule run (PP > 1)
     int v = 1;
     double formula = 0;          // (p-1)/m or (p-1)/(v m)
     double predicted = 0;        // overhead of the lists on min(p, cores) ... see simulate_on_cores
@@ -191,11 +192,12 @@ void run_bench_pipeline(const BenchPipelineFlags& f) {
     std::vector<PipeRow> rows(1);  // PP 1 first: the reference
     std::vector<std::string> skipped;
     for (int p : f.pp) {
-        for (const char* sched : {"gpipe", "1f1b", "interleaved"}) {
+        for (Schedule kind : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved}) {
             PipeRow r;
             r.pp = p;
-            r.schedule = sched;
-            r.v = r.schedule == "interleaved" ? f.virtual_chunks : 1;
+            r.kind = kind;
+            r.schedule = schedule_name(kind);
+            r.v = kind == Schedule::interleaved ? f.virtual_chunks : 1;
             if (r.v > 1 && (m.L < p * r.v || micro % p != 0)) {  // train would refuse it (pipeline.h)
                 char why[160];
                 if (m.L < p * r.v)
@@ -207,7 +209,7 @@ void run_bench_pipeline(const BenchPipelineFlags& f) {
                 skipped.push_back(why);
                 continue;
             }
-            PipeSpec spec{parse_schedule(sched), p, micro, r.v};
+            PipeSpec spec{kind, p, micro, r.v};
             r.formula = pipe_bubble_formula(spec);
             r.predicted = predicted_overhead(spec, cores);
             rows.push_back(r);
@@ -217,7 +219,7 @@ void run_bench_pipeline(const BenchPipelineFlags& f) {
         TrainOptions o = base;
         o.ranks = r.pp;
         o.pp = r.pp;
-        if (r.pp > 1) o.schedule = r.schedule;
+        if (r.pp > 1) o.schedule = r.kind;
         o.pp_virtual = r.v;
         return o;
     };

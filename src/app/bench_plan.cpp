@@ -63,7 +63,7 @@ struct BenchPlanFlags {
 struct PlanRow {
     std::string name;
     int ranks = 1, tp = 1, sp = 1, zero = 0;
-    std::string sp_mode = "ulysses";
+    SpMode sp_mode = SpMode::ulysses;
     std::vector<double> step_ms;  // measured steps of every round
     double predicted_ms = 0;
     double predicted_avail_ms = 0;  // with hw.cores = the cores the calibration found available
@@ -120,10 +120,10 @@ void run_bench_plan(const BenchPlanFlags& f) {
     const Hardware hw = hardware_preset("cpu-local", f.calibration);
 
     std::vector<PlanRow> rows = {
-        {"one rank", 1, 1, 1, 0, "ulysses", {}, 0},        {"DP 2", 2, 1, 1, 0, "ulysses", {}, 0},
-        {"ZeRO-3 x 2", 2, 1, 1, 3, "ulysses", {}, 0},      {"TP 2", 2, 2, 1, 0, "ulysses", {}, 0},
-        {"SP 2 (Ulysses)", 2, 1, 2, 0, "ulysses", {}, 0},  {"SP 2 (ring)", 2, 1, 2, 0, "ring", {}, 0},
-        {"DP 2 x TP 2", 4, 2, 1, 0, "ulysses", {}, 0},     {"ZeRO-1 x 4", 4, 1, 1, 1, "ulysses", {}, 0},
+        {"one rank", 1, 1, 1, 0, SpMode::ulysses, {}, 0},        {"DP 2", 2, 1, 1, 0, SpMode::ulysses, {}, 0},
+        {"ZeRO-3 x 2", 2, 1, 1, 3, SpMode::ulysses, {}, 0},      {"TP 2", 2, 2, 1, 0, SpMode::ulysses, {}, 0},
+        {"SP 2 (Ulysses)", 2, 1, 2, 0, SpMode::ulysses, {}, 0},  {"SP 2 (ring)", 2, 1, 2, 0, SpMode::ring, {}, 0},
+        {"DP 2 x TP 2", 4, 2, 1, 0, SpMode::ulysses, {}, 0},     {"ZeRO-1 x 4", 4, 1, 1, 1, SpMode::ulysses, {}, 0},
     };
     auto options = [&](const PlanRow& r) {
         TrainOptions o = base;
@@ -183,7 +183,7 @@ void run_bench_plan(const BenchPlanFlags& f) {
         std::printf("%-16s %5d %13.1f %12.1f %+7.0f%% %s%s\n", r.name.c_str(), r.ranks, r.predicted_ms, meas,
                     100 * err, at_avail, r.ranks > cores ? "  (oversubscribed)" : "");
         out["layouts"].push_back({{"layout", r.name}, {"ranks", r.ranks}, {"tp", r.tp}, {"sp", r.sp},
-                                  {"sp_mode", r.sp_mode}, {"zero", r.zero}, {"predicted_ms", r.predicted_ms},
+                                  {"sp_mode", sp_mode_name(r.sp_mode)}, {"zero", r.zero}, {"predicted_ms", r.predicted_ms},
                                   {"predicted_at_available_cores_ms", r.predicted_avail_ms}, {"measured_ms", meas}, {"error", err}, {"step_ms", r.step_ms}});
     }
     std::printf("  load after: %s\n", load_average().c_str());

@@ -13,6 +13,7 @@
 
 #include "app/commands.h"
 #include "app/flag_range.h"
+#include "app/layout_flags.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -28,7 +29,7 @@ struct PlanFlags {
     ModelFlags model;
     PlanInput in;
     std::string hw = "h100", calibration = "out/calibration.json", dtype = "bf16";
-    std::string sp_mode = "ulysses", schedule = "1f1b", recompute = "none", acts = "paper";
+    std::string acts = "paper";
     int mbs = 0;
     int64_t max_gbs = 0;
     double gpu_mem_gb = 0, flops_tflops = 0, efficiency = 0, hbm_gbs = 0;
@@ -103,14 +104,14 @@ void add_plan_command(CLI::App& root) {
     auto* tp = cmd->add_option("--tp", l.tp, "Tensor-parallel degree (must divide the heads)");
     auto* pp = cmd->add_option("--pp", l.pp, "Pipeline stages (must divide the layers)");
     auto* sp = cmd->add_option("--sp", l.sp, "Sequence-parallel degree (must divide T; Ulysses: the heads of a TP rank)");
-    cmd->add_option("--sp-mode", f->sp_mode, "ulysses (all-to-all) or ring (ring attention)")->capture_default_str();
+    add_sp_mode_flag(*cmd, l.sp_mode);
     cmd->add_flag("--sequence-parallel", l.sequence_parallel, "Megatron sequence parallelism on the tp axis");
     cmd->add_option("--dp-shard", l.dp_shard, "Ranks ZeRO shards over (default: the rest of the world)");
     auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");
     auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
-    cmd->add_option("--schedule", f->schedule, "Pipeline schedule: gpipe, 1f1b, interleaved")->capture_default_str();
+    add_schedule_flag(*cmd, l.schedule);
     cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();
-    cmd->add_option("--recompute", f->recompute, "Activation recompute: none, selective, full")->capture_default_str();
+    add_recompute_flag(*cmd, l.recompute);
     cmd->add_option("--dtype", f->dtype, "bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)")->capture_default_str();
     cmd->add_option("--acts", f->acts, "Activation layout: paper (Korthikanti, 16-bit GPUs) or engine (this fp32 engine)")
         ->capture_default_str();
@@ -141,9 +142,6 @@ void add_plan_command(CLI::App& root) {
         in.dtype = parse_dtype(f->dtype);
         in.act_model = parse_act_model(f->acts);
         in.overlap = !f->no_overlap;
-        in.layout.sp_mode = parse_sp_mode(f->sp_mode);
-        in.layout.schedule = parse_schedule(f->schedule);
-        in.layout.recompute = parse_recompute(f->recompute);
         in.mbs = f->mbs > 0 ? f->mbs : 1;
         if (!f->search) {
             SS_CHECK(f->max_gbs == 0, "--max-gbs is a --search constraint; for one layout give --gbs or --ga");

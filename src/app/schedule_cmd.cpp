@@ -13,6 +13,7 @@
 
 #include "app/commands.h"
 #include "app/flag_range.h"
+#include "app/layout_flags.h"
 #include "core/check.h"
 #include "schedule/pipeline_schedule.h"
 
@@ -47,19 +48,17 @@ std::string action_lists(const PipeSchedule& s) {
 void add_schedule_command(CLI::App& root) {
     struct Options {
         PipeSpec spec;
-        std::string schedule = "1f1b";
         bool actions = false;
     };
     auto opt = std::make_shared<Options>();
     CLI::App* cmd = root.add_subcommand("schedule", "Draw a pipeline schedule (gpipe, 1f1b, interleaved) and its bubble");
     cmd->add_option("--pp", opt->spec.p, "Pipeline stages p")->required();
     cmd->add_option("--micro,--ga", opt->spec.m, "Micro-batches per step m (= gradient accumulation)")->required();
-    cmd->add_option("--schedule", opt->schedule, "gpipe, 1f1b or interleaved")->capture_default_str();
+    add_schedule_flag(*cmd, opt->spec.kind);
     cmd->add_option("--pp-virtual", opt->spec.v, "Model chunks per stage v (interleaved)")->capture_default_str();
     cmd->add_flag("--actions", opt->actions, "Also print each rank's list of actions (sends and receives too)");
     for (const char* n : {"--pp", "--micro", "--pp-virtual"}) limit(*cmd, n, at_least(1, kMaxChartComputes));
     cmd->callback([opt] {
-        opt->spec.kind = parse_schedule(opt->schedule);
         const PipeSpec& spec = opt->spec;
         const int64_t computes = int64_t(spec.p) * spec.m * spec.v;
         SS_CHECK(computes <= kMaxChartComputes,

@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "app/flag_range.h"
+#include "app/layout_flags.h"
 #include "app/model_flags.h"
 #include "core/check.h"
 #include "train/train.h"
@@ -36,9 +37,10 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--json", opts->json, "Write a machine-readable summary here");
     cmd->add_flag("--quiet", opts->quiet, "No per-step lines");
     cmd->add_option("--ranks", opts->ranks, "World size (ranks); all of them data-parallel")->capture_default_str();
-    cmd->add_option("--backend", opts->backend,
-                    "threads: ranks are threads of this process; mpi or nccl: one process per rank under mpirun")
-        ->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--backend", [opts](const std::string& b) { opts->backend = parse_backend(b); },
+           "threads: ranks are threads of this process; mpi or nccl: one process per rank under mpirun")
+        ->default_str("threads");
     cmd->add_option("--device", opts->device,
                     "cpu, or cuda: each rank computes on GPU (rank mod GPUs); several ranks may share one GPU "
                     "(default: cpu, or the SHARDSCOPE_DEVICE environment variable)");
@@ -53,8 +55,7 @@ void add_train_command(CLI::App& root) {
                   "Megatron sequence parallelism on the tp axis: LayerNorms and residuals on T/tp tokens");
     cmd->add_option("--sp", opts->sp, "Sequence-parallel degree: ranks that split every sequence")
         ->capture_default_str();
-    cmd->add_option("--sp-mode", opts->sp_mode, "How SP splits attention: ulysses (all-to-all around attention) or ring (K, V round the ring)")
-        ->capture_default_str();
+    add_sp_mode_flag(*cmd, opts->sp_mode);
     cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
     cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS, not ZeRO++ hpZ (default: 1)");
     cmd->add_option("--bucket-mb", opts->bucket_mb, "DDP: all-reduce gradients in buckets of this many MiB (0: naive)")
@@ -66,13 +67,10 @@ void add_train_command(CLI::App& root) {
         ->capture_default_str();
     cmd->add_option("--pp-split", opts->pp_split, "Blocks per (virtual) stage, e.g. 3,3,2 (default: an even split)")
         ->delimiter(',');
-    cmd->add_option("--schedule", opts->schedule, "Pipeline schedule: gpipe, 1f1b or interleaved")
-        ->capture_default_str();
+    add_schedule_flag(*cmd, opts->schedule);
     cmd->add_option("--pp-virtual", opts->pp_virtual, "Model chunks per pipeline rank (--schedule interleaved)")
         ->capture_default_str();
-    cmd->add_option("--recompute", opts->recompute,
-                    "Activation recompute: none, selective (attention core) or full (each block from its input)")
-        ->capture_default_str();
+    add_recompute_flag(*cmd, opts->recompute);
     cmd->add_option_function<std::string>(
         "--inject-fault", [opts](const std::string& spec) { opts->fault = parse_fault(spec); },
         "rank=R,step=S,kind=throw|hang|exit: make one rank fail on purpose (src/train/fault.h)");

@@ -18,7 +18,8 @@ const char* schedule_name(Schedule s) {
 SpMode parse_sp_mode(const std::string& s) {
     if (s == "ulysses") return SpMode::ulysses;
     if (s == "ring") return SpMode::ring;
-    SS_FAIL("--sp-mode " << s << " is not a mode; choose ulysses (all-to-all around attention) or ring (ring attention)");
+    SS_FAIL("--sp-mode " << s << " is not a mode; use ulysses (all-to-all around attention) or ring "
+                         << "(keys and values passed round the sp ranks)");
 }
 
 Schedule parse_schedule(const std::string& s) {

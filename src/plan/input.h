@@ -19,7 +19,7 @@
 #include "core/dtype.h"
 #include "mesh/layout_names.h"  // enum SpMode, enum Schedule and their names
 #include "model/config.h"
-#include "model/recompute.h"     // enum Recompute
+#include "model/recompute.h"     // enum Recompute and its names
 #include "plan/hardware.h"
 
 namespace ss {
@@ -30,12 +30,8 @@ enum class ActModel {
     engine,  ///< this CPU engine: fp32, no dropout, LayerNorm statistics (model/gpt2.h BlockActs)
 };
 
-/// "none", "selective", "full".
-const char* recompute_name(Recompute r);
 /// "paper", "engine".
 const char* act_model_name(ActModel a);
-/// Inverse of recompute_name (throws ss::Error listing the accepted names).
-Recompute parse_recompute(const std::string& s);
 /// Inverse of act_model_name (throws ss::Error listing the accepted names).
 ActModel parse_act_model(const std::string& s);
 

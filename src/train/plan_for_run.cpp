@@ -11,14 +11,14 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration) 
     in.layout.tp = o.tp;
     in.layout.sequence_parallel = o.sequence_parallel;
     in.layout.sp = o.sp;
-    in.layout.sp_mode = parse_sp_mode(o.sp_mode);
+    in.layout.sp_mode = o.sp_mode;
     in.layout.dp_shard = o.dp_shard;
     in.layout.dp_rep = o.dp_rep;
     in.layout.zero = o.zero;
     in.layout.pp = o.pp;
-    in.layout.schedule = parse_schedule(o.schedule);
+    in.layout.schedule = o.schedule;
     in.layout.pp_virtual = o.pp_virtual;
-    in.layout.recompute = parse_recompute(o.recompute);
+    in.layout.recompute = o.recompute;
     in.mbs = o.mbs;
     in.ga = o.ga;
     in.dtype = o.dtype;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "plan/input.h"
-#include "train/train.h"
+#include "train/options.h"
 
 namespace ss {
 

@@ -13,7 +13,7 @@
 // the checkpoint it came from is the usual way to continue.
 #pragma once
 
-#include "train/train.h"
+#include "train/options.h"
 
 namespace ss {
 

@@ -1,0 +1,173 @@
+// options.cpp — every check of `shardscope train`'s options, once (options.h).
+#include "train/options.h"
+
+#include <cmath>
+
+#include "comm/launch_env.h"
+#include "comm/mpi_backend.h"
+#include "core/check.h"
+#include "core/device.h"
+#include "parallel/pipeline.h"
+#include "train/run_files.h"
+
+namespace ss {
+
+const char* backend_name(BackendKind b) {
+    switch (b) {
+        case BackendKind::threads: return "threads";
+        case BackendKind::mpi: return "mpi";
+        case BackendKind::nccl: return "nccl";
+    }
+    return "?";
+}
+
+BackendKind parse_backend(const std::string& s) {
+    if (s == "threads") return BackendKind::threads;
+    if (s == "mpi") return BackendKind::mpi;
+    if (s == "nccl") return BackendKind::nccl;
+    SS_FAIL("--backend " << s << " is not a backend; use threads (ranks are threads of this process), "
+                         << "mpi (one process per rank under mpirun) or nccl (one process per GPU under mpirun)");
+}
+
+cpu::AdamWParams adamw_params(const TrainOptions& o) {
+    cpu::AdamWParams hp;
+    hp.lr = o.lr;
+    hp.beta1 = o.beta1;
+    hp.beta2 = o.beta2;
+    hp.eps = o.eps;
+    hp.weight_decay = o.weight_decay;
+    return hp;
+}
+
+PipeSpec pipe_spec(const TrainOptions& o, int pp) {
+    PipeSpec spec;
+    spec.kind = o.schedule;
+    spec.p = pp;
+    spec.m = o.ga;
+    spec.v = o.pp_virtual;
+    return spec;
+}
+
+namespace {
+
+// The model, the batch and the optimizer.
+void check_step(const TrainOptions& o, int T) {
+    validate(o.model);
+    SS_CHECK(o.mbs >= 1, "--mbs must be at least 1 (got " << o.mbs << ")");
+    SS_CHECK(o.ga >= 1, "--ga must be at least 1 (got " << o.ga << ")");
+    SS_CHECK(o.steps >= 0, "--steps must not be negative (got " << o.steps << ")");
+    SS_CHECK(T >= 1, "--seq must be at least 1 (got " << T << ")");
+    SS_CHECK(T <= o.model.maxT, "--seq " << T << " is longer than the positional table (maxT=" << o.model.maxT
+                                         << "); use --seq " << o.model.maxT << " or less, or raise --max-seq");
+    // A non-finite or negative rate turns every weight into nan or inf in one step (std::isfinite
+    // also refuses nan, which compares false with everything and so slips past a plain "> 0").
+    SS_CHECK(std::isfinite(o.lr) && o.lr > 0.0f, "--lr must be a finite number above 0 (got " << o.lr
+                                                     << "); try --lr 1e-3");
+    SS_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f,
+             "--weight-decay must be a finite number of 0 or more (got " << o.weight_decay << "); try --weight-decay 0.1");
+    SS_CHECK(std::isfinite(o.beta1) && o.beta1 >= 0.0f && o.beta1 < 1.0f && std::isfinite(o.beta2) &&
+                 o.beta2 >= 0.0f && o.beta2 < 1.0f,
+             "AdamW's beta1 and beta2 must lie in [0, 1) (got " << o.beta1 << ", " << o.beta2 << ")");
+    SS_CHECK(std::isfinite(o.eps) && o.eps > 0.0f, "AdamW's eps must be a finite number above 0 (got " << o.eps << ")");
+    SS_CHECK(o.dtype == DType::f32 || o.dtype == DType::bf16, "--dtype must be fp32 or bf16");
+}
+
+// Where the ranks run; returns the world.
+int check_ranks(const TrainOptions& o) {
+    SS_CHECK(o.ranks >= 1, "--ranks must be at least 1 (got " << o.ranks << ")");
+    SS_CHECK(o.backend != BackendKind::nccl || device_or_default(o.device) == Device::cuda,
+             "--backend nccl moves GPU memory between GPUs; add --device cuda (or use --backend mpi on the CPU)");
+    check_not_launched_by_mpi(backend_name(o.backend));  // mpirun with threads: N runs of one rank, racing for the files
+    if (device_or_default(o.device) == Device::cuda) require_cuda();  // says why not, before any work
+    if (o.backend == BackendKind::threads) return o.ranks;
+    // Under mpirun the world is the job: -np decides, --ranks may only repeat it.
+    const int np = mpi_world_size();
+    SS_CHECK(o.ranks == 1 || o.ranks == np, "--ranks " << o.ranks << " but mpirun started " << np
+                                                       << " processes; leave --ranks out with --backend mpi");
+    return np;
+}
+
+// Tensor and sequence parallelism.
+void check_tp_sp(const TrainOptions& o, int T) {
+    SS_CHECK(o.tp >= 1, "--tp must be at least 1 (got " << o.tp << ")");
+    SS_CHECK(o.sp >= 1, "--sp must be at least 1 (got " << o.sp << ")");
+    if (o.sequence_parallel) {
+        SS_CHECK(o.tp > 1, "--sequence-parallel splits the sequence over the tp ranks; it needs --tp 2 or more "
+                           "(for a sequence axis of its own use --sp N --sp-mode ulysses)");
+        SS_CHECK(o.sp == 1, "--sequence-parallel (Megatron, on the tp axis) and --sp " << o.sp
+                                << (o.sp_mode == SpMode::ring ? " (ring attention)" : " (Ulysses)")
+                                << " cannot be combined here; choose one");
+        check_divides("TP with --sequence-parallel", o.tp, "the sequence length T", T);
+    }
+    if (o.sp > 1) {
+        check_divides("SP", o.sp, "the sequence length T", T);
+        SS_CHECK(o.sp_mode == SpMode::ring || (o.model.H % o.tp == 0 && (o.model.H / o.tp) % o.sp == 0),
+                 "Ulysses SP=" << o.sp << " must divide the heads each TP rank holds, H/TP = " << o.model.H << "/"
+                               << o.tp << "; choose SP from the divisors of "
+                               << (o.model.H % o.tp == 0 ? o.model.H / o.tp : o.model.H));
+    }
+    if (o.tp > 1) check_divides("TP", o.tp, "n_head", o.model.H);  // V needs no check: wte is padded (padded_vocab)
+}
+
+// Pipeline parallelism: fills the split and the bubble.
+void check_pipeline(const TrainOptions& o, RunShape& s) {
+    SS_CHECK(o.pp >= 1, "--pp must be at least 1 (got " << o.pp << ")");
+    SS_CHECK(o.pp_virtual >= 1, "--pp-virtual must be at least 1 (got " << o.pp_virtual << ")");
+    SS_CHECK(o.pp_virtual == 1 || o.schedule == Schedule::interleaved,
+             "--pp-virtual " << o.pp_virtual << " gives each pipeline rank several model chunks, which only "
+                             << "--schedule interleaved runs; add --schedule interleaved or drop --pp-virtual");
+    SS_CHECK(o.schedule != Schedule::interleaved || (o.pp > 1 && o.pp_virtual > 1),
+             "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per rank)");
+    SS_CHECK(o.schedule != Schedule::interleaved || !o.pp_split.empty() || o.model.L % (o.pp * o.pp_virtual) == 0,
+             "--schedule interleaved cuts the L=" << o.model.L << " blocks into --pp x --pp-virtual = "
+                 << o.pp * o.pp_virtual << " equal chunks, which does not divide them (interleaving "
+                 << "needs equal chunks); choose --pp-virtual so that pp x v divides " << o.model.L
+                 << ", or give the chunks with --pp-split");
+    s.pp_split = pipeline_split(o.model.L, o.pp * o.pp_virtual, o.pp_split);
+    s.bubble = o.pp > 1 ? pipe_bubble_formula(pipe_spec(o, o.pp)) : 0.0;
+    make_pipe_schedule(pipe_spec(o, o.pp));  // throws for a schedule it cannot make (too few micro-batches)
+}
+
+// Data parallelism and ZeRO.
+void check_dp(const TrainOptions& o) {
+    SS_CHECK(o.zero >= 0 && o.zero <= 3, "--zero " << o.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
+    SS_CHECK(o.replica_sync_every >= 1,
+             "--replica-sync-every must be at least 1 (got " << o.replica_sync_every << ")");
+    SS_CHECK(o.bucket_mb >= 0, "--bucket-mb must not be negative (got " << o.bucket_mb << ")");
+}
+
+// Checkpoints and the other files the run reads and writes.
+void check_files(const TrainOptions& o) {
+    SS_CHECK(o.keep_last >= 0, "--keep-last must not be negative (got " << o.keep_last
+                                                                       << "); 0 keeps every checkpoint");
+    SS_CHECK(o.save_every >= 0, "--save-every must not be negative (got " << o.save_every << ")");
+    SS_CHECK(o.save_every == 0 || !o.checkpoint_dir.empty(),
+             "--save-every " << o.save_every << " needs --checkpoint-dir DIR: where to write the checkpoints");
+    SS_CHECK(o.save_every == 0 || o.replica_sync_every == 1,
+             "--save-every with --replica-sync-every " << o.replica_sync_every << ": between syncs the replicas "
+                 << "hold different parameters and a checkpoint keeps one copy; use --replica-sync-every 1");
+    SS_CHECK(o.init.empty() || o.resume.empty(),
+             "--init and --resume both say where the parameters start; give one of them");
+    // Every output can be written and none overwrites another or an input: found now, not after the last step.
+    check_run_files(o);
+}
+
+}  // namespace
+
+RunShape check_train_options(const TrainOptions& o) {
+    RunShape s;
+    s.T = o.T > 0 ? o.T : o.model.maxT;
+    check_step(o, s.T);
+    s.world = check_ranks(o);
+    s.mpi = o.backend != BackendKind::threads;
+    check_tp_sp(o, s.T);
+    check_pipeline(o, s);
+    s.mesh = fill_dp(s.world, MeshShape{o.pp, o.dp_rep, o.dp_shard, o.sp, o.tp});
+    ProcessMesh mesh(s.world, s.mesh);  // throws a clear error for a bad layout
+    check_dp(o);
+    s.gbs = int64_t(o.mbs) * o.ga * s.mesh.dp();
+    check_files(o);
+    return s;
+}
+
+}  // namespace ss
