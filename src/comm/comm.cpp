@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {

@@ -1,4 +1,4 @@
-// mpi_launch_mpi.cpp — one rank per process: starting MPI once, run_mpi, and the
+// mpi_launch.cpp — one rank per process: starting MPI once, run_mpi, and the
 // one way out of a failed collective (MPI_Abort).
 //
 // Under `mpirun -np 4 prog`, four copies of prog start; each calls run_mpi,
@@ -19,8 +19,8 @@
 #include <sstream>
 #include <thread>
 
-#include "comm/mpi_detail.h"
-#include "comm/trace.h"
+#include "comm/mpi/mpi_detail.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {
@@ -35,7 +35,7 @@ void fail_call(const char* call, int rc, const char* file, int line) {
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char* src = std::strstr(file, "src/");  // "src/comm/mpi_backend_mpi.cpp", not the whole path
+    const char* src = std::strstr(file, "src/");  // "src/comm/mpi/mpi_backend.cpp", not the whole path
     const std::string name(call, std::strcspn(call, "("));
     std::ostringstream os;
     os << name << " failed on rank " << rank << " (" << (src ? src : file) << ":" << line << "): " << text;

@@ -65,7 +65,7 @@
 // Timeouts. The communicators are non-blocking (ncclConfig_t.blocking = 0): no
 // NCCL call waits for another rank, and each wait polls ncclCommGetAsyncError
 // and cudaEventQuery on the call's end event against CommOptions::timeout_seconds,
-// through the mpi backend's Watch (mpi_watch_mpi.cpp), which answers the MPI
+// through the mpi backend's Watch (mpi_watch.cpp), which answers the MPI
 // side channel meanwhile. On a timeout the error names the call, the group and
 // the members that did not arrive, with where each of them waits instead
 // ("desync: all_reduce on tp group [0,1] (grad, layer 5): rank 1 did not arrive
@@ -86,9 +86,9 @@
 //
 // Everything here can be included in any build; without CUDA, NCCL or MPI,
 // run_nccl and the others throw an ss::Error that says what is missing
-// (nccl_unavailable.cpp). The code: nccl_setup_nccl.cpp (GPU, communicators,
-// prepare), nccl_backend_nccl.cpp (the collectives), nccl_p2p_nccl.cpp
-// (send/recv), nccl_launch_nccl.cpp (run_nccl); nccl_detail.h is what they
+// (nccl_unavailable.cpp). The code: nccl_setup.cpp (GPU, communicators,
+// prepare), nccl_backend.cpp (the collectives), nccl_p2p.cpp
+// (send/recv), nccl_launch.cpp (run_nccl); nccl_detail.h is what they
 // share. docs/backends.md compares the three backends.
 #pragma once
 
@@ -99,7 +99,7 @@
 
 #include "comm/backend.h"
 #include "comm/comm.h"
-#include "comm/mpi_backend.h"  // mesh_groups, mpi_world_rank, mpi_world_size
+#include "comm/mpi/mpi_backend.h"  // mesh_groups, mpi_world_rank, mpi_world_size
 
 namespace ss {
 

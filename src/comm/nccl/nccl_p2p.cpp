@@ -1,4 +1,4 @@
-// nccl_p2p_nccl.cpp — send / recv of the `nccl` backend: over MPI, through the host.
+// nccl_p2p.cpp — send / recv of the `nccl` backend: over MPI, through the host.
 //
 // Why not ncclSend / ncclRecv (nccl_backend.h has the long form): the contract
 // wants a send that returns before its receiver is ready, and a recv that takes
@@ -10,13 +10,13 @@
 //     recv: MPI_Improbe (the tag carries key and dtype: checked) ──MPI_Mrecv──> host
 //           ──copy──> buf (device, managed or host memory)
 //
-// Both halves are the mpi backend's (mpi::PointToPoint, mpi_shared_mpi.cpp);
+// Both halves are the mpi backend's (mpi::PointToPoint, mpi_shared.cpp);
 // this file adds the copies between the caller's buffer and the host. Every
 // wait goes through the Watch, with the timeout and the report of who is
 // missing, as the collectives' waits do.
 #include <vector>
 
-#include "comm/nccl_detail.h"
+#include "comm/nccl/nccl_detail.h"
 #include "core/check.h"
 
 namespace ss {

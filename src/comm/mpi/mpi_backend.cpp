@@ -1,4 +1,4 @@
-// mpi_backend_mpi.cpp — the collectives of the `mpi` backend: each one is MPI's.
+// mpi_backend.cpp — the collectives of the `mpi` backend: each one is MPI's.
 //
 // A Group is an MPI communicator whose rank i is group.ranks[i], so "index in
 // the group" (a broadcast root, an all_gather block) and "rank in the
@@ -9,7 +9,7 @@
 //     tp     [0,1] [2,3]           rank 2 gets a communicator {2 -> 0, 3 -> 1}
 //
 // Each call starts the non-blocking MPI collective and waits for it through the
-// Watch (mpi_watch_mpi.cpp), which ends the wait with a report after the
+// Watch (mpi_watch.cpp), which ends the wait with a report after the
 // timeout. bf16 reductions go through fp32 (reduce_kernels.h): widen, MPI_SUM
 // on MPI_FLOAT, round once. A count of 0 still synchronises the group (MPI may
 // return at once from a 0-element collective, so it becomes a barrier).
@@ -19,7 +19,7 @@
 #include <set>
 #include <thread>
 
-#include "comm/mpi_detail.h"
+#include "comm/mpi/mpi_detail.h"
 #include "comm/reduce_kernels.h"
 #include "core/check.h"
 
@@ -286,7 +286,7 @@ void MpiBackend::stall(const std::string& why) {
 void MpiBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
                       const Label& label) {
     Impl& m = *impl_;
-    mpi::PendingSend& s = m.pt.add(count, dt, peer, axis, label);  // mpi_shared_mpi.cpp
+    mpi::PendingSend& s = m.pt.add(count, dt, peer, axis, label);  // mpi_shared.cpp
     std::memcpy(s.data.data(), buf, s.data.size());
     m.pt.post();
 }

@@ -1,4 +1,4 @@
-// nccl_launch_nccl.cpp — one rank per GPU process: run_nccl, the error messages
+// nccl_launch.cpp — one rank per GPU process: run_nccl, the error messages
 // of SS_NCCL_CHECK and SS_COMM_CUDA_CHECK, and the staging buffers.
 //
 // Under `mpirun -np 4 prog`, four copies of prog start; each calls run_nccl,
@@ -10,13 +10,13 @@
 //     ...                                                     -+   MPI beside it
 //
 // If any rank fails it prints "rank R: <why>" and calls MPI_Abort, which ends
-// every process of the job, as run_mpi does (mpi_launch_mpi.cpp): a collective
+// every process of the job, as run_mpi does (mpi_launch.cpp): a collective
 // stuck on a GPU cannot be cancelled, so no rank may be left waiting in one.
 #include <cstring>
 #include <sstream>
 
-#include "comm/nccl_detail.h"
-#include "comm/trace.h"
+#include "comm/nccl/nccl_detail.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {
@@ -34,7 +34,7 @@ std::string rank_text() {
     return rank >= 0 ? "rank " + std::to_string(rank) : "rank ?";
 }
 
-// "/work/main/src/comm/nccl_backend_nccl.cpp" -> "src/comm/nccl_backend_nccl.cpp".
+// "/work/main/src/comm/nccl/nccl_backend.cpp" -> "src/comm/nccl/nccl_backend.cpp".
 const char* short_path(const char* file) {
     const char* s = std::strstr(file, "src/");
     return s != nullptr ? s : file;

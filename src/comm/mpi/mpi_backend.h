@@ -141,7 +141,7 @@ void write_chrome_trace_mpi(const std::string& path, const Tracer& mine,
                             double timeout_seconds = 60);
 
 /// One process's side of the mpi backend (made by run_mpi). Defined only in
-/// builds with MPI (mpi_backend_mpi.cpp).
+/// builds with MPI (mpi_backend.cpp).
 ///
 /// The constructor, prepare() and finish() are collective over MPI_COMM_WORLD:
 /// every process calls them, in the same order. A collective that fails or times

@@ -1,4 +1,4 @@
-// nccl_backend_nccl.cpp — the collectives of the `nccl` backend: each one is NCCL's.
+// nccl_backend.cpp — the collectives of the `nccl` backend: each one is NCCL's.
 //
 // Every call goes through the same five steps on the backend's communication
 // stream (nccl_backend.h says why each is there):
@@ -20,7 +20,7 @@
 // group: it becomes a barrier (a one-float all-reduce).
 #include <cstring>
 
-#include "comm/nccl_detail.h"
+#include "comm/nccl/nccl_detail.h"
 #include "comm/reduce_kernels.h"
 #include "core/check.h"
 #include "core/device.h"

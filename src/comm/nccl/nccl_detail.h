@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_detail.h"
-#include "comm/nccl_backend.h"
+#include "comm/mpi/mpi_detail.h"
+#include "comm/nccl/nccl_backend.h"
 
 namespace ss::nccl {
 
 /// Throws ss::Error for an NCCL call @p call (its text) that returned @p rc at file:line:
-/// "NCCL error (rank 2) at src/comm/nccl_backend_nccl.cpp:120: ncclAllReduce(...) returned
+/// "NCCL error (rank 2) at src/comm/nccl/nccl_backend.cpp:120: ncclAllReduce(...) returned
 /// ncclUnhandledCudaError (unhandled cuda error ...); NCCL says: <ncclGetLastError>".
 [[noreturn]] void nccl_fail(ncclResult_t rc, const char* call, const char* file, int line);
 /// Throws ss::Error for a CUDA runtime call @p call that returned @p err at file:line.

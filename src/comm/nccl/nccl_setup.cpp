@@ -1,4 +1,4 @@
-// nccl_setup_nccl.cpp — the nccl backend's setting up: a GPU per process, the
+// nccl_setup.cpp — the nccl backend's setting up: a GPU per process, the
 // world communicator, one communicator per group, and the end of a run.
 //
 //     1. GPU        local rank on my node (OMPI_COMM_WORLD_LOCAL_RANK, or an
@@ -19,7 +19,7 @@
 #include <set>
 #include <thread>
 
-#include "comm/nccl_detail.h"
+#include "comm/nccl/nccl_detail.h"
 #include "core/check.h"
 
 namespace ss {

@@ -1,4 +1,4 @@
-// mpi_shared_mpi.cpp — what the mpi and nccl backends share (mpi_detail.h):
+// mpi_shared.cpp — what the mpi and nccl backends share (mpi_detail.h):
 // send / recv over MPI (PointToPoint), and prepare()'s checks of the group
 // list, its cutting into split batches, and the hash that tells whether every
 // rank passed the same one.
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "comm/comm.h"
-#include "comm/mpi_detail.h"
+#include "comm/mpi/mpi_detail.h"
 #include "core/check.h"
 
 namespace ss::mpi {

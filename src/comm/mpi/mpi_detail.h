@@ -4,8 +4,8 @@
 //   SS_MPI_CHECK     every MPI call goes through it: a failure becomes an
 //                    ss::Error naming the call, the file, the line and the rank
 //   mpi::Watch       waiting with a deadline, and the side channel that finds
-//                    out who is missing when a wait times out (mpi_watch_mpi.cpp)
-//   MpiBackend::Impl one process's MPI state (used by mpi_backend_mpi.cpp)
+//                    out who is missing when a wait times out (mpi_watch.cpp)
+//   MpiBackend::Impl one process's MPI state (used by mpi_backend.cpp)
 #pragma once
 
 #include <mpi.h>
@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "comm/label.h"
-#include "comm/mpi_backend.h"
+#include "comm/mpi/mpi_backend.h"
 #include "core/dtype.h"
 #include "mesh/group.h"
 
 namespace ss::mpi {
 
 /// Throws ss::Error for an MPI call that returned @p rc != MPI_SUCCESS:
-/// "MPI_Iallreduce(...) failed on rank 2 (src/comm/mpi_backend_mpi.cpp:120): MPI_ERR_TRUNCATE: message truncated".
+/// "MPI_Iallreduce(...) failed on rank 2 (src/comm/mpi/mpi_backend.cpp:120): MPI_ERR_TRUNCATE: message truncated".
 [[noreturn]] void fail_call(const char* call, int rc, const char* file, int line);
 
 /// Initialises MPI once (MPI_Init_thread, MPI_THREAD_FUNNELED), makes MPI calls
