@@ -193,8 +193,8 @@ public:
     void barrier(const Group& group, const Label& label) override;
     void stall(const std::string& why) override;
 
-    /// The MPI state (communicators, sends in flight, the side channel): internal,
-    /// defined in mpi_detail.h, which only the backend's own files include.
+    /// The MPI state (the session of mpi_session.h, a communicator per group):
+    /// internal, defined in mpi_backend.cpp.
     struct Impl;
 
 private:

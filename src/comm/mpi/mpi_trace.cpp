@@ -18,6 +18,7 @@
 // every rank can name on its own clock.
 #include <climits>
 
+#include "comm/mpi/mpi_backend.h"
 #include "comm/mpi/mpi_detail.h"
 #include "comm/trace/trace.h"
 #include "core/check.h"

@@ -9,7 +9,7 @@
 //                                                                 │
 //     host             begin_call ... poll end + ncclCommGetAsyncError (the Watch, with the timeout)
 //
-//   1. begin_call   find the group's communicator, describe the call for the Watch
+//   1. begin_call   find the group's communicator, count and describe the call (mpi::Session)
 //   2. after_caller the comm stream waits for the caller's kernels
 //   3. copy in      only for a buffer NCCL cannot use (host memory): into stage_in
 //   4. run          start event, the NCCL call(s), end event; wait for end
@@ -40,7 +40,7 @@ void NcclBackend::Impl::use_gpu() {
 void NcclBackend::Impl::after_caller() {
     cudaStream_t caller = nullptr;  // a CPU-device caller: the legacy default stream (copies, if any)
     if (current_device() == Device::cuda) {
-        SS_CHECK(current_gpu() == gpu, "nccl backend: rank " << rank << " computes on GPU " << current_gpu()
+        SS_CHECK(current_gpu() == gpu, "nccl backend: rank " << session.rank << " computes on GPU " << current_gpu()
                                            << " but its NCCL communicators are on GPU " << gpu
                                            << "; start the body with ss::DeviceScope gpu(ss::Device::cuda, "
                                               "ss::nccl_local_gpu())");
@@ -73,7 +73,7 @@ bool comm_idle(ncclComm_t comm) {
 }  // namespace
 
 void NcclBackend::Impl::wait_ready(ncclComm_t comm, const WaitInfo& info) {
-    watch->wait([&] { return comm_idle(comm); }, info);
+    session.watch->wait([&] { return comm_idle(comm); }, info);
 }
 
 void NcclBackend::Impl::run(ncclComm_t comm, const WaitInfo& info, const std::function<void()>& enqueue) {
@@ -81,7 +81,7 @@ void NcclBackend::Impl::run(ncclComm_t comm, const WaitInfo& info, const std::fu
         SS_COMM_CUDA_CHECK(cudaEventRecord(start, stream));
         enqueue();
         bool end_recorded = false;
-        watch->wait([&] {
+        session.watch->wait([&] {
             if (!comm_idle(comm)) return false;  // still being put on the stream
             if (!end_recorded) {
                 SS_COMM_CUDA_CHECK(cudaEventRecord(end, stream));
@@ -106,10 +106,10 @@ void NcclBackend::Impl::run(ncclComm_t comm, const WaitInfo& info, const std::fu
 void NcclBackend::Impl::abort_all() {
     if (aborted) return;
     aborted = true;
-    for (auto it = groups.rbegin(); it != groups.rend(); ++it)
-        if (it->comm != nullptr) {
-            ncclCommAbort(it->comm);
-            it->comm = nullptr;
+    for (auto it = comms.rbegin(); it != comms.rend(); ++it)
+        if (*it != nullptr) {
+            ncclCommAbort(*it);
+            *it = nullptr;
         }
 }
 
@@ -127,24 +127,12 @@ struct Call {
 Call begin_call(NcclBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
                 DType dt) {
     SS_CHECK(!m.aborted, describe_call(op, group, label)
-                             << ": the nccl backend of rank " << m.rank
+                             << ": the nccl backend of rank " << m.session.rank
                              << " was aborted after an earlier error; no call can run on it");
-    auto it = m.prepared_index.find(group.ranks);
-    SS_CHECK(it != m.prepared_index.end(),
-             describe_call(op, group, label)
-                 << ": this group has no NCCL communicator. NCCL makes communicators collectively over the "
-                    "whole world (ncclCommSplit), so every group must be prepared up front, on every rank: pass it "
-                    "to run_nccl (run_nccl(body, opts, mesh_groups(mesh))) or NcclBackend::prepare()");
-    auto& g = m.groups[it->second];
-    SS_CHECK(g.comm != nullptr, describe_call(op, group, label) << ": rank " << m.rank << " is not a member");
-    Call c{g.comm, group.size(), g.me, {}};
-    c.info.op = op;
-    c.info.group = &group;
-    c.info.label = &label;
-    c.info.count = count;
-    c.info.dt = dt;
-    c.info.group_index = it->second;
-    c.info.seq = g.calls++;
+    Call c{nullptr, group.size(), -1, {}};
+    const size_t index = size_t(m.session.begin_call(c.info, op, group, label, count, dt));  // mpi_session.cpp
+    c.comm = m.comms[index];
+    c.me = m.session.groups[index].me;
     m.use_gpu();
     m.after_caller();
     return c;
