@@ -101,9 +101,9 @@ struct Call {
 };
 
 Call begin_call(MpiBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
-                DType dt) {
+                DType dt, const char* reduce = nullptr) {
     Call c{MPI_COMM_NULL, group.size(), {}};
-    const int index = m.session.begin_call(c.info, op, group, label, count, dt);  // mpi_session.cpp
+    const int index = m.session.begin_call(c.info, op, group, label, count, dt, reduce);  // mpi_session.cpp
     SS_CHECK(count <= size_t(INT_MAX), describe_call(op, group, label)
                                            << ": " << count << " elements is more than MPI's int count allows ("
                                            << INT_MAX << "); split the call");
@@ -127,8 +127,7 @@ void meet(MpiBackend::Impl& m, const Call& c) {
 void MpiBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
                             const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_reduce", group, label, count, dt);
-    c.info.reduce = reduce_op_name(op);
+    Call c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
     if (count == 0) return meet(m, c);
     // fp32 in place; bf16 through an fp32 copy, rounded once at the end.
     float* x = dt == DType::f32 ? static_cast<float*>(buf) : grow(m.scratch_a, count);
@@ -146,8 +145,7 @@ void MpiBackend::all_reduce(void* buf, size_t count, DType dt, const Group& grou
 void MpiBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
                                 const Group& group, ReduceOp op, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt);
-    c.info.reduce = reduce_op_name(op);
+    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
     if (count_per_rank == 0) return meet(m, c);
     const size_t total = size_t(c.n) * count_per_rank;
     const float* in = static_cast<const float*>(send);

@@ -26,14 +26,8 @@ PendingSend& PointToPoint::add(size_t count, DType dt, int peer, const std::stri
                                                         << " elements is more than MPI's int count allows");
     // Forget the sends that have completed (oldest first; later ones are rarely done before).
     while (!sends.empty() && test(sends.front().req)) sends.pop_front();
-    PendingSend& s = sends.emplace_back();
-    s.data.resize(count * dtype_size(dt));
-    s.peer = peer;
-    s.axis = axis;
-    s.label = label;
-    s.count = count;
-    s.dt = dt;
-    return s;
+    sends.push_back({MPI_REQUEST_NULL, std::vector<char>(count * dtype_size(dt)), peer, axis, label, count, dt});
+    return sends.back();
 }
 
 void PointToPoint::post() {

@@ -131,7 +131,7 @@ void Session::add(const Group& group, int me) {
 }
 
 int Session::begin_call(WaitInfo& info, const char* op, const Group& group, const Label& label, size_t count,
-                        DType dt) {
+                        DType dt, const char* reduce) {
     auto it = prepared_index.find(group.ranks);
     SS_CHECK(it != prepared_index.end(),
              describe_call(op, group, label)
@@ -146,6 +146,7 @@ int Session::begin_call(WaitInfo& info, const char* op, const Group& group, cons
     info.label = &label;
     info.count = count;
     info.dt = dt;
+    info.reduce = reduce;
     info.group_index = it->second;
     info.seq = seat.calls++;
     return it->second;

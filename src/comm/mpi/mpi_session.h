@@ -88,9 +88,10 @@ struct Session {
     void add(const Group& group, int me);
     /// The bookkeeping at the start of every collective: finds @p group's prepared
     /// index (an ss::Error if it was never prepared or I am not in it), counts the
-    /// call there and describes it in @p info for the Watch. Returns the index.
+    /// call there and describes it in @p info for the Watch (@p reduce: "sum" or
+    /// "avg" for a reduction, else null). Returns the index.
     int begin_call(WaitInfo& info, const char* op, const Group& group, const Label& label, size_t count,
-                   DType dt);
+                   DType dt, const char* reduce = nullptr);
     /// The end of a run: every send received, then every rank told how many calls
     /// I made on each group, and their counts awaited (Watch::finish).
     void finish();

@@ -125,12 +125,12 @@ struct Call {
 };
 
 Call begin_call(NcclBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
-                DType dt) {
+                DType dt, const char* reduce = nullptr) {
     SS_CHECK(!m.aborted, describe_call(op, group, label)
                              << ": the nccl backend of rank " << m.session.rank
                              << " was aborted after an earlier error; no call can run on it");
     Call c{nullptr, group.size(), -1, {}};
-    const size_t index = size_t(m.session.begin_call(c.info, op, group, label, count, dt));  // mpi_session.cpp
+    const size_t index = size_t(m.session.begin_call(c.info, op, group, label, count, dt, reduce));  // mpi_session.cpp
     c.comm = m.comms[index];
     c.me = m.session.groups[index].me;
     m.use_gpu();
@@ -198,8 +198,7 @@ void bf16_reduction(NcclBackend::Impl& m, const Call& c, const void* send, void*
 void NcclBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
                              const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_reduce", group, label, count, dt);
-    c.info.reduce = reduce_op_name(op);
+    Call c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
     if (count == 0) return meet(m, c);
     if (dt == DType::bf16) return bf16_reduction(m, c, buf, buf, count, op, /*scatter=*/false);
     // fp32, in place: on the caller's buffer, or on a device copy of it.
@@ -213,8 +212,7 @@ void NcclBackend::all_reduce(void* buf, size_t count, DType dt, const Group& gro
 void NcclBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
                                  const Group& group, ReduceOp op, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt);
-    c.info.reduce = reduce_op_name(op);
+    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
     if (count_per_rank == 0) return meet(m, c);
     if (dt == DType::bf16) return bf16_reduction(m, c, send, recv, count_per_rank, op, /*scatter=*/true);
     // NCCL allows recv = send + my_index * count (in place), as Comm does.

@@ -181,22 +181,7 @@ public:
     double last_gpu_seconds() const override;
 
     const char* name() const override { return "nccl"; }
-    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
-                    const Label& label) override;
-    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                        ReduceOp op, const Label& label) override;
-    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
-                   const Label& label) override;
-    void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void barrier(const Group& group, const Label& label) override;
-    void stall(const std::string& why) override;
+    SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
 
     /// The NCCL, CUDA and MPI state: internal, defined in nccl_detail.h, which
     /// only the backend's own files include.
