@@ -9,7 +9,7 @@ namespace app {}
 namespace cpu {}
 /// The CUDA twins of the CPU kernels and the cuBLAS matmul (kernels/cuda).
 namespace cuda {}
-/// The MPI backend's internals (src/comm/mpi/mpi_detail.h).
+/// The MPI side of the mpi and nccl backends (src/comm/mpi/mpi_detail.h, mpi_session.h).
 namespace mpi {}
 /// Reductions shared by the backends (src/comm/reduce_kernels.h).
 namespace reduce {}

@@ -51,7 +51,11 @@
 //     ss::write_chrome_trace_mpi("out/trace.json", *tracers[ss::mpi_world_rank()], other);
 //
 // Everything here can be included in any build; without MPI, run_mpi and the
-// others throw an ss::Error that says how to get it (mpi_unavailable.cpp).
+// others throw an ss::Error that says how to get it (unavailable/mpi_unavailable.cpp).
+// The code: mpi_session.h (what the mpi and nccl backends share: set up, the
+// prepared groups, the end of a run, run_mpi's body), mpi_backend.cpp (the
+// collectives), mpi_watch.cpp (waits and the side channel), mpi_p2p.cpp
+// (send/recv), mpi_launch.cpp (MPI itself), mpi_trace.cpp (one trace per job).
 // docs/backends.md compares the three backends.
 #pragma once
 
@@ -141,7 +145,7 @@ void write_chrome_trace_mpi(const std::string& path, const Tracer& mine,
                             double timeout_seconds = 60);
 
 /// One process's side of the mpi backend (made by run_mpi). Defined only in
-/// builds with MPI (mpi_backend.cpp).
+/// builds with MPI (src/comm/mpi/).
 ///
 /// The constructor, prepare() and finish() are collective over MPI_COMM_WORLD:
 /// every process calls them, in the same order. A collective that fails or times

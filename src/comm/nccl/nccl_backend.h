@@ -86,10 +86,11 @@
 //
 // Everything here can be included in any build; without CUDA, NCCL or MPI,
 // run_nccl and the others throw an ss::Error that says what is missing
-// (nccl_unavailable.cpp). The code: nccl_setup.cpp (GPU, communicators,
-// prepare), nccl_backend.cpp (the collectives), nccl_p2p.cpp
-// (send/recv), nccl_launch.cpp (run_nccl); nccl_detail.h is what they
-// share. docs/backends.md compares the three backends.
+// (unavailable/nccl_unavailable.cpp). The code: nccl_setup.cpp (GPU,
+// communicators, prepare), nccl_backend.cpp (the collectives), nccl_p2p.cpp
+// (send/recv), nccl_launch.cpp (run_nccl, the error messages); nccl_detail.h
+// is what they share, and the MPI side is the mpi backend's session
+// (src/comm/mpi/mpi_session.h). docs/backends.md compares the three backends.
 #pragma once
 
 #include <functional>
@@ -134,7 +135,7 @@ void run_nccl(const std::function<void(Comm&)>& body, const CommOptions& opts = 
               const std::vector<Group>& groups_to_prepare = {});
 
 /// One process's side of the nccl backend (made by run_nccl). Defined only in
-/// builds with the nccl backend (nccl_*_nccl.cpp).
+/// builds with the nccl backend (src/comm/nccl/).
 ///
 /// The constructor, prepare() and finish() are collective over MPI_COMM_WORLD:
 /// every process calls them, in the same order. A collective that fails or times
