@@ -9,10 +9,10 @@ namespace app {}
 namespace cpu {}
 /// The CUDA twins of the CPU kernels and the cuBLAS matmul (kernels/cuda).
 namespace cuda {}
-/// The MPI backend's internals (src/comm/mpi_detail.h).
+/// The MPI side of the mpi and nccl backends (src/comm/mpi/mpi_detail.h, mpi_session.h).
 namespace mpi {}
 /// Reductions shared by the backends (src/comm/reduce_kernels.h).
 namespace reduce {}
-/// The threads backend's shared world: inboxes, waiting ranks, failure (src/comm/threads_world.h).
+/// The threads backend's shared world: inboxes, waiting ranks, failure (src/comm/threads/threads_world.h).
 namespace threads {}
 }  // namespace ss

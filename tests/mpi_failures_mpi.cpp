@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "comm/comm.h"
-#include "comm/mpi_backend.h"
+#include "comm/mpi/mpi_backend.h"
 #include "core/check.h"
 
 using namespace ss;

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/threads_backend.h"
-#include "comm/trace.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 #include "core/dtype.h"
 

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/mpi_backend.h"
-#include "comm/threads_backend.h"
-#include "comm/trace.h"
+#include "comm/mpi/mpi_backend.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 #include "core/dtype.h"
 #include "mesh/process_mesh.h"

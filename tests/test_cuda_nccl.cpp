@@ -49,8 +49,8 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/nccl_backend.h"
-#include "comm/nccl_detail.h"  // SS_NCCL_CHECK / SS_COMM_CUDA_CHECK, whose messages are tested
+#include "comm/nccl/nccl_backend.h"
+#include "comm/nccl/nccl_detail.h"  // SS_NCCL_CHECK / SS_COMM_CUDA_CHECK, whose messages are tested
 #include "core/check.h"
 #include "core/device.h"
 #include "core/dtype.h"

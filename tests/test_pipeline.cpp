@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 #include "model/gpt2.h"
 #include "model/params.h"

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "cli_run.h"
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 #include "plan/memory.h"
 #include "plan/models.h"

@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 #include "mesh/process_mesh.h"
 #include "plan/comm.h"

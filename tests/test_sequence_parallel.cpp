@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "model/safetensors.h"
 #include "train/train.h"
 #include "equivalence.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 #include "model/params.h"
 #include "model/safetensors.h"

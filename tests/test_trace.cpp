@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/threads_backend.h"
-#include "comm/trace.h"
-#include "comm/trace_check.h"
-#include "comm/trace_summary.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_check.h"
+#include "comm/trace/trace_summary.h"
 #include "core/check.h"
 #include "core/ledger.h"
 
@@ -401,7 +401,7 @@ TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", 
 }
 
 // Issue 14, 4.8: `trace summary` took what the viewer refused. Both now ask
-// comm/trace_check.h; these are its checks, one by one.
+// comm/trace/trace_check.h; these are its checks, one by one.
 TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out of bounds", "[trace][check]") {
     auto x = [](int pid, const std::string& dur, const std::string& group, const std::string& bytes) {
         return std::string(R"({"name":"all_reduce","cat":"comm","ph":"X","pid":)") + std::to_string(pid) +

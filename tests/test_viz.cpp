@@ -11,8 +11,8 @@
 #include <string>
 
 #include "comm/comm.h"
-#include "comm/threads_backend.h"
-#include "comm/trace.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/trace/trace.h"
 #include "core/ledger.h"
 #include "viz/model/fast_load.h"
 #include "viz/model/gbs.h"
@@ -134,7 +134,7 @@ TEST_CASE("bad trace files become messages that name the file and say what is wr
         REQUIRE(!r.ok);
         REQUIRE_THAT(r.error, Catch::Contains("pid 2000000000 is not a rank"));
     }
-    SECTION("a group member or a byte count no run has (the checks trace summary shares, comm/trace_check.h)") {
+    SECTION("a group member or a byte count no run has (the checks trace summary shares, comm/trace/trace_check.h)") {
         json t = json::parse(two_rank_trace());
         t["traceEvents"][2]["args"]["group"] = {0, 2000000001};
         LoadResult r = load_trace_text(t.dump(), "group.json");

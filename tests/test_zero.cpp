@@ -6,10 +6,10 @@
 #include <map>
 #include <mutex>
 
-#include "comm/threads_backend.h"
+#include "comm/threads/threads_backend.h"
 #include "core/check.h"
-#include "comm/trace.h"
-#include "comm/trace_summary.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_summary.h"
 #include "mesh/process_mesh.h"
 #include "model/safetensors.h"
 #include "parallel/zero.h"

@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/mpi_backend.h"
-#include "comm/threads_backend.h"
-#include "comm/trace.h"
-#include "comm/trace_summary.h"
+#include "comm/mpi/mpi_backend.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_summary.h"
 #include "core/check.h"
 #include "core/dtype.h"
 

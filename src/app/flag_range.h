@@ -31,7 +31,7 @@ namespace ss::app {
 
 /// Ranks of one threads-backend run (train --ranks, bench --ranks): each is a
 /// thread of this process holding its model state. 4096 is also the most ranks
-/// a trace may have (comm/trace_check.h), so every run's trace can be read.
+/// a trace may have (comm/trace/trace_check.h), so every run's trace can be read.
 constexpr int kMaxThreadRanks = 4096;
 /// OpenBLAS threads per rank (--threads); far above any machine's cores.
 constexpr int kMaxBlasThreads = 1024;

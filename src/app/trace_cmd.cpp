@@ -5,7 +5,7 @@
 //
 // prints, per axis, op and payload, the calls, bytes, time and nccl-tests'
 // algbw/busbw, then totals per payload. The adding up is in
-// src/comm/trace_summary.cpp; the file format in docs/trace-format.md.
+// src/comm/trace/trace_summary.cpp; the file format in docs/trace-format.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -13,9 +13,9 @@
 
 #include "app/commands.h"
 #include "app/flag_range.h"
-#include "comm/trace.h"
-#include "comm/trace_check.h"
-#include "comm/trace_summary.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_check.h"
+#include "comm/trace/trace_summary.h"
 
 namespace ss::app {
 

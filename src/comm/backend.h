@@ -85,6 +85,29 @@ public:
     virtual double last_gpu_seconds() const { return -1; }
 };
 
+/// Declares, inside a backend class, the calls of the Backend interface that
+/// every backend implements (all_reduce ... barrier, and stall), so that their
+/// signatures stand once, in Backend above, and not again in each backend. The
+/// backend defines them in its own .cpp files; name() and, where it measures
+/// one, last_gpu_seconds() it declares itself.
+#define SS_BACKEND_CALLS                                                                                  \
+    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,                   \
+                    const Label& label) override;                                                         \
+    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,    \
+                    const Label& label) override;                                                         \
+    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group, \
+                        ReduceOp op, const Label& label) override;                                        \
+    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,    \
+                    const Label& label) override;                                                         \
+    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,                 \
+                   const Label& label) override;                                                          \
+    void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,                 \
+              const Label& label) override;                                                               \
+    void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,                       \
+              const Label& label) override;                                                               \
+    void barrier(const Group& group, const Label& label) override;                                        \
+    void stall(const std::string& why) override;
+
 /// How long Backend::stall waits for the other ranks to notice before it gives
 /// up: well past their own timeout, which each counts from its arrival at the
 /// call (a rank may arrive much later than the stalled one stopped).

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {
@@ -118,100 +118,106 @@ void Comm::run_hook(const char* op, const Group& group, const Label& label) {
 
 // ---- the collectives: check, call the backend, trace -------------------------------
 
+void Comm::begin(const char* op, const Group& group, const Label& label) {
+    run_hook(op, group, label);
+    check_group(op, group);
+}
+
+namespace {
+
+// all_gather and reduce_scatter: @p block (count_per_rank elements, mine) may sit
+// in @p whole (n blocks) only at my index, in place; anywhere else they must not overlap.
+void check_block_in(const char* op, const Group& group, const Label& label, int rank, const void* block,
+                    const char* block_name, const void* whole, const char* whole_name, size_t count_per_rank,
+                    DType dt) {
+    const size_t bytes = count_per_rank * dtype_size(dt), n = group.size();
+    const void* in_place = static_cast<const char*>(whole) + group.index_of(rank) * bytes;
+    SS_CHECK(block == in_place || !overlap(block, bytes, whole, n * bytes),
+             describe_call(op, group, label) << ": " << block_name << " overlaps " << whole_name
+                                             << "; in place is allowed only with " << block_name << " = "
+                                             << whole_name << " + my_index * count_per_rank");
+}
+
+}  // namespace
+
+template <class Call>
+void Comm::timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Call&& call,
+                 int peer) {
+    const double t0 = tracer_ ? tracer_->now_us() : 0;
+    call();
+    if (tracer_) trace(op, group, count, dt, label, t0, peer);
+}
+
 void Comm::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op, const Label& label) {
-    run_hook("all_reduce", group, label);
-    check_group("all_reduce", group);
+    begin("all_reduce", group, label);
     check_reducible("all_reduce", dt);
     check_buffer("all_reduce", "the", buf, count);
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->all_reduce(buf, count, dt, group, op, label);
-    if (tracer_) trace("all_reduce", group, count, dt, label, t0);
+    timed("all_reduce", group, count, dt, label, [&] { backend_->all_reduce(buf, count, dt, group, op, label); });
 }
 
 void Comm::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                       const Label& label) {
-    run_hook("all_gather", group, label);
-    check_group("all_gather", group);
+    begin("all_gather", group, label);
     check_buffer("all_gather", "send", send, count_per_rank);
     check_buffer("all_gather", "recv", recv, count_per_rank);
-    const size_t es = dtype_size(dt), n = group.size();
-    const void* in_place = static_cast<const char*>(recv) + group.index_of(rank_) * count_per_rank * es;
-    SS_CHECK(send == in_place || !overlap(send, count_per_rank * es, recv, n * count_per_rank * es),
-             describe_call("all_gather", group, label)
-                 << ": send overlaps recv; in place is allowed only with send = recv + my_index * count_per_rank");
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->all_gather(send, recv, count_per_rank, dt, group, label);
-    if (tracer_) trace("all_gather", group, count_per_rank, dt, label, t0);
+    check_block_in("all_gather", group, label, rank_, send, "send", recv, "recv", count_per_rank, dt);
+    timed("all_gather", group, count_per_rank, dt, label,
+          [&] { backend_->all_gather(send, recv, count_per_rank, dt, group, label); });
 }
 
 void Comm::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                           ReduceOp op, const Label& label) {
-    run_hook("reduce_scatter", group, label);
-    check_group("reduce_scatter", group);
+    begin("reduce_scatter", group, label);
     check_reducible("reduce_scatter", dt);
     check_buffer("reduce_scatter", "send", send, count_per_rank);
     check_buffer("reduce_scatter", "recv", recv, count_per_rank);
-    const size_t es = dtype_size(dt), n = group.size();
-    const void* in_place = static_cast<const char*>(send) + group.index_of(rank_) * count_per_rank * es;
-    SS_CHECK(recv == in_place || !overlap(send, n * count_per_rank * es, recv, count_per_rank * es),
-             describe_call("reduce_scatter", group, label)
-                 << ": recv overlaps send; in place is allowed only with recv = send + my_index * count_per_rank");
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->reduce_scatter(send, recv, count_per_rank, dt, group, op, label);
-    if (tracer_) trace("reduce_scatter", group, count_per_rank, dt, label, t0);
+    check_block_in("reduce_scatter", group, label, rank_, recv, "recv", send, "send", count_per_rank, dt);
+    timed("reduce_scatter", group, count_per_rank, dt, label,
+          [&] { backend_->reduce_scatter(send, recv, count_per_rank, dt, group, op, label); });
 }
 
 void Comm::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                       const Label& label) {
-    run_hook("all_to_all", group, label);
-    check_group("all_to_all", group);
+    begin("all_to_all", group, label);
     check_buffer("all_to_all", "send", send, count_per_rank);
     check_buffer("all_to_all", "recv", recv, count_per_rank);
     const size_t bytes = group.size() * count_per_rank * dtype_size(dt);
     SS_CHECK(!overlap(send, bytes, recv, bytes),
              describe_call("all_to_all", group, label) << ": send and recv overlap; all_to_all cannot run in place");
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->all_to_all(send, recv, count_per_rank, dt, group, label);
-    if (tracer_) trace("all_to_all", group, count_per_rank, dt, label, t0);
+    timed("all_to_all", group, count_per_rank, dt, label,
+          [&] { backend_->all_to_all(send, recv, count_per_rank, dt, group, label); });
 }
 
 void Comm::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group, const Label& label) {
-    run_hook("broadcast", group, label);
-    check_group("broadcast", group);
+    begin("broadcast", group, label);
     check_buffer("broadcast", "the", buf, count);
     SS_CHECK(root_index >= 0 && root_index < group.size(),
              describe_call("broadcast", group, label) << ": root index " << root_index
                  << " is not an index into the group (0.." << group.size() - 1 << "); it is the root's "
                  << "position in group.ranks, not its global rank");
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->broadcast(buf, count, dt, root_index, group, label);
-    if (tracer_) trace("broadcast", group, count, dt, label, t0);
+    timed("broadcast", group, count, dt, label,
+          [&] { backend_->broadcast(buf, count, dt, root_index, group, label); });
 }
 
 void Comm::send(const void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis) {
-    run_hook("send", Group{axis, {rank_, peer}}, label);
+    const Group pair{axis, {rank_, peer}};
+    run_hook("send", pair, label);
     check_peer("send", peer);
     check_buffer("send", "the", buf, count);
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->send(buf, count, dt, peer, axis, label);
-    if (tracer_) trace("send", Group{axis, {rank_, peer}}, count, dt, label, t0, peer);
+    timed("send", pair, count, dt, label, [&] { backend_->send(buf, count, dt, peer, axis, label); }, peer);
 }
 
 void Comm::recv(void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis) {
-    run_hook("recv", Group{axis, {peer, rank_}}, label);
+    const Group pair{axis, {peer, rank_}};
+    run_hook("recv", pair, label);
     check_peer("recv", peer);
     check_buffer("recv", "the", buf, count);
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->recv(buf, count, dt, peer, axis, label);
-    if (tracer_) trace("recv", Group{axis, {peer, rank_}}, count, dt, label, t0, peer);
+    timed("recv", pair, count, dt, label, [&] { backend_->recv(buf, count, dt, peer, axis, label); }, peer);
 }
 
 void Comm::barrier(const Group& group, const Label& label) {
-    run_hook("barrier", group, label);
-    check_group("barrier", group);
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    backend_->barrier(group, label);
-    if (tracer_) trace("barrier", group, 0, DType::f32, label, t0);
+    begin("barrier", group, label);
+    timed("barrier", group, 0, DType::f32, label, [&] { backend_->barrier(group, label); });
 }
 
 }  // namespace ss

@@ -152,6 +152,10 @@ public:
     void stall(const std::string& why) { backend_->stall(why); }
 
 private:
+    void begin(const char* op, const Group& group, const Label& label);  // run_hook, then check_group
+    template <class Call>
+    void timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Call&& call,
+               int peer = -1);  // the backend's call, traced
     void run_hook(const char* op, const Group& group, const Label& label);
     void check_group(const char* op, const Group& group) const;
     void check_peer(const char* op, int peer) const;

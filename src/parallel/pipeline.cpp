@@ -5,7 +5,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {

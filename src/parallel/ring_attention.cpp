@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "kernels/cpu/attention_block.h"
 
 namespace ss {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "plan/memory.h"
 
 namespace ss {

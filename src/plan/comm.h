@@ -23,7 +23,7 @@
 //   replicas  all_reduce(S e) over dp_rep in the step (stages 1-3)
 //
 // Time is alpha-beta: hops x alpha + bytes x busbw_factor / busbw (nccl-tests'
-// factors, src/comm/trace.h), with the link of the axis: intra-node when the
+// factors, src/comm/trace/trace.h), with the link of the axis: intra-node when the
 // grid keeps every group of that axis inside one node, inter-node otherwise.
 #pragma once
 

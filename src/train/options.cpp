@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "comm/launch_env.h"
-#include "comm/mpi_backend.h"
+#include "comm/mpi/mpi_backend.h"
 #include "core/check.h"
 #include "core/device.h"
 #include "parallel/pipeline.h"

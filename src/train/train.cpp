@@ -10,10 +10,10 @@
 #include <ostream>
 
 #include "comm/launch_env.h"
-#include "comm/mpi_backend.h"
-#include "comm/nccl_backend.h"
-#include "comm/threads_backend.h"
-#include "comm/trace.h"
+#include "comm/mpi/mpi_backend.h"
+#include "comm/nccl/nccl_backend.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/trace/trace.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/device.h"

@@ -1,11 +1,11 @@
 // fuzz_trace.cpp — any bytes as a Chrome trace for `shardscope trace summary`:
-// parse_chrome_trace (src/comm/trace_io.cpp, what read_chrome_trace does after
-// reading the file), then the summary it prints (src/comm/trace_summary.h).
+// parse_chrome_trace (src/comm/trace/trace_io.cpp, what read_chrome_trace does after
+// reading the file), then the summary it prints (src/comm/trace/trace_summary.h).
 #include <cstdint>
 #include <string>
 
-#include "comm/trace.h"
-#include "comm/trace_summary.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_summary.h"
 #include "core/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

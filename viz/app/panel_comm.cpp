@@ -1,6 +1,6 @@
 // panel_comm.cpp — the Comm summary panel: the trace's collectives added up.
 //
-// The same table as `shardscope trace summary FILE` (src/comm/trace_summary.cpp):
+// The same table as `shardscope trace summary FILE` (src/comm/trace/trace_summary.cpp):
 // one row per (axis, op, payload), then one per payload, then the total, for all
 // ranks or one, all steps or one. Each rank records its own side of every call,
 // so calls, bytes and time are sums over the ranks' events.
@@ -212,7 +212,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
         ImGui::EndTable();
     }
     if (pred.present) draw_measured_vs_predicted(s);
-    source_note("drawn by viz/app/panel_comm.cpp from src/comm/trace_summary.cpp (summarize_trace)");
+    source_note("drawn by viz/app/panel_comm.cpp from src/comm/trace/trace_summary.cpp (summarize_trace)");
 }
 
 }  // namespace ss::viz

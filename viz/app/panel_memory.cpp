@@ -9,7 +9,7 @@
 //               is the comm band (gathered parameters) rising and falling per layer.
 //
 // Numbers come from the trace's "memory" counters (src/core/ledger.h books them,
-// src/comm/trace.cpp writes them) via viz/model/memory.cpp.
+// src/comm/trace/trace.cpp writes them) via viz/model/memory.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -67,7 +67,7 @@ void draw_header(const ViewerState& s) {
                     "(docs/trace-format.md): pid = rank, tid 0 = compute spans, tid 1 = collectives, "
                     "counter events = memory by Ledger category, otherData = the run's config, mesh and GBS. "
                     "Read by viz/model/load.cpp (size and event-count limits first, then "
-                    "src/comm/trace_io.cpp's checks).");
+                    "src/comm/trace/trace_io.cpp's checks).");
         if (!s.vm->run.gbs_line.empty()) {
             ImGui::TextUnformatted(s.vm->run.gbs_line.c_str());
             help_marker("GBS = MBS x GA x DP, DP = world / (TP x PP x SP): sequences per optimizer step, "

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/trace_summary.h"
+#include "comm/trace/trace_summary.h"
 #include "viz/app/live.h"
 #include "viz/app/pixel_texture.h"
 #include "viz/model/gbs.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "comm/trace_summary.h"
+#include "comm/trace/trace_summary.h"
 
 namespace ss::viz {
 

@@ -10,7 +10,7 @@
 //       "otherData": {...}                 forwarded whole to a JSON DOM builder
 //     }
 //
-// Fields are converted exactly as src/comm/trace_io.cpp's FieldReader does;
+// Fields are converted exactly as src/comm/trace/trace_io.cpp's FieldReader does;
 // where it would throw, this reader returns false instead.
 #include "viz/model/fast_load.h"
 

@@ -1,6 +1,6 @@
 // fast_load.h — read a Chrome trace in one streaming pass, for big traces.
 //
-// read_chrome_trace (src/comm/trace_io.cpp) parses the whole file into a JSON
+// read_chrome_trace (src/comm/trace/trace_io.cpp) parses the whole file into a JSON
 // tree, then walks the tree into TraceEvents: for a 64-rank, 200k-event trace
 // (42 MB) that is ~1.8 s, most of it building and freeing the tree. This reader
 // walks the same text with nlohmann's SAX interface and fills TraceEvents as
@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 
 namespace ss::viz {
 

@@ -7,7 +7,7 @@
 #include <exception>
 #include <fstream>
 
-#include "comm/trace_check.h"
+#include "comm/trace/trace_check.h"
 #include "core/check.h"
 #include "viz/model/fast_load.h"
 
@@ -46,7 +46,7 @@ LoadResult load_trace_text(const std::string& text, const std::string& source, c
     try {
         r.fast = fast_parse_chrome_trace(text, r.trace);
         if (!r.fast) r.trace = parse_chrome_trace(text, source);  // the exact error, or an unusual valid file
-        r.error = trace_problem(r.trace, source, limits.max_ranks);  // comm/trace_check.h, as trace summary
+        r.error = trace_problem(r.trace, source, limits.max_ranks);  // comm/trace/trace_check.h, as trace summary
         r.ok = r.error.empty();
     } catch (const std::bad_alloc&) {
         r.error = source + ": out of memory while reading the trace; trace fewer steps or ranks";
@@ -62,7 +62,7 @@ LoadResult load_trace(const std::string& path, const LoadLimits& limits) {
     LoadResult r;
     uint64_t size = 0;
     try {
-        size = check_trace_file(path, limits.max_bytes, "this viewer");  // comm/trace_check.h, as trace summary
+        size = check_trace_file(path, limits.max_bytes, "this viewer");  // comm/trace/trace_check.h, as trace summary
     } catch (const Error& e) {
         r.error = e.what();
         return r;

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 
 namespace ss::viz {
 

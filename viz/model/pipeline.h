@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "mesh/process_mesh.h"
 #include "schedule/pipeline_schedule.h"  // PipeAction, simulate_pipe_lists
 

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "mesh/process_mesh.h"
 #include "viz/model/palette.h"
 

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "viz/model/palette.h"
 
 namespace ss::viz {

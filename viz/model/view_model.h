@@ -16,8 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "comm/trace.h"
-#include "comm/trace_summary.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_summary.h"
 #include "viz/model/grid.h"
 #include "viz/model/memory.h"
 #include "viz/model/pipeline.h"

@@ -67,13 +67,13 @@
 // sync, check that all members called the same thing (begin() and sync(), in
 // threads_sync.cpp), the steps (each ending in a sync), done. The last sync also means no rank returns (and reuses its
 // buffer) while another may still read it.
-#include "comm/threads_backend.h"
+#include "comm/threads/threads_backend.h"
 
 #include <cstring>
 #include <thread>
 
 #include "comm/reduce_kernels.h"
-#include "comm/threads_world.h"
+#include "comm/threads/threads_world.h"
 #include "core/check.h"
 
 namespace ss {

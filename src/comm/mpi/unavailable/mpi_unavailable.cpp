@@ -1,11 +1,9 @@
 // mpi_unavailable.cpp — the mpi backend's functions in a build without MPI.
 //
-// CMake builds the *_mpi.cpp files only when it finds MPI. Without it, these
-// stand in, so that `shardscope train --backend mpi` can say what to do
-// instead of failing to link.
-#ifndef SHARDSCOPE_HAVE_MPI
-
-#include "comm/mpi_backend.h"
+// CMake builds src/comm/mpi/ only when it finds MPI; without it, it builds this
+// folder instead. These functions stand in, so that `shardscope train --backend
+// mpi` can say what to do instead of failing to link.
+#include "comm/mpi/mpi_backend.h"
 #include "core/check.h"
 
 namespace ss {
@@ -28,5 +26,3 @@ void write_chrome_trace_mpi(const std::string&, const Tracer&, const nlohmann::j
 double mpi_reference_collective(const std::string&, const void*, void*, size_t, DType) { no_mpi(); }
 
 }  // namespace ss
-
-#endif  // SHARDSCOPE_HAVE_MPI

@@ -1,4 +1,4 @@
-// mpi_trace_mpi.cpp — one Chrome trace for a job of many processes.
+// mpi_trace.cpp — one Chrome trace for a job of many processes.
 //
 // Under the threads backend every Tracer is in one process and
 // write_chrome_trace() puts them in one file. Under mpirun each process holds
@@ -18,8 +18,9 @@
 // every rank can name on its own clock.
 #include <climits>
 
-#include "comm/mpi_detail.h"
-#include "comm/trace.h"
+#include "comm/mpi/mpi_backend.h"
+#include "comm/mpi/mpi_detail.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {

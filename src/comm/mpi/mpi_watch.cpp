@@ -1,4 +1,4 @@
-// mpi_watch_mpi.cpp — nothing hangs: waiting with a deadline, and naming who is missing.
+// mpi_watch.cpp — nothing hangs: waiting with a deadline, and naming who is missing.
 //
 // MPI's blocking collectives wait forever, and even after a timeout MPI cannot
 // say which ranks never arrived. So every call of the mpi backend starts the
@@ -24,7 +24,7 @@
 #include <sstream>
 
 #include "comm/comm.h"
-#include "comm/mpi_detail.h"
+#include "comm/mpi/mpi_detail.h"
 #include "core/check.h"
 
 namespace ss::mpi {

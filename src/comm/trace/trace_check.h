@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 
 namespace ss {
 

@@ -1,4 +1,4 @@
-// nccl_backend_nccl.cpp — the collectives of the `nccl` backend: each one is NCCL's.
+// nccl_backend.cpp — the collectives of the `nccl` backend: each one is NCCL's.
 //
 // Every call goes through the same five steps on the backend's communication
 // stream (nccl_backend.h says why each is there):
@@ -9,7 +9,7 @@
 //                                                                 │
 //     host             begin_call ... poll end + ncclCommGetAsyncError (the Watch, with the timeout)
 //
-//   1. begin_call   find the group's communicator, describe the call for the Watch
+//   1. begin_call   find the group's communicator, count and describe the call (mpi::Session)
 //   2. after_caller the comm stream waits for the caller's kernels
 //   3. copy in      only for a buffer NCCL cannot use (host memory): into stage_in
 //   4. run          start event, the NCCL call(s), end event; wait for end
@@ -20,7 +20,7 @@
 // group: it becomes a barrier (a one-float all-reduce).
 #include <cstring>
 
-#include "comm/nccl_detail.h"
+#include "comm/nccl/nccl_detail.h"
 #include "comm/reduce_kernels.h"
 #include "core/check.h"
 #include "core/device.h"
@@ -40,7 +40,7 @@ void NcclBackend::Impl::use_gpu() {
 void NcclBackend::Impl::after_caller() {
     cudaStream_t caller = nullptr;  // a CPU-device caller: the legacy default stream (copies, if any)
     if (current_device() == Device::cuda) {
-        SS_CHECK(current_gpu() == gpu, "nccl backend: rank " << rank << " computes on GPU " << current_gpu()
+        SS_CHECK(current_gpu() == gpu, "nccl backend: rank " << session.rank << " computes on GPU " << current_gpu()
                                            << " but its NCCL communicators are on GPU " << gpu
                                            << "; start the body with ss::DeviceScope gpu(ss::Device::cuda, "
                                               "ss::nccl_local_gpu())");
@@ -73,7 +73,7 @@ bool comm_idle(ncclComm_t comm) {
 }  // namespace
 
 void NcclBackend::Impl::wait_ready(ncclComm_t comm, const WaitInfo& info) {
-    watch->wait([&] { return comm_idle(comm); }, info);
+    session.watch->wait([&] { return comm_idle(comm); }, info);
 }
 
 void NcclBackend::Impl::run(ncclComm_t comm, const WaitInfo& info, const std::function<void()>& enqueue) {
@@ -81,7 +81,7 @@ void NcclBackend::Impl::run(ncclComm_t comm, const WaitInfo& info, const std::fu
         SS_COMM_CUDA_CHECK(cudaEventRecord(start, stream));
         enqueue();
         bool end_recorded = false;
-        watch->wait([&] {
+        session.watch->wait([&] {
             if (!comm_idle(comm)) return false;  // still being put on the stream
             if (!end_recorded) {
                 SS_COMM_CUDA_CHECK(cudaEventRecord(end, stream));
@@ -106,10 +106,10 @@ void NcclBackend::Impl::run(ncclComm_t comm, const WaitInfo& info, const std::fu
 void NcclBackend::Impl::abort_all() {
     if (aborted) return;
     aborted = true;
-    for (auto it = groups.rbegin(); it != groups.rend(); ++it)
-        if (it->comm != nullptr) {
-            ncclCommAbort(it->comm);
-            it->comm = nullptr;
+    for (auto it = comms.rbegin(); it != comms.rend(); ++it)
+        if (*it != nullptr) {
+            ncclCommAbort(*it);
+            *it = nullptr;
         }
 }
 
@@ -125,26 +125,14 @@ struct Call {
 };
 
 Call begin_call(NcclBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
-                DType dt) {
+                DType dt, const char* reduce = nullptr) {
     SS_CHECK(!m.aborted, describe_call(op, group, label)
-                             << ": the nccl backend of rank " << m.rank
+                             << ": the nccl backend of rank " << m.session.rank
                              << " was aborted after an earlier error; no call can run on it");
-    auto it = m.prepared_index.find(group.ranks);
-    SS_CHECK(it != m.prepared_index.end(),
-             describe_call(op, group, label)
-                 << ": this group has no NCCL communicator. NCCL makes communicators collectively over the "
-                    "whole world (ncclCommSplit), so every group must be prepared up front, on every rank: pass it "
-                    "to run_nccl (run_nccl(body, opts, mesh_groups(mesh))) or NcclBackend::prepare()");
-    auto& g = m.groups[it->second];
-    SS_CHECK(g.comm != nullptr, describe_call(op, group, label) << ": rank " << m.rank << " is not a member");
-    Call c{g.comm, group.size(), g.me, {}};
-    c.info.op = op;
-    c.info.group = &group;
-    c.info.label = &label;
-    c.info.count = count;
-    c.info.dt = dt;
-    c.info.group_index = it->second;
-    c.info.seq = g.calls++;
+    Call c{nullptr, group.size(), -1, {}};
+    const size_t index = size_t(m.session.begin_call(c.info, op, group, label, count, dt, reduce));  // mpi_session.cpp
+    c.comm = m.comms[index];
+    c.me = m.session.groups[index].me;
     m.use_gpu();
     m.after_caller();
     return c;
@@ -210,8 +198,7 @@ void bf16_reduction(NcclBackend::Impl& m, const Call& c, const void* send, void*
 void NcclBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
                              const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_reduce", group, label, count, dt);
-    c.info.reduce = reduce_op_name(op);
+    Call c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
     if (count == 0) return meet(m, c);
     if (dt == DType::bf16) return bf16_reduction(m, c, buf, buf, count, op, /*scatter=*/false);
     // fp32, in place: on the caller's buffer, or on a device copy of it.
@@ -225,8 +212,7 @@ void NcclBackend::all_reduce(void* buf, size_t count, DType dt, const Group& gro
 void NcclBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
                                  const Group& group, ReduceOp op, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt);
-    c.info.reduce = reduce_op_name(op);
+    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
     if (count_per_rank == 0) return meet(m, c);
     if (dt == DType::bf16) return bf16_reduction(m, c, send, recv, count_per_rank, op, /*scatter=*/true);
     // NCCL allows recv = send + my_index * count (in place), as Comm does.

@@ -1,11 +1,14 @@
-// mpi_detail.h — what the mpi backend's own files share. Includes <mpi.h>, so
-// only files named *_mpi.cpp (built only when CMake found MPI) include it.
+// mpi_detail.h — the MPI pieces the mpi and nccl backends are built from.
+// Includes <mpi.h>, so only the files of src/comm/mpi/ and src/comm/nccl/
+// (built only when CMake found MPI) include it.
 //
-//   SS_MPI_CHECK     every MPI call goes through it: a failure becomes an
-//                    ss::Error naming the call, the file, the line and the rank
-//   mpi::Watch       waiting with a deadline, and the side channel that finds
-//                    out who is missing when a wait times out (mpi_watch_mpi.cpp)
-//   MpiBackend::Impl one process's MPI state (used by mpi_backend_mpi.cpp)
+//   SS_MPI_CHECK       every MPI call goes through it: a failure becomes an
+//                      ss::Error naming the call, the file, the line and the rank
+//   mpi::Watch         waiting with a deadline, and the side channel that finds
+//                      out who is missing when a wait times out (mpi_watch.cpp)
+//   mpi::PointToPoint  send / recv over MPI (mpi_p2p.cpp)
+//
+// mpi_session.h puts them together into one process's session.
 #pragma once
 
 #include <mpi.h>
@@ -20,20 +23,23 @@
 #include <vector>
 
 #include "comm/label.h"
-#include "comm/mpi_backend.h"
 #include "core/dtype.h"
 #include "mesh/group.h"
 
 namespace ss::mpi {
 
 /// Throws ss::Error for an MPI call that returned @p rc != MPI_SUCCESS:
-/// "MPI_Iallreduce(...) failed on rank 2 (src/comm/mpi_backend_mpi.cpp:120): MPI_ERR_TRUNCATE: message truncated".
+/// "MPI_Iallreduce(...) failed on rank 2 (src/comm/mpi/mpi_backend.cpp:120): MPI_ERR_TRUNCATE: message truncated".
 [[noreturn]] void fail_call(const char* call, int rc, const char* file, int line);
 
 /// Initialises MPI once (MPI_Init_thread, MPI_THREAD_FUNNELED), makes MPI calls
 /// on MPI_COMM_WORLD return their errors instead of aborting, and registers
 /// MPI_Finalize to run once at exit. Does nothing if MPI is already initialised.
 void ensure_initialized();
+
+/// This process's rank in MPI_COMM_WORLD while MPI runs (initialised and not yet
+/// finalised), else -1: for error messages, which may come at any time.
+int rank_if_running();
 
 /// Prints "rank R: @p message" to stderr and ends the whole job with
 /// MPI_Abort(MPI_COMM_WORLD, 1): the one safe end once a collective is stuck.
@@ -50,6 +56,9 @@ inline double now_seconds() {
 /// Lets other processes run while a rank polls: spins at first (a collective
 /// on a few KiB takes microseconds), then yields the core, then sleeps briefly.
 void pause(uint64_t polls);
+
+/// True once @p req has completed (MPI_Test).
+bool test(MPI_Request& req);
 
 /// Polls @p req until it completes (true) or @p timeout_seconds pass (false).
 /// For the few waits outside a backend (communicator creation, the trace writer).
@@ -181,29 +190,6 @@ struct PointToPoint {
     void release();
 };
 
-/// FNV-1a over the rank lists of @p groups: equal on every rank iff they prepare the same groups.
-uint64_t hash_groups(const std::vector<Group>& groups);
-
-/// Checks @p groups for prepare() in a world of @p world ranks (none empty, every rank in
-/// range, none twice; errors begin with @p who, e.g. "MpiBackend::prepare") and returns
-/// the groups whose rank list is neither in @p prepared nor earlier in @p groups.
-std::vector<const Group*> fresh_groups(const std::vector<Group>& groups, int world,
-                                       const std::map<std::vector<int>, int>& prepared, const char* who);
-
-/// One communicator split of prepare(): the groups fresh[first, end) share no rank, so
-/// one split call (MPI_Comm_split, ncclCommSplit) makes all of them.
-struct SplitBatch {
-    size_t first = 0;  ///< the batch's first group in the list
-    size_t end = 0;    ///< one past its last
-    int color = -1;    ///< this rank's group's place in the batch, -1 when it is in none
-    int key = 0;       ///< this rank's index in that group
-};
-
-/// Cuts @p fresh (in order) into batches of groups that share no rank (the groups of
-/// one GroupKind partition the world, so a mesh needs one batch per kind), with
-/// @p rank's color and key in each; @p world ranks in all.
-std::vector<SplitBatch> split_batches(const std::vector<const Group*>& fresh, int world, int rank);
-
 }  // namespace ss::mpi
 
 /// Calls an MPI function and throws ss::Error naming the call, the file, the
@@ -214,31 +200,3 @@ std::vector<SplitBatch> split_batches(const std::vector<const Group*>& fresh, in
         if (ss_mpi_rc_ != MPI_SUCCESS)                                     \
             ::ss::mpi::fail_call(#call, ss_mpi_rc_, __FILE__, __LINE__);   \
     } while (0)
-
-namespace ss {
-
-/// One process's MPI state: its communicators, its sends in flight, its Watch.
-struct MpiBackend::Impl {
-    int rank = 0;   ///< rank in MPI_COMM_WORLD
-    int world = 1;  ///< size of MPI_COMM_WORLD
-    MPI_Comm p2p = MPI_COMM_NULL;  ///< a dup of the world: send / recv, and prepare's check and splits
-    mpi::PointToPoint pt;          ///< send / recv on p2p, and the sends in flight
-    MPI_Comm ctl = MPI_COMM_NULL;  ///< a dup of the world: the Watch's side channel
-    std::unique_ptr<mpi::Watch> watch;  ///< waits with a deadline
-
-    /// One prepared group, as this rank sees it.
-    struct GroupComm {
-        MPI_Comm comm = MPI_COMM_NULL;  ///< its communicator (rank i = ranks[i]); null if I am not a member
-        int me = -1;                    ///< my index in the group, -1 if not a member
-        uint64_t calls = 0;             ///< collectives I have begun on it
-    };
-    std::vector<GroupComm> groups;                   ///< by prepared index, the same on every rank
-    std::map<std::vector<int>, int> prepared_index;  ///< rank list -> prepared index (every group, member or not)
-    uint64_t prepares = 0;                           ///< prepare() calls so far
-
-
-    std::vector<float> scratch_a;  ///< fp32 work buffers for bf16 reductions
-    std::vector<float> scratch_b;  ///< and for reduce_scatter's result
-};
-
-}  // namespace ss

@@ -1,6 +1,6 @@
 // nccl_detail.h — what the nccl backend's own files share. Includes <nccl.h>,
-// <cuda_runtime.h> and <mpi.h>, so only files named *_nccl.cpp (built only
-// when CMake found CUDA, NCCL and MPI) include it.
+// <cuda_runtime.h> and <mpi.h>, so only the files of src/comm/nccl/ (built
+// only when CMake found CUDA, NCCL and MPI) include it.
 //
 //   SS_NCCL_CHECK       every NCCL call goes through it: a failure becomes an
 //                       ss::Error naming the call, NCCL's error, the file, the
@@ -9,9 +9,11 @@
 //                       does not link kernels/cuda, whose SS_CUDA_CHECK this mirrors)
 //   NcclBackend::Impl   one process's NCCL, CUDA and MPI state
 //
-// The waiting (deadline, side channel, the report of who is missing) is the mpi
-// backend's mpi::Watch (mpi_detail.h), unchanged: what it polls is an NCCL
-// communicator's state and a CUDA event instead of an MPI request.
+// The MPI side (set up, the prepared groups and their call counts, send / recv,
+// the end of a run) is the session the mpi backend has too (mpi_session.h); the
+// waiting (deadline, side channel, the report of who is missing) its
+// mpi::Watch, unchanged: what it polls is an NCCL communicator's state and a
+// CUDA event instead of an MPI request.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,13 +27,13 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_detail.h"
-#include "comm/nccl_backend.h"
+#include "comm/mpi/mpi_session.h"
+#include "comm/nccl/nccl_backend.h"
 
 namespace ss::nccl {
 
 /// Throws ss::Error for an NCCL call @p call (its text) that returned @p rc at file:line:
-/// "NCCL error (rank 2) at src/comm/nccl_backend_nccl.cpp:120: ncclAllReduce(...) returned
+/// "NCCL error (rank 2) at src/comm/nccl/nccl_backend.cpp:120: ncclAllReduce(...) returned
 /// ncclUnhandledCudaError (unhandled cuda error ...); NCCL says: <ncclGetLastError>".
 [[noreturn]] void nccl_fail(ncclResult_t rc, const char* call, const char* file, int line);
 /// Throws ss::Error for a CUDA runtime call @p call that returned @p err at file:line.
@@ -85,17 +87,13 @@ namespace ss {
 
 /// One process's NCCL, CUDA and MPI state.
 struct NcclBackend::Impl {
-    int rank = 0;         ///< rank in MPI_COMM_WORLD (= rank in the world communicator)
-    int world = 1;        ///< size of MPI_COMM_WORLD
-    int local_rank = 0;   ///< rank among the processes of this node
-    int local_size = 1;   ///< processes on this node
-    int gpu = 0;          ///< the CUDA device: local_rank % GPUs seen
-    double timeout = 60;  ///< seconds every wait may take
+    /// Starts the MPI session (mpi_session.h); the GPU and NCCL come after, in NcclBackend's constructor.
+    explicit Impl(double timeout_seconds);
 
-    MPI_Comm p2p = MPI_COMM_NULL;       ///< a dup of the world: send / recv, the id broadcast, prepare's check
-    mpi::PointToPoint pt;               ///< send / recv on p2p (through the host), and the sends in flight
-    MPI_Comm ctl = MPI_COMM_NULL;       ///< a dup of the world: the Watch's side channel
-    std::unique_ptr<mpi::Watch> watch;  ///< waits with a deadline, names who is missing
+    mpi::Session session;  ///< MPI: rank, world, send / recv (through the host), the Watch, the prepared groups
+    int local_rank = 0;    ///< rank among the processes of this node
+    int local_size = 1;    ///< processes on this node
+    int gpu = 0;           ///< the CUDA device: local_rank % GPUs seen
 
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;  ///< blocking = 0 (set by the constructor)
     cudaStream_t stream = nullptr;      ///< the communication stream (non-blocking)
@@ -104,24 +102,16 @@ struct NcclBackend::Impl {
     cudaEvent_t end = nullptr;          ///< recorded just after it (timing, and what a wait polls)
     double last_gpu_seconds = -1;       ///< start -> end of the last collective
 
-    /// One prepared group, as this rank sees it.
-    struct GroupComm {
-        ncclComm_t comm = nullptr;  ///< its communicator (rank i = ranks[i]); null if I am not a member
-        int me = -1;                ///< my index in the group, -1 if not a member
-        uint64_t calls = 0;         ///< collectives I have begun on it
-    };
-    std::vector<GroupComm> groups;                   ///< by prepared index (0 = world), the same on every rank
-    std::map<std::vector<int>, int> prepared_index;  ///< rank list -> prepared index (every group, member or not)
-    uint64_t prepares = 0;                           ///< prepare() calls so far (and the world's creation)
-    bool aborted = false;                            ///< a call failed and every communicator was aborted
-    bool finished = false;                           ///< finish() returned: the communicators may be finalised
+    std::vector<ncclComm_t> comms;  ///< by prepared index (0 = world): the group's communicator (rank i =
+                                    ///< ranks[i]); null where I am not a member, and after abort_all
+    bool aborted = false;           ///< a call failed and every communicator was aborted
+    bool finished = false;          ///< finish() returned: the communicators may be finalised
 
     nccl::DeviceBuffer stage_in;   ///< host buffers' data on the GPU (and bf16's fp32 sums)
     nccl::DeviceBuffer stage_out;  ///< results on the GPU, before they go back to a host buffer
     nccl::DeviceBuffer one;        ///< the float a barrier all-reduces
     std::vector<uint16_t> host_bf16;  ///< bf16 reductions: the caller's bf16 values, on the host
     std::vector<float> host_f32;      ///< bf16 reductions: the same widened to fp32, then the sums
-
 
     /// Makes this process's GPU the thread's current device (a caller may have changed it).
     void use_gpu();

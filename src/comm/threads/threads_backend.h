@@ -46,22 +46,7 @@ public:
     ~ThreadsBackend() override;
 
     const char* name() const override { return "threads"; }
-    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
-                    const Label& label) override;
-    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                        ReduceOp op, const Label& label) override;
-    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
-                   const Label& label) override;
-    void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void barrier(const Group& group, const Label& label) override;
-    void stall(const std::string& why) override;
+    SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
 
 private:
     // This rank's view of one group: where it sits and how far it has got.

@@ -65,7 +65,7 @@
 // Timeouts. The communicators are non-blocking (ncclConfig_t.blocking = 0): no
 // NCCL call waits for another rank, and each wait polls ncclCommGetAsyncError
 // and cudaEventQuery on the call's end event against CommOptions::timeout_seconds,
-// through the mpi backend's Watch (mpi_watch_mpi.cpp), which answers the MPI
+// through the mpi backend's Watch (mpi_watch.cpp), which answers the MPI
 // side channel meanwhile. On a timeout the error names the call, the group and
 // the members that did not arrive, with where each of them waits instead
 // ("desync: all_reduce on tp group [0,1] (grad, layer 5): rank 1 did not arrive
@@ -86,10 +86,11 @@
 //
 // Everything here can be included in any build; without CUDA, NCCL or MPI,
 // run_nccl and the others throw an ss::Error that says what is missing
-// (nccl_unavailable.cpp). The code: nccl_setup_nccl.cpp (GPU, communicators,
-// prepare), nccl_backend_nccl.cpp (the collectives), nccl_p2p_nccl.cpp
-// (send/recv), nccl_launch_nccl.cpp (run_nccl); nccl_detail.h is what they
-// share. docs/backends.md compares the three backends.
+// (unavailable/nccl_unavailable.cpp). The code: nccl_setup.cpp (GPU,
+// communicators, prepare), nccl_backend.cpp (the collectives), nccl_p2p.cpp
+// (send/recv), nccl_launch.cpp (run_nccl, the error messages); nccl_detail.h
+// is what they share, and the MPI side is the mpi backend's session
+// (src/comm/mpi/mpi_session.h). docs/backends.md compares the three backends.
 #pragma once
 
 #include <functional>
@@ -99,7 +100,7 @@
 
 #include "comm/backend.h"
 #include "comm/comm.h"
-#include "comm/mpi_backend.h"  // mesh_groups, mpi_world_rank, mpi_world_size
+#include "comm/mpi/mpi_backend.h"  // mesh_groups, mpi_world_rank, mpi_world_size
 
 namespace ss {
 
@@ -134,7 +135,7 @@ void run_nccl(const std::function<void(Comm&)>& body, const CommOptions& opts = 
               const std::vector<Group>& groups_to_prepare = {});
 
 /// One process's side of the nccl backend (made by run_nccl). Defined only in
-/// builds with the nccl backend (nccl_*_nccl.cpp).
+/// builds with the nccl backend (src/comm/nccl/).
 ///
 /// The constructor, prepare() and finish() are collective over MPI_COMM_WORLD:
 /// every process calls them, in the same order. A collective that fails or times
@@ -181,22 +182,7 @@ public:
     double last_gpu_seconds() const override;
 
     const char* name() const override { return "nccl"; }
-    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
-                    const Label& label) override;
-    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                        ReduceOp op, const Label& label) override;
-    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
-                   const Label& label) override;
-    void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void barrier(const Group& group, const Label& label) override;
-    void stall(const std::string& why) override;
+    SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
 
     /// The NCCL, CUDA and MPI state: internal, defined in nccl_detail.h, which
     /// only the backend's own files include.

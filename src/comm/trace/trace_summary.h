@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "comm/label.h"
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 
 namespace ss {
 

@@ -51,7 +51,11 @@
 //     ss::write_chrome_trace_mpi("out/trace.json", *tracers[ss::mpi_world_rank()], other);
 //
 // Everything here can be included in any build; without MPI, run_mpi and the
-// others throw an ss::Error that says how to get it (mpi_unavailable.cpp).
+// others throw an ss::Error that says how to get it (unavailable/mpi_unavailable.cpp).
+// The code: mpi_session.h (what the mpi and nccl backends share: set up, the
+// prepared groups, the end of a run, run_mpi's body), mpi_backend.cpp (the
+// collectives), mpi_watch.cpp (waits and the side channel), mpi_p2p.cpp
+// (send/recv), mpi_launch.cpp (MPI itself), mpi_trace.cpp (one trace per job).
 // docs/backends.md compares the three backends.
 #pragma once
 
@@ -141,7 +145,7 @@ void write_chrome_trace_mpi(const std::string& path, const Tracer& mine,
                             double timeout_seconds = 60);
 
 /// One process's side of the mpi backend (made by run_mpi). Defined only in
-/// builds with MPI (mpi_backend_mpi.cpp).
+/// builds with MPI (src/comm/mpi/).
 ///
 /// The constructor, prepare() and finish() are collective over MPI_COMM_WORLD:
 /// every process calls them, in the same order. A collective that fails or times
@@ -176,25 +180,10 @@ public:
     void finish();
 
     const char* name() const override { return "mpi"; }
-    void all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
-                    const Label& label) override;
-    void all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                        ReduceOp op, const Label& label) override;
-    void all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
-                    const Label& label) override;
-    void broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
-                   const Label& label) override;
-    void send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
-              const Label& label) override;
-    void barrier(const Group& group, const Label& label) override;
-    void stall(const std::string& why) override;
+    SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
 
-    /// The MPI state (communicators, sends in flight, the side channel): internal,
-    /// defined in mpi_detail.h, which only the backend's own files include.
+    /// The MPI state (the session of mpi_session.h, a communicator per group):
+    /// internal, defined in mpi_backend.cpp.
     struct Impl;
 
 private:

@@ -1,4 +1,4 @@
-#include "comm/threads_world.h"
+#include "comm/threads/threads_world.h"
 
 #include <sstream>
 

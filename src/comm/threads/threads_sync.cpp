@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "comm/threads_backend.h"
-#include "comm/threads_world.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/threads/threads_world.h"
 #include "core/check.h"
 
 namespace ss {

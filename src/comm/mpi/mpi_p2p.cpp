@@ -1,12 +1,13 @@
-// mpi_shared_mpi.cpp — what the mpi and nccl backends share (mpi_detail.h):
-// send / recv over MPI (PointToPoint), and prepare()'s checks of the group
-// list, its cutting into split batches, and the hash that tells whether every
-// rank passed the same one.
+// mpi_p2p.cpp — send / recv over MPI (mpi::PointToPoint, mpi_detail.h), for the
+// mpi and nccl backends alike.
+//
+//     send: copy the data (add) ──MPI_Isend, tag = label's p2p_key + dtype (post)──> returns at once
+//     recv: MPI_Improbe on that tag, through the Watch (probe) ──checks count and dtype──> MPI_Mrecv
+//     end:  every send received (complete), with the timeout
 #include <climits>
-#include <set>
 
 #include "comm/comm.h"
-#include "comm/mpi_detail.h"
+#include "comm/mpi/mpi_detail.h"
 #include "core/check.h"
 
 namespace ss::mpi {
@@ -18,12 +19,6 @@ constexpr int kSendTagBase = 100;
 constexpr int kDTypes = 3;  // f32, bf16, i32
 int p2p_tag(const Label& label, DType dt) { return kSendTagBase + int(dt) + kDTypes * p2p_key(label); }
 
-bool test(MPI_Request& req) {
-    int done = 0;
-    SS_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-    return done != 0;
-}
-
 }  // namespace
 
 PendingSend& PointToPoint::add(size_t count, DType dt, int peer, const std::string& axis, const Label& label) {
@@ -31,14 +26,8 @@ PendingSend& PointToPoint::add(size_t count, DType dt, int peer, const std::stri
                                                         << " elements is more than MPI's int count allows");
     // Forget the sends that have completed (oldest first; later ones are rarely done before).
     while (!sends.empty() && test(sends.front().req)) sends.pop_front();
-    PendingSend& s = sends.emplace_back();
-    s.data.resize(count * dtype_size(dt));
-    s.peer = peer;
-    s.axis = axis;
-    s.label = label;
-    s.count = count;
-    s.dt = dt;
-    return s;
+    sends.push_back({MPI_REQUEST_NULL, std::vector<char>(count * dtype_size(dt)), peer, axis, label, count, dt});
+    return sends.back();
 }
 
 void PointToPoint::post() {
@@ -109,61 +98,6 @@ void PointToPoint::complete(Watch& watch) {
 void PointToPoint::release() {
     for (PendingSend& s : sends) MPI_Request_free(&s.req);
     sends.clear();
-}
-
-uint64_t hash_groups(const std::vector<Group>& groups) {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) {
-        h ^= v;
-        h *= 1099511628211ull;
-    };
-    for (const Group& g : groups) {
-        mix(uint64_t(g.ranks.size()) | (1ull << 63));
-        for (int r : g.ranks) mix(uint64_t(uint32_t(r)));
-    }
-    return h;
-}
-
-std::vector<const Group*> fresh_groups(const std::vector<Group>& groups, int world,
-                                       const std::map<std::vector<int>, int>& prepared, const char* who) {
-    std::vector<const Group*> fresh;
-    std::set<std::vector<int>> seen;
-    for (size_t i = 0; i < groups.size(); ++i) {
-        const Group& g = groups[i];
-        SS_CHECK(!g.ranks.empty(), who << ": group " << i << " (" << g.axis << ") is empty");
-        std::vector<char> in(size_t(world), 0);
-        for (int r : g.ranks) {
-            SS_CHECK(r >= 0 && r < world, who << ": group " << i << " (" << g.axis << " " << ranks_str(g.ranks)
-                                              << ") has rank " << r << ", outside the world [0, " << world << ")");
-            SS_CHECK(!in[size_t(r)], who << ": group " << i << " (" << g.axis << " " << ranks_str(g.ranks)
-                                         << ") lists rank " << r << " twice");
-            in[size_t(r)] = 1;
-        }
-        if (!prepared.count(g.ranks) && seen.insert(g.ranks).second) fresh.push_back(&g);
-    }
-    return fresh;
-}
-
-std::vector<SplitBatch> split_batches(const std::vector<const Group*>& fresh, int world, int rank) {
-    std::vector<SplitBatch> batches;
-    for (size_t first = 0; first < fresh.size();) {
-        std::vector<char> used(size_t(world), 0);
-        SplitBatch b;
-        b.first = first;
-        for (b.end = first; b.end < fresh.size(); ++b.end) {
-            bool clash = false;
-            for (int r : fresh[b.end]->ranks) clash |= used[size_t(r)] != 0;
-            if (clash) break;
-            for (int r : fresh[b.end]->ranks) used[size_t(r)] = 1;
-        }
-        for (size_t k = b.first; k < b.end; ++k) {
-            const int me = fresh[k]->index_of(rank);
-            if (me >= 0) b.color = int(k - b.first), b.key = me;
-        }
-        batches.push_back(b);
-        first = b.end;
-    }
-    return batches;
 }
 
 }  // namespace ss::mpi

@@ -1,4 +1,4 @@
-// mpi_launch_mpi.cpp — one rank per process: starting MPI once, run_mpi, and the
+// mpi_launch.cpp — one rank per process: starting MPI once, run_mpi, and the
 // one way out of a failed collective (MPI_Abort).
 //
 // Under `mpirun -np 4 prog`, four copies of prog start; each calls run_mpi,
@@ -19,23 +19,27 @@
 #include <sstream>
 #include <thread>
 
-#include "comm/mpi_detail.h"
-#include "comm/trace.h"
+#include "comm/mpi/mpi_session.h"
 #include "core/check.h"
 
 namespace ss {
 
 namespace mpi {
 
-void fail_call(const char* call, int rc, const char* file, int line) {
-    char text[MPI_MAX_ERROR_STRING] = {0};
-    int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "MPI error code %d", rc);
+int rank_if_running() {
     int rank = -1, initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char* src = std::strstr(file, "src/");  // "src/comm/mpi_backend_mpi.cpp", not the whole path
+    return rank;
+}
+
+void fail_call(const char* call, int rc, const char* file, int line) {
+    char text[MPI_MAX_ERROR_STRING] = {0};
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "MPI error code %d", rc);
+    const int rank = rank_if_running();
+    const char* src = std::strstr(file, "src/");  // "src/comm/mpi/mpi_backend.cpp", not the whole path
     const std::string name(call, std::strcspn(call, "("));
     std::ostringstream os;
     os << name << " failed on rank " << rank << " (" << (src ? src : file) << ":" << line << "): " << text;
@@ -71,13 +75,10 @@ void ensure_initialized() {
 }
 
 void abort_world(const std::string& message) {
-    int rank = -1, initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int rank = rank_if_running();
     std::fprintf(stderr, "rank %d: %s\n", rank, message.c_str());
     std::fflush(stderr);
-    if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (rank >= 0) MPI_Abort(MPI_COMM_WORLD, 1);  // MPI runs
     std::_Exit(1);
 }
 
@@ -99,12 +100,16 @@ void pause(uint64_t polls) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));  // a long wait: stop burning the core
 }
 
+bool test(MPI_Request& req) {
+    int done = 0;
+    SS_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+}
+
 bool wait_for(MPI_Request& req, double timeout_seconds) {
     const double deadline = now_seconds() + timeout_seconds;
     for (uint64_t polls = 0;; ++polls) {
-        int done = 0;
-        SS_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-        if (done) return true;
+        if (test(req)) return true;
         if (now_seconds() > deadline) return false;
         pause(polls);
     }
@@ -130,40 +135,9 @@ int mpi_world_size() {
     return size;
 }
 
-namespace {
-
-// The tracer for this rank: one per rank (make_tracers(world) in every process), or just one.
-Tracer* pick_tracer(const std::vector<Tracer*>& tracers, int rank, int world) {
-    if (tracers.empty()) return nullptr;
-    SS_CHECK(tracers.size() == size_t(world) || tracers.size() == 1,
-             "run_mpi: opts.tracers has " << tracers.size() << " tracers for a world of " << world
-                                          << "; pass one per rank (make_tracers(" << world
-                                          << ")) or exactly one, this process's");
-    Tracer* t = tracers.size() == 1 ? tracers[0] : tracers[rank];
-    SS_CHECK(t != nullptr, "run_mpi: the tracer for rank " << rank << " is null");
-    SS_CHECK(t->rank() == rank, "run_mpi: the tracer given to rank " << rank << " records rank " << t->rank()
-                                    << "; make it with ss::Tracer(ss::mpi_world_rank())");
-    return t;
-}
-
-}  // namespace
-
 void run_mpi(const std::function<void(Comm&)>& body, const CommOptions& opts,
              const std::vector<Group>& groups_to_prepare) {
-    const int rank = mpi_world_rank(), world = mpi_world_size();
-    try {
-        Tracer* tracer = pick_tracer(opts.tracers, rank, world);
-        auto backend = std::make_unique<MpiBackend>(opts.timeout_seconds);
-        MpiBackend& mpi = *backend;
-        mpi.prepare(groups_to_prepare);
-        Comm comm(rank, world, std::move(backend), tracer);
-        body(comm);
-        mpi.finish();
-    } catch (const std::exception& e) {
-        mpi::abort_world(e.what());
-    } catch (...) {
-        mpi::abort_world("an exception that is not a std::exception");
-    }
+    mpi::run_rank<MpiBackend>("run_mpi", body, opts, groups_to_prepare);  // mpi_session.h
 }
 
 }  // namespace ss

@@ -1,6 +1,6 @@
 // trace.cpp — recording: the Tracer, ScopedSpan and the nccl-tests bytes convention.
 // Writing and reading the file is in trace_io.cpp.
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 
 #include <utility>
 

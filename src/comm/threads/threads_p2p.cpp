@@ -8,8 +8,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "comm/threads_backend.h"
-#include "comm/threads_world.h"
+#include "comm/threads/threads_backend.h"
+#include "comm/threads/threads_world.h"
 #include "core/check.h"
 
 namespace ss {

@@ -1,5 +1,5 @@
 // trace_check.cpp — the checks every trace reader shares (see trace_check.h).
-#include "comm/trace_check.h"
+#include "comm/trace/trace_check.h"
 
 #include <cerrno>
 #include <cmath>

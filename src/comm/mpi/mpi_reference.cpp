@@ -1,12 +1,12 @@
-// mpi_reference_mpi.cpp — Open MPI's own blocking collectives, timed, as the
+// mpi_reference.cpp — Open MPI's own blocking collectives, timed, as the
 // yardstick for the mpi backend in `shardscope bench comm --backend mpi`.
 //
 // The backend uses the non-blocking forms (MPI_Iallreduce ...) and polls them
 // against a deadline, so that nothing hangs (docs/backends.md). These are the
 // plain blocking calls Open MPI tunes hardest: the difference is the price of
 // the timeouts.
-#include "comm/mpi_backend.h"
-#include "comm/mpi_detail.h"
+#include "comm/mpi/mpi_backend.h"
+#include "comm/mpi/mpi_detail.h"
 #include "core/check.h"
 
 namespace ss {

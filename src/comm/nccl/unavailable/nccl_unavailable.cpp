@@ -1,11 +1,10 @@
 // nccl_unavailable.cpp — the nccl backend's functions in a build without it.
 //
-// CMake builds the *_nccl.cpp files only when it finds CUDA (nvcc), NCCL and
-// MPI together. Without them, these stand in, so that `shardscope train
-// --backend nccl` can say what to do instead of failing to link.
-#ifndef SHARDSCOPE_HAVE_NCCL
-
-#include "comm/nccl_backend.h"
+// CMake builds src/comm/nccl/ only when it finds CUDA (nvcc), NCCL and MPI
+// together; without them, it builds this folder instead. These functions stand
+// in, so that `shardscope train --backend nccl` can say what to do instead of
+// failing to link.
+#include "comm/nccl/nccl_backend.h"
 #include "core/check.h"
 
 namespace ss {
@@ -23,5 +22,3 @@ int nccl_local_gpu() { no_nccl(); }
 void run_nccl(const std::function<void(Comm&)>&, const CommOptions&, const std::vector<Group>&) { no_nccl(); }
 
 }  // namespace ss
-
-#endif  // SHARDSCOPE_HAVE_NCCL

@@ -1,4 +1,4 @@
-// nccl_launch_nccl.cpp — one rank per GPU process: run_nccl, the error messages
+// nccl_launch.cpp — one rank per GPU process: run_nccl, the error messages
 // of SS_NCCL_CHECK and SS_COMM_CUDA_CHECK, and the staging buffers.
 //
 // Under `mpirun -np 4 prog`, four copies of prog start; each calls run_nccl,
@@ -10,13 +10,12 @@
 //     ...                                                     -+   MPI beside it
 //
 // If any rank fails it prints "rank R: <why>" and calls MPI_Abort, which ends
-// every process of the job, as run_mpi does (mpi_launch_mpi.cpp): a collective
+// every process of the job, as run_mpi does (mpi_launch.cpp): a collective
 // stuck on a GPU cannot be cancelled, so no rank may be left waiting in one.
 #include <cstring>
 #include <sstream>
 
-#include "comm/nccl_detail.h"
-#include "comm/trace.h"
+#include "comm/nccl/nccl_detail.h"
 #include "core/check.h"
 
 namespace ss {
@@ -27,14 +26,11 @@ namespace {
 
 // "rank 3" when MPI can tell, for the error messages.
 std::string rank_text() {
-    int rank = -1, initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int rank = mpi::rank_if_running();
     return rank >= 0 ? "rank " + std::to_string(rank) : "rank ?";
 }
 
-// "/work/main/src/comm/nccl_backend_nccl.cpp" -> "src/comm/nccl_backend_nccl.cpp".
+// "/work/main/src/comm/nccl/nccl_backend.cpp" -> "src/comm/nccl/nccl_backend.cpp".
 const char* short_path(const char* file) {
     const char* s = std::strstr(file, "src/");
     return s != nullptr ? s : file;
@@ -108,40 +104,9 @@ void* DeviceBuffer::get(size_t bytes) {
 
 bool nccl_available() { return true; }
 
-namespace {
-
-// The tracer for this rank: one per rank (make_tracers(world) in every process), or just one.
-Tracer* pick_tracer(const std::vector<Tracer*>& tracers, int rank, int world) {
-    if (tracers.empty()) return nullptr;
-    SS_CHECK(tracers.size() == size_t(world) || tracers.size() == 1,
-             "run_nccl: opts.tracers has " << tracers.size() << " tracers for a world of " << world
-                                           << "; pass one per rank (make_tracers(" << world
-                                           << ")) or exactly one, this process's");
-    Tracer* t = tracers.size() == 1 ? tracers[0] : tracers[rank];
-    SS_CHECK(t != nullptr, "run_nccl: the tracer for rank " << rank << " is null");
-    SS_CHECK(t->rank() == rank, "run_nccl: the tracer given to rank " << rank << " records rank " << t->rank()
-                                    << "; make it with ss::Tracer(ss::mpi_world_rank())");
-    return t;
-}
-
-}  // namespace
-
 void run_nccl(const std::function<void(Comm&)>& body, const CommOptions& opts,
               const std::vector<Group>& groups_to_prepare) {
-    const int rank = mpi_world_rank(), world = mpi_world_size();
-    try {
-        Tracer* tracer = pick_tracer(opts.tracers, rank, world);
-        auto backend = std::make_unique<NcclBackend>(opts.timeout_seconds);
-        NcclBackend& nccl = *backend;
-        nccl.prepare(groups_to_prepare);
-        Comm comm(rank, world, std::move(backend), tracer);
-        body(comm);
-        nccl.finish();
-    } catch (const std::exception& e) {  // the backend is gone by now: its destructor aborted the communicators
-        mpi::abort_world(e.what());
-    } catch (...) {
-        mpi::abort_world("an exception that is not a std::exception");
-    }
+    mpi::run_rank<NcclBackend>("run_nccl", body, opts, groups_to_prepare);  // mpi_session.h
 }
 
 }  // namespace ss

@@ -1,4 +1,4 @@
-#include "comm/trace_summary.h"
+#include "comm/trace/trace_summary.h"
 
 #include <cstdio>
 #include <map>

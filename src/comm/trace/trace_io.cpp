@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "comm/trace.h"
+#include "comm/trace/trace.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 
