@@ -1,8 +1,8 @@
 // layers.cpp — GPT-2's stages, forward and backward: the embedding, a
 // transformer block, the head. They wire the kernels together and call the
-// model-parallel operators (tp.*, sp.*) exactly where tensor and sequence
-// parallelism need their ranks to meet. The passes that walk the stages, and
-// the model class, are in gpt2.cpp.
+// model-parallel operators (tp.*, sp.*; model/model_parallel.h) exactly where
+// tensor and sequence parallelism need their ranks to meet. The passes that
+// walk the stages, and the model class, are in gpt2.cpp.
 //
 // kern::f runs f on the rank's device (kernels/dispatch.h: the CPU kernel or
 // its CUDA twin); cpu::f has no GPU twin yet and runs on the host, over
@@ -14,6 +14,7 @@
 #include "kernels/cpu/vocab_parallel.h"
 #include "kernels/dispatch.h"
 #include "model/gpt2.h"
+#include "model/model_parallel.h"
 
 namespace ss {
 

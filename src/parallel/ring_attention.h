@@ -29,7 +29,7 @@
 #pragma once
 
 #include "comm/comm.h"
-#include "model/gpt2.h"
+#include "model/model_parallel.h"
 
 namespace ss {
 
