@@ -11,8 +11,8 @@
 // copy), so the plain model runs the same code with no parallelism at all.
 // parallel/tensor_parallel.h, parallel/sequence_parallel.h and
 // parallel/ring_attention.h implement them with collectives. The model calls
-// them at fixed places (layers.cpp), so a reader sees exactly where the ranks
-// communicate.
+// them at fixed places (layers.cpp; attention.cpp picks how attention runs),
+// so a reader sees exactly where the ranks communicate.
 #pragma once
 
 namespace ss {

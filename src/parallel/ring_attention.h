@@ -24,6 +24,9 @@
 // zig-zag split (each rank two chunks, from both ends) would even it out and
 // is not implemented here.
 //
+// The block reaches it through model/attention.cpp (ring_attention_forward),
+// which attention() picks when the layout asks for ring.
+//
 // Sends are `act` (keys and values) forward, and `act` + `act_grad` (their
 // gradients) backward, on the sp axis.
 #pragma once
