@@ -1,19 +1,16 @@
-// gpt2.cpp — the passes through GPT-2's units (gpt2_forward, gpt2_backward),
-// the one-rank model-parallel operators, and the GPT2 class. The stages
-// themselves (embedding, block, head) are in layers.cpp.
+// gpt2.cpp — the passes through GPT-2's units (gpt2_forward, gpt2_backward)
+// and the GPT2 class. The stages themselves (embedding, block, head) are in
+// layers.cpp; the one-rank model-parallel operators in model_parallel.cpp.
 #include "model/gpt2.h"
 
-#include <cstring>
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/dispatch.h"
 #include "core/device.h"
-#include "kernels/cpu/attention_block.h"
+#include "kernels/dispatch.h"
+#include "model/model_parallel.h"
 
 namespace ss {
-
-using namespace ss::cpu;
 
 template <typename F>
 static BlockPtrs<F> block_ptrs(const ParamLayout& lay, F* flat, int l) {
@@ -33,45 +30,6 @@ void Activations::clear() {
     lnf_rstd.reset();
     probs.reset();
     losses.reset();
-}
-
-// ---- one rank's model-parallel operators ---------------------------------------------
-
-void SequenceParallel::seq_to_heads(const float* src, float* dst, int B, int Tl, int C, int parts, int, bool) {
-    std::memcpy(dst, src, sizeof(float) * size_t(B) * Tl * C * parts);
-}
-
-void SequenceParallel::heads_to_seq(const float* src, float* dst, int B, int Tl, int C, int parts, int, bool) {
-    std::memcpy(dst, src, sizeof(float) * size_t(B) * Tl * C * parts);
-}
-
-void TensorParallel::gather_seq(const float* mine, float* all, int B, int Tl, int C, int, bool) {
-    std::memcpy(all, mine, sizeof(float) * size_t(B) * Tl * C);
-}
-
-void TensorParallel::scatter_seq(const float* all, float* mine, int B, int Tl, int C, int, bool) {
-    std::memcpy(mine, all, sizeof(float) * size_t(B) * Tl * C);
-}
-
-void SequenceParallel::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int) {
-    std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
-    attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
-    attention_block_forward(m.data(), l.data(), out, qkv, qkv + C, qkv + 2 * C, 3 * C, B, Tl, Tl, 0, 0, C, NH);
-    attention_block_finish(out, lse, m.data(), l.data(), out, B, Tl, C, NH);
-}
-
-void SequenceParallel::ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                     const float* lse, int B, int Tl, int C, int NH, int) {
-    std::vector<float> D(size_t(B) * NH * Tl);
-    attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
-    attention_block_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C, 3 * C, lse, D.data(), B,
-                             Tl, Tl, 0, 0, C, NH);
-}
-
-ModelParallel ModelParallel::none() {
-    static TensorParallel one_tp;  // stateless: safe to share between rank threads
-    static SequenceParallel one_sp;
-    return ModelParallel{one_tp, one_sp};
 }
 
 // ---- the whole model --------------------------------------------------------------

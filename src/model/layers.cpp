@@ -1,8 +1,11 @@
 // layers.cpp — GPT-2's stages, forward and backward: the embedding, a
 // transformer block, the head. They wire the kernels together and call the
-// model-parallel operators (tp.*, sp.*) exactly where tensor and sequence
-// parallelism need their ranks to meet. The passes that walk the stages, and
-// the model class, are in gpt2.cpp.
+// model-parallel operators (model/model_parallel.h) exactly where tensor and
+// sequence parallelism need their ranks to meet. The block reads as llm.c's
+// (ln_1, c_attn, attention, c_proj, residual, ln_2, c_fc, gelu, c_proj,
+// residual); Megatron's f and g are one call each at their places (TpStage
+// below), and attention is whichever attention() picks (model/attention.h).
+// The passes that walk the stages, and the model class, are in gpt2.cpp.
 //
 // kern::f runs f on the rank's device (kernels/dispatch.h: the CPU kernel or
 // its CUDA twin); cpu::f has no GPU twin yet and runs on the host, over
@@ -13,28 +16,35 @@
 #include "core/device.h"
 #include "kernels/cpu/vocab_parallel.h"
 #include "kernels/dispatch.h"
+#include "model/attention.h"
 #include "model/gpt2.h"
+#include "model/model_parallel.h"
 
 namespace ss {
-
 
 // Saved activations need no zero-fill: forward writes every element first.
 static Tensor act(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::acts, std::move(shape), DType::f32, false); }
 static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
 
-// ---- forward ------------------------------------------------------------------
+// ---- Megatron's f and g, at one stage's sizes ------------------------------------
 //
 // Under tensor parallelism (t = tp.size() > 1) each rank holds H/t heads and
-// 4C/t MLP columns (model/params.h, Split), so the shapes below use
-//   Cl = C/t (attention width of my heads), Hl = H/t, Fl = 4C/t, Vl = Vp/t
-// (Vp: the padded vocabulary, model/config.h; the head scores only the rows
-// below V, see `words`).
-// With Megatron sequence parallelism (tp.sequence_parallel()) the residual
-// stream, the LayerNorms and the dropout-free additions work on Tl = T/t
-// tokens of each sequence; the column-parallel layers get the whole sequence
-// back from an all-gather, and the row-parallel ones hand their partial sums
-// over with a reduce-scatter instead of an all-reduce (Korthikanti et al.
-// 2022, section 4.2.2). With t = 1 every tp.* call does nothing.
+// 4C/t MLP columns (model/params.h, Split), so a block works on
+//   Cl = C/t (attention width of my heads), Hl = H/t, Fl = 4C/t, and Vl = Vp/t
+// rows of wte (Vp: the padded vocabulary, model/config.h; the head scores only
+// the rows below V, see `words`). Each column-parallel layer (c_attn, c_fc) has
+// f in front of it, each row-parallel one (the two c_proj) g behind it
+// (Shoeybi et al. 2019, section 3, figure 3). Megatron sequence parallelism
+// (Korthikanti et al. 2022, section 4.2.2) keeps the residual stream, the
+// LayerNorms and the additions on T/t tokens of each sequence and swaps in
+// the sequence forms of f and g:
+//
+//              forward                          backward
+//     f        identity   | SP: all-gather       all-reduce | SP: reduce-scatter
+//     g        all-reduce | SP: reduce-scatter   identity   | SP: all-gather
+//
+// Without SP they work in place; with it they move between my tokens and all
+// of them, through a buffer of their own. With t = 1 every tp.* call does nothing.
 
 namespace {
 // d(bias) of a layer whose bias was added to @p N rows of dout: column sums.
@@ -42,7 +52,98 @@ void bias_backward(float* dbias, const float* dout, int N, int C) {
     for (int n = 0; n < N; ++n)
         for (int c = 0; c < C; ++c) dbias[c] += dout[long(n) * C + c];
 }
+
+// What a row-parallel layer's backward reads once g's backward is done.
+struct RowGrad {
+    Tensor all;          // Megatron-SP: the gradient of every token (else empty)
+    const float* dout;   // d/d(the layer's output), [B, Tf, C]
+    float* dbias;        // the bias gradient the matmul's backward takes (null: already taken)
+};
+
+// One stage's tensor-parallel view: its sizes on this rank, and f and g at those sizes.
+struct TpStage {
+    TensorParallel& tp;
+    Ledger& ledger;
+    int layer;        // trace label (-1: the head)
+    int B, T, Tf, C;  // T: my tokens of each sequence (T/t under SP); Tf: the tokens between f and g
+    int Cl = 0, Hl = 0, Fl = 0;  // a block's: my heads' attention channels, my heads, my MLP columns
+
+    bool sp() const { return tp.sequence_parallel(); }
+
+    // LayerNorm of my tokens, then f: @p out [B, Tf, C] is the column-parallel layer's input.
+    void layernorm_f(Tensor& out, Tensor& mean, Tensor& rstd, const float* x, const float* w, const float* b) const {
+        if (!sp()) {
+            kern::layernorm_forward(out.f32(), mean.f32(), rstd.f32(), x, w, b, B * T, C);
+            return;
+        }
+        Tensor mine = scratch(ledger, {B, T, C});
+        kern::layernorm_forward(mine.f32(), mean.f32(), rstd.f32(), x, w, b, B * T, C);
+        tp.gather_seq(mine.f32(), out.f32(), B, T, C, layer, false);
+    }
+    // The row-parallel layer, then g: @p out [B, T, C] = the sum over the TP ranks of
+    // in [B, Tf, IC] @ w (my rows of w). Its bias is the caller's, added once after the sum.
+    void matmul_g(float* out, const float* in, const float* w, int IC) const {
+        if (!sp()) {
+            kern::matmul_forward(out, in, w, nullptr, B * Tf, IC, C);  // a partial sum
+            tp.g_forward(out, long(B) * T * C, layer);
+            return;
+        }
+        Tensor partial = scratch(ledger, {B, Tf, C});
+        kern::matmul_forward(partial.f32(), in, w, nullptr, B * Tf, IC, C);
+        tp.scatter_seq(partial.f32(), out, B, T, C, layer, false);
+    }
+    // g's backward: the row-parallel layer's output gradient from my tokens' @p dx.
+    // Under SP its bias saw only my tokens, so its gradient is taken here, from them.
+    RowGrad g_backward(const float* dx, float* dbias) const {
+        if (!sp()) return RowGrad{Tensor(), dx, dbias};  // the identity
+        bias_backward(dbias, dx, B * T, C);
+        RowGrad r{scratch(ledger, {B, Tf, C}), nullptr, nullptr};
+        tp.gather_seq(dx, r.all.f32(), B, T, C, layer, true);
+        r.dout = r.all.f32();
+        return r;
+    }
+    // f's backward, then the LayerNorm's: @p dln [B, Tf, C] is this rank's part of the
+    // column-parallel layer's input gradient; their sum over the TP ranks (my tokens'
+    // part of it under SP) goes through the LayerNorm, adding into dx [B, T, C].
+    void layernorm_f_backward(float* dx, float* dw, float* db, Tensor& dln, const float* x, const float* w,
+                              const Tensor& mean, const Tensor& rstd) const {
+        if (!sp()) {
+            tp.f_backward(dln.f32(), long(B) * T * C, layer);
+            kern::layernorm_backward(dx, dw, db, dln.f32(), x, w, mean.f32(), rstd.f32(), B * T, C);
+            return;
+        }
+        Tensor mine = scratch(ledger, {B, T, C});
+        tp.scatter_seq(dln.f32(), mine.f32(), B, T, C, layer, true);
+        kern::layernorm_backward(dx, dw, db, mine.f32(), x, w, mean.f32(), rstd.f32(), B * T, C);
+    }
+};
+
+// A block's sizes on this rank: Megatron-SP's residual stream holds T of the Tf = T*t tokens.
+TpStage block_tp(TensorParallel& tp, int B, int T, int C, int H, int layer, Ledger& ledger) {
+    const int t = tp.size();
+    return TpStage{tp, ledger, layer, B, T, tp.sequence_parallel() ? T * t : T, C, C / t, H / t, 4 * C / t};
+}
+
+// What block_forward saves for block_backward (BlockActs; attention decides the shapes of qkv and att).
+void alloc_block_acts(BlockActs& ba, const TpStage& d, const Attention& attn, Ledger& ledger) {
+    const int B = d.B, T = d.T, Tf = d.Tf, C = d.C;
+    ba.ln1 = act(ledger, {B, Tf, C});  // under Megatron-SP: the gathered input of c_attn
+    ba.ln1_mean = act(ledger, {B, T});
+    ba.ln1_rstd = act(ledger, {B, T});
+    ba.qkv = act(ledger, attn.qkv_shape());
+    ba.att = act(ledger, attn.att_shape());
+    ba.atty = act(ledger, {B, Tf, d.Cl});
+    ba.x_mid = act(ledger, {B, T, C});
+    ba.ln2 = act(ledger, {B, Tf, C});
+    ba.ln2_mean = act(ledger, {B, T});
+    ba.ln2_rstd = act(ledger, {B, T});
+    ba.fch = act(ledger, {B, Tf, d.Fl});
+    ba.fch_gelu = act(ledger, {B, Tf, d.Fl});
+    ba.x_out = act(ledger, {B, T, C});
+}
 }  // namespace
+
+// ---- forward ------------------------------------------------------------------
 
 void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, const int* tokens, int C, int Vl,
                            const ModelParallel& mp, Ledger& ledger) {
@@ -70,83 +171,24 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
 
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
                    const ModelParallel& mp, Ledger& ledger) {
-    TensorParallel& tp = mp.tp;
-    SequenceParallel& sp = mp.sp;
-    const bool msp = tp.sequence_parallel();  // Megatron-SP: my T tokens of the residual stream
-    const int t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
-    const int Tf = msp ? T * t : T, Nl = B * T, N = B * Tf;  // Tf: tokens the column/row layers see
-    // Attention runs on Ta tokens of Ca channels: all Tf*sp tokens and my heads under Ulysses.
-    const bool ring = sp.ring();  // ring attention: my tokens' queries, keys and values come round
-    const int s = ring ? 1 : sp.size(), Ta = Tf * s, Ca = Cl / s, Ha = Hl / s;
-    ba.ln1 = act(ledger, {B, Tf, C});  // under Megatron-SP: the gathered input of c_attn
-    ba.ln1_mean = act(ledger, {B, T});
-    ba.ln1_rstd = act(ledger, {B, T});
-    ba.qkv = act(ledger, {B, Ta, 3 * Ca});
-    ba.att = ring ? act(ledger, {B, Hl, Tf}) : act(ledger, {B, Ha, Ta, Ta});  // ring: log-sum-exp per query
-    ba.atty = act(ledger, {B, Tf, Cl});
-    ba.x_mid = act(ledger, {B, T, C});
-    ba.ln2 = act(ledger, {B, Tf, C});
-    ba.ln2_mean = act(ledger, {B, T});
-    ba.ln2_rstd = act(ledger, {B, T});
-    ba.fch = act(ledger, {B, Tf, Fl});
-    ba.fch_gelu = act(ledger, {B, Tf, Fl});
-    ba.x_out = act(ledger, {B, T, C});
+    const TpStage tp = block_tp(mp.tp, B, T, C, H, l, ledger);
+    const Attention attn = attention(mp.sp, B, tp.Tf, tp.Cl, tp.Hl);  // plain, Ulysses or ring
+    const int N = B * tp.Tf, Nl = B * T;  // rows through the TP layers; rows of my residual stream
+    alloc_block_acts(ba, tp, attn, ledger);
 
-    // LayerNorm on my tokens; under Megatron-SP all-gather them for the column-parallel layer.
-    auto layernorm_then_gather = [&](Tensor& out, Tensor& mean, Tensor& rstd, const float* x, const float* g,
-                                     const float* b) {
-        if (!msp) {
-            kern::layernorm_forward(out.f32(), mean.f32(), rstd.f32(), x, g, b, Nl, C);
-            return;
-        }
-        Tensor mine = scratch(ledger, {B, T, C});
-        kern::layernorm_forward(mine.f32(), mean.f32(), rstd.f32(), x, g, b, Nl, C);
-        tp.gather_seq(mine.f32(), out.f32(), B, T, C, l, false);
-    };
-    // The row-parallel layer's partial sums: all-reduce (g), or reduce-scatter to my tokens.
-    auto sum_partials = [&](Tensor& partial_full, float* out) {
-        if (!msp) {
-            tp.g_forward(out, long(Nl) * C, l);  // partial_full is out itself
-            return;
-        }
-        tp.scatter_seq(partial_full.f32(), out, B, T, C, l, false);
-    };
-
-    // Attention: x_mid = x_in + g(c_proj_row(attention(c_attn_col(f(ln_1(x_in))))))
-    layernorm_then_gather(ba.ln1, ba.ln1_mean, ba.ln1_rstd, x_in, w.ln1_w, w.ln1_b);
-    if (ring) {
-        kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
-        sp.ring_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl, l);
-    } else if (s == 1) {
-        kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);  // column-parallel: my heads
-        kern::attention_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), B, Tf, Cl, Hl);
-    } else {  // Ulysses: my tokens -> all-to-all -> my heads of all tokens -> attention -> all-to-all back
-        Tensor qkv_local = scratch(ledger, {B, Tf, 3 * Cl});
-        kern::matmul_forward(qkv_local.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * Cl);
-        sp.seq_to_heads(qkv_local.f32(), ba.qkv.f32(), B, Tf, Cl, 3, l, false);
-        Tensor y_heads = scratch(ledger, {B, Ta, Ca});
-        kern::attention_forward(y_heads.f32(), ba.att.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
-        sp.heads_to_seq(y_heads.f32(), ba.atty.f32(), B, Tf, Cl, 1, l, false);
-    }
-    {
-        Tensor partial = msp ? scratch(ledger, {B, Tf, C}) : Tensor();
-        float* proj = msp ? partial.f32() : ba.x_mid.f32();
-        kern::matmul_forward(proj, ba.atty.f32(), w.attnproj_w, nullptr, N, Cl, C);  // row-parallel: a partial sum
-        sum_partials(partial, ba.x_mid.f32());
-    }
+    // Attention: x_mid = x_in + g(c_proj(attention(c_attn(f(ln_1(x_in))))))
+    tp.layernorm_f(ba.ln1, ba.ln1_mean, ba.ln1_rstd, x_in, w.ln1_w, w.ln1_b);
+    kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * tp.Cl);  // column-parallel: my heads
+    attn.forward(attn, ba, mp.sp, l, ledger);
+    tp.matmul_g(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, tp.Cl);  // row-parallel
     kern::add_bias(ba.x_mid.f32(), w.attnproj_b, Nl, C);  // once, after the sum
     kern::add_inplace(ba.x_mid.f32(), x_in, long(Nl) * C);
 
-    // MLP: x_out = x_mid + g(c_proj_row(gelu(c_fc_col(f(ln_2(x_mid))))))
-    layernorm_then_gather(ba.ln2, ba.ln2_mean, ba.ln2_rstd, ba.x_mid.f32(), w.ln2_w, w.ln2_b);
-    kern::matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, Fl);
-    kern::gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * Fl);
-    {
-        Tensor partial = msp ? scratch(ledger, {B, Tf, C}) : Tensor();
-        float* proj = msp ? partial.f32() : ba.x_out.f32();
-        kern::matmul_forward(proj, ba.fch_gelu.f32(), w.fcproj_w, nullptr, N, Fl, C);
-        sum_partials(partial, ba.x_out.f32());
-    }
+    // MLP: x_out = x_mid + g(c_proj(gelu(c_fc(f(ln_2(x_mid))))))
+    tp.layernorm_f(ba.ln2, ba.ln2_mean, ba.ln2_rstd, ba.x_mid.f32(), w.ln2_w, w.ln2_b);
+    kern::matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, tp.Fl);
+    kern::gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * tp.Fl);
+    tp.matmul_g(ba.x_out.f32(), ba.fch_gelu.f32(), w.fcproj_w, tp.Fl);
     kern::add_bias(ba.x_out.f32(), w.fcproj_b, Nl, C);
     kern::add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(Nl) * C);
 }
@@ -157,19 +199,14 @@ static int words_of_rank(int V, int Vl, int tp_rank) { return std::clamp(V - tp_
 float head_forward(Activations& a, const float* x_last, const float* lnf_w, const float* lnf_b, const float* wte,
                    const int* targets, int C, int V, int Vl, const ModelParallel& mp, Ledger& ledger) {
     TensorParallel& tp = mp.tp;
-    const int N = a.B * a.T, Nl = a.B * a.Tl;
+    const TpStage fg{tp, ledger, -1, a.B, a.Tl, a.T, C};
+    const int N = a.B * a.T;
     a.lnf = act(ledger, {a.B, a.T, C});
     a.lnf_mean = act(ledger, {a.B, a.Tl});
     a.lnf_rstd = act(ledger, {a.B, a.Tl});
     a.probs = act(ledger, {a.B, a.T, Vl});
     a.losses = act(ledger, {a.B, a.T});
-    if (!tp.sequence_parallel()) {
-        kern::layernorm_forward(a.lnf.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, N, C);
-    } else {  // ln_f on my tokens, then all of them for the vocabulary-parallel head
-        Tensor mine = scratch(ledger, {a.B, a.Tl, C});
-        kern::layernorm_forward(mine.f32(), a.lnf_mean.f32(), a.lnf_rstd.f32(), x_last, lnf_w, lnf_b, Nl, C);
-        tp.gather_seq(mine.f32(), a.lnf.f32(), a.B, a.Tl, C, -1, false);
-    }
+    fg.layernorm_f(a.lnf, a.lnf_mean, a.lnf_rstd, x_last, lnf_w, lnf_b);  // the head reads every token
     // Tied head: logits = lnf @ wte^T (kernels/cpu/lm_head.h); under TP my Vp/t rows only.
     // The matmul runs over the padding rows too (the aligned shape padding is for);
     // the softmax then leaves their logits out.
@@ -199,6 +236,7 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
                    const float* lnf_w, const float* wte, const int* targets, float dloss, int C, int V, int Vl,
                    const ModelParallel& mp, Ledger& ledger) {
     TensorParallel& tp = mp.tp;
+    const TpStage fg{tp, ledger, -1, a.B, a.Tl, a.T, C};
     const int N = a.B * a.T, Nl = a.B * a.Tl;
     // Zero-filled: the padding columns stay 0, so wte's padding rows get no gradient.
     Tensor dlogits = scratch(ledger, {a.B, a.T, Vl});
@@ -208,102 +246,41 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
         cpu::vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl);
     Tensor dlnf = scratch(ledger, {a.B, a.T, C});
     kern::lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, Vl);
-    // Each rank scored its Vp/t rows: sum their input gradients (f), or reduce-scatter them to my tokens.
-    Tensor dmine;
-    const float* dln = dlnf.f32();
-    if (!tp.sequence_parallel()) {
-        tp.f_backward(dlnf.f32(), long(N) * C, -1);
-    } else {
-        dmine = scratch(ledger, {a.B, a.Tl, C});
-        tp.scatter_seq(dlnf.f32(), dmine.f32(), a.B, a.Tl, C, -1, true);
-        dln = dmine.f32();
-    }
+    // Each rank scored its Vp/t rows: f's backward sums their input gradients (under SP: to my tokens).
     device_zero(current_device(), dx, sizeof(float) * size_t(Nl) * C);
-    kern::layernorm_backward(dx, dlnf_w, dlnf_b, dln, x_last, lnf_w, a.lnf_mean.f32(), a.lnf_rstd.f32(), Nl, C);
+    fg.layernorm_f_backward(dx, dlnf_w, dlnf_b, dlnf, x_last, lnf_w, a.lnf_mean, a.lnf_rstd);
 }
 
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
                     int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger) {
-    TensorParallel& tp = mp.tp;
-    SequenceParallel& sp = mp.sp;
-    const bool msp = tp.sequence_parallel();
-    const int t = tp.size(), Cl = C / t, Hl = H / t, Fl = 4 * C / t;
-    const int Tf = msp ? T * t : T, Nl = B * T, N = B * Tf;
-    const bool ring = sp.ring();
-    const int s = ring ? 1 : sp.size(), Ta = Tf * s, Ca = Cl / s, Ha = Hl / s;
-
-    // The row-parallel layer's output gradient: my tokens' dx, all-gathered under
-    // Megatron-SP (the backward of its reduce-scatter); its bias saw only my tokens.
-    auto proj_grad = [&](Tensor& full, float* dbias) -> const float* {
-        if (!msp) return dx;  // g's backward is the identity
-        bias_backward(dbias, dx, Nl, C);
-        full = scratch(ledger, {B, Tf, C});
-        tp.gather_seq(dx, full.f32(), B, T, C, l, true);
-        return full.f32();
-    };
-    // The column-parallel layer's input gradient: partial over the TP ranks.
-    // Sum it (f), or reduce-scatter it to my tokens (the backward of the all-gather).
-    auto ln_input_grad = [&](Tensor& full, Tensor& mine) -> const float* {
-        if (!msp) {
-            tp.f_backward(full.f32(), long(Nl) * C, l);
-            return full.f32();
-        }
-        mine = scratch(ledger, {B, T, C});
-        tp.scatter_seq(full.f32(), mine.f32(), B, T, C, l, true);
-        return mine.f32();
-    };
+    const TpStage tp = block_tp(mp.tp, B, T, C, H, l, ledger);
+    const Attention attn = attention(mp.sp, B, tp.Tf, tp.Cl, tp.Hl);
+    const int N = B * tp.Tf, Tf = tp.Tf;
 
     // dx = d/d(x_out). The residual passes it to x_mid unchanged (dx_mid starts as dx)
     // and the MLP branch adds its part.
     {
-        Tensor dproj_full, dln2_mine;
-        const float* dproj = proj_grad(dproj_full, g.fcproj_b);
-        Tensor dfch_gelu = scratch(ledger, {B, Tf, Fl});
-        Tensor dfch = scratch(ledger, {B, Tf, Fl});
+        const RowGrad dy = tp.g_backward(dx, g.fcproj_b);  // (Megatron-SP: all-gather)
+        Tensor dfch_gelu = scratch(ledger, {B, Tf, tp.Fl});
+        Tensor dfch = scratch(ledger, {B, Tf, tp.Fl});
         Tensor dln2 = scratch(ledger, {B, Tf, C});
-        kern::matmul_backward(dfch_gelu.f32(), g.fcproj_w, msp ? nullptr : g.fcproj_b, dproj, ba.fch_gelu.f32(), w.fcproj_w,
-                        N, Fl, C);
-        kern::gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * Fl);
-        kern::matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, Fl);
-        const float* dln = ln_input_grad(dln2, dln2_mine);
-        kern::layernorm_backward(dx, g.ln2_w, g.ln2_b, dln, ba.x_mid.f32(), w.ln2_w, ba.ln2_mean.f32(), ba.ln2_rstd.f32(),
-                           Nl, C);
+        kern::matmul_backward(dfch_gelu.f32(), g.fcproj_w, dy.dbias, dy.dout, ba.fch_gelu.f32(), w.fcproj_w, N, tp.Fl,
+                              C);
+        kern::gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * tp.Fl);
+        kern::matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, tp.Fl);
+        tp.layernorm_f_backward(dx, g.ln2_w, g.ln2_b, dln2, ba.x_mid.f32(), w.ln2_w, ba.ln2_mean, ba.ln2_rstd);
     }
 
     // dx = d/d(x_mid) now. The same again for the attention branch.
-    Tensor dproj_full, dln1_mine;
-    const float* dproj = proj_grad(dproj_full, g.attnproj_b);
-    Tensor datty = scratch(ledger, {B, Tf, Cl});
-    Tensor dqkv = scratch(ledger, {B, Tf, 3 * Cl});
-    Tensor datt_scratch = ring ? Tensor() : Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
+    const RowGrad dy = tp.g_backward(dx, g.attnproj_b);
+    Tensor datty = scratch(ledger, {B, Tf, tp.Cl});
+    Tensor dqkv = scratch(ledger, {B, Tf, 3 * tp.Cl});
+    Tensor datt = attn.probs ? Tensor(ledger, Mem::workspace, attn.att_shape(), DType::f32, false) : Tensor();
     Tensor dln1 = scratch(ledger, {B, Tf, C});
-    kern::matmul_backward(datty.f32(), g.attnproj_w, msp ? nullptr : g.attnproj_b, dproj, ba.atty.f32(), w.attnproj_w, N,
-                    Cl, C);
-    // Selective recompute (Korthikanti et al. 2022, section 5): the forward dropped the
-    // softmax probabilities; compute them again from the saved q, k, v (same kernel, same values).
-    const float* att = ba.att.f32();
-    Tensor att_again;
-    if (!ring && ba.att.empty()) {
-        att_again = Tensor(ledger, Mem::workspace, {B, Ha, Ta, Ta}, DType::f32, false);
-        Tensor y_again = scratch(ledger, {B, Ta, Ca});
-        kern::attention_forward(y_again.f32(), att_again.f32(), ba.qkv.f32(), B, Ta, Ca, Ha);
-        att = att_again.f32();
-    }
-    if (ring) {
-        sp.ring_backward(dqkv.f32(), datty.f32(), ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), B, Tf, Cl, Hl, l);
-    } else if (s == 1) {
-        kern::attention_backward(dqkv.f32(), datt_scratch.f32(), datty.f32(), ba.qkv.f32(), att, B, Tf, Cl, Hl);
-    } else {  // the two all-to-alls in reverse
-        Tensor dy_heads = scratch(ledger, {B, Ta, Ca});
-        sp.seq_to_heads(datty.f32(), dy_heads.f32(), B, Tf, Cl, 1, l, true);
-        Tensor dqkv_heads = scratch(ledger, {B, Ta, 3 * Ca});
-        kern::attention_backward(dqkv_heads.f32(), datt_scratch.f32(), dy_heads.f32(), ba.qkv.f32(), att, B, Ta,
-                           Ca, Ha);
-        sp.heads_to_seq(dqkv_heads.f32(), dqkv.f32(), B, Tf, Cl, 3, l, true);
-    }
-    kern::matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * Cl);
-    const float* dln = ln_input_grad(dln1, dln1_mine);
-    kern::layernorm_backward(dx, g.ln1_w, g.ln1_b, dln, x_in, w.ln1_w, ba.ln1_mean.f32(), ba.ln1_rstd.f32(), Nl, C);
+    kern::matmul_backward(datty.f32(), g.attnproj_w, dy.dbias, dy.dout, ba.atty.f32(), w.attnproj_w, N, tp.Cl, C);
+    attn.backward(attn, dqkv.f32(), datt.f32(), datty.f32(), ba, mp.sp, l, ledger);
+    kern::matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * tp.Cl);
+    tp.layernorm_f_backward(dx, g.ln1_w, g.ln1_b, dln1, x_in, w.ln1_w, ba.ln1_mean, ba.ln1_rstd);
 }
 
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,

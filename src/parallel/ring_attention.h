@@ -24,12 +24,15 @@
 // zig-zag split (each rank two chunks, from both ends) would even it out and
 // is not implemented here.
 //
+// The block reaches it through model/attention.cpp (ring_attention_forward),
+// which attention() picks when the layout asks for ring.
+//
 // Sends are `act` (keys and values) forward, and `act` + `act_grad` (their
 // gradients) backward, on the sp axis.
 #pragma once
 
 #include "comm/comm.h"
-#include "model/gpt2.h"
+#include "model/model_parallel.h"
 
 namespace ss {
 

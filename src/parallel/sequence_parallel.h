@@ -10,8 +10,9 @@
 //     attention on H/4 heads over the whole sequence
 //     y   [B, T, C/4]   --all_to_all-->  [B, T/4, C]      back to my tokens
 //
-// Backward runs the two all-to-alls in reverse. Per block and step each rank
-// sends 4 all-to-alls (2 forward `act`, 2 backward `act_grad`) of B*T*C/sp
+// (model/attention.cpp, ulysses_attention_forward, makes these calls around
+// the attention kernel.) Backward runs the two all-to-alls in reverse. Per
+// block and step each rank sends 4 all-to-alls (2 forward `act`, 2 backward `act_grad`) of B*T*C/sp
 // elements of its own (3x for qkv). sp ranks hold the same parameters and see
 // different tokens, so their gradients are averaged over dp x sp, and ZeRO
 // shards over dp_shard x sp (DeepSpeed's sequence-data-parallel group); but
@@ -19,7 +20,7 @@
 #pragma once
 
 #include "comm/comm.h"
-#include "model/gpt2.h"
+#include "model/model_parallel.h"
 
 namespace ss {
 

@@ -2,7 +2,7 @@
 // arXiv:1909.08053): the t ranks of a tp group split every layer and work on
 // the SAME micro-batch, exchanging activations instead of parameters.
 //
-// Each block (model/gpt2.cpp, block_forward) on rank r of t:
+// Each block (model/layers.cpp, block_forward) on rank r of t:
 //
 //        x --ln_1--> f --> [c_attn columns: my H/t heads] --> attention --> [c_proj rows] --> g --> + x
 //        x --ln_2--> f --> [c_fc columns: my 4C/t]  --> gelu -------------> [c_proj rows] --> g --> + x
@@ -36,7 +36,7 @@
 #pragma once
 
 #include "comm/comm.h"
-#include "model/gpt2.h"
+#include "model/model_parallel.h"
 
 namespace ss {
 
