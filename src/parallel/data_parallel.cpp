@@ -1,4 +1,8 @@
+// data_parallel.cpp — DDP: the all-reduce helpers, then the strategy, naive
+// and bucketed side by side. The picture is in data_parallel.h.
 #include "parallel/data_parallel.h"
+
+#include "parallel/zero.h"
 
 namespace ss {
 
@@ -30,6 +34,79 @@ void dp_allreduce_bucket(Comm& comm, const Group& group, Tensor& grads, const Gr
     if (group.size() == 1) return;
     Label label{Payload::grad, -1, Phase::bwd, -1, step};
     comm.all_reduce(elem_ptr(grads, b.begin), size_t(b.end - b.begin), grads.dtype(), group, ReduceOp::avg, label);
+}
+
+// ---- the strategy (zero.h, DpStrategy) -----------------------------------------------------
+
+namespace {
+
+// What both versions share: the passes over whole parameters and gradients
+// (DpStrategy's defaults), and a step on gradients already averaged in backward.
+class Ddp : public DpStrategy {
+public:
+    Ddp(RankState& state, const Replicas& replicas) : DpStrategy(state), replicas_(replicas) {}
+
+    // Every rank holds the same average: AdamW on all of it, as on one rank.
+    void step() override {
+        s.optim->step(s.params.data(), s.grads.data(), s.storage);
+        s.refresh_compute_copy();
+    }
+    std::vector<float> full_grads() override { return s.gather_full(s.grads, false, Payload::grad); }
+    // Averaged in backward, into the stored gradients.
+    GradSpan wte_grads() override {
+        const Unit& wte = s.units[0];
+        return GradSpan{RankState::at(s.grads, wte.begin), size_t(wte.size()), s.storage};
+    }
+
+protected:
+    const Replicas& replicas_;
+};
+
+// Naive: after the step's last backward, one all_reduce per parameter tensor.
+class DdpNaive final : public Ddp {
+public:
+    using Ddp::Ddp;
+    void backward_ends() override {
+        if (!s.last_micro) return;
+        s.store_grads();
+        dp_allreduce_naive(s.comm, replicas_.ddp_group(), s.grads, s.layout, s.this_step());
+    }
+};
+
+// Bucketed: a bucket is all-reduced as soon as backward has completed every
+// gradient in it, while backward goes on with earlier layers.
+class DdpBucketed final : public Ddp {
+public:
+    DdpBucketed(RankState& state, const Replicas& replicas, double bucket_mb)
+        : Ddp(state, replicas),
+          buckets_(make_grad_buckets(state.layout, size_t(bucket_mb * 1048576.0), dtype_size(state.storage))) {}
+
+    void backward_begins() override { next_bucket_ = 0; }
+    void grads_ready(int u) override {
+        DpStrategy::grads_ready(u);  // Megatron-SP's sums come first
+        if (!s.last_micro) return;
+        const Unit& unit = s.units[size_t(u)];
+        s.store_grads(unit.begin, unit.size());
+        // Units complete from the end of the flat buffer towards its start, and
+        // buckets are laid out in that order: a bucket is complete once the
+        // completed region reaches its first element.
+        while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= unit.begin)
+            dp_allreduce_bucket(s.comm, replicas_.ddp_group(), s.grads, buckets_[next_bucket_++], s.this_step());
+    }
+
+private:
+    std::vector<GradBucket> buckets_;  // in launch order
+    size_t next_bucket_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DpStrategy> make_ddp_naive(RankState& s, const Replicas& r) {
+    return std::make_unique<DdpNaive>(s, r);
+}
+
+std::unique_ptr<DpStrategy> make_ddp_bucketed(RankState& s, const Replicas& r, double bucket_mb) {
+    return std::make_unique<DdpBucketed>(s, r, bucket_mb);
 }
 
 }  // namespace ss

@@ -26,6 +26,16 @@
 //
 // With gradient accumulation only the last micro-batch communicates.
 // Volume per rank and step on a ring: 2 (n-1)/n x Psi elements.
+//
+// Stage 0 of ZeRO's table (zero.h): every rank holds all the parameters, all
+// the gradients and all of AdamW's state, (2 + 2 + 12) Psi bytes in bf16.
+//
+//   stage 0   backward:  all_reduce(grads)                               2 Psi (N-1)/N
+//
+// The strategy itself (zero.h, make_ddp_naive / make_ddp_bucketed) is in
+// data_parallel.cpp, below the helpers declared here. With replica groups
+// (replicas.h) the all-reduce spans all of dp, or only the shard group when
+// local SGD leaves the replicas apart.
 #pragma once
 
 #include <vector>

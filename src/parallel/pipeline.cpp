@@ -52,6 +52,17 @@ std::vector<Group> embedding_groups(const ProcessMesh& mesh) {
     return out;
 }
 
+void sync_tied_grads(Comm& comm, const Group& emb, ZeroModel& chunk) {
+    if (emb.size() <= 1 || !chunk.layout().has_wte()) return;
+    // wte is a unit of its own on a stage (model/gpt2.h, Unit), the same size on
+    // the first and the last stage, so both hold the same range of it: all of it
+    // (DDP, ZeRO-1) or the same shard (ZeRO-2, -3). The sum is linear, so it
+    // commutes with the data-parallel average that happens before or after it.
+    const GradSpan wte = chunk.wte_grads();
+    comm.all_reduce(wte.data, wte.count, wte.dtype, emb, ReduceOp::sum,
+                    Label{Payload::grad, -1, Phase::step, -1, chunk.steps_done() + 1});
+}
+
 PipelineRank::PipelineRank(Comm& comm, const GPT2Config& cfg, const PipeSpec& spec, std::vector<int> split,
                            Group pp_group, Group embedding_group, int resid_tokens, const MakeChunk& make_chunk)
     : comm_(comm),
@@ -155,7 +166,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
              "pipeline schedule left work undone on pp rank " << stage_);
     // The tied embedding: the first stage's wte and the last stage's copy take the summed gradient.
     for (auto& c : chunks_)
-        if (c->layout().part.embedding != c->layout().part.head) c->sync_tied_grads(emb_);
+        if (c->layout().part.embedding != c->layout().part.head) sync_tied_grads(comm_, emb_, *c);
     return loss_sum;
 }
 

@@ -53,6 +53,12 @@ Group embedding_group(const Group& pp_group);
 /// what an MPI run must prepare besides mesh_groups().
 std::vector<Group> embedding_groups(const ProcessMesh& mesh);
 
+/// The tied embedding: sums @p chunk's wte gradients over @p embedding_group, the
+/// first and the last stage (Megatron-LM's embedding group), so both copies of the
+/// tied weight take the same step. Once per step, after the chunk's last backward;
+/// nothing where the group is one rank or the chunk holds no wte.
+void sync_tied_grads(Comm& comm, const Group& embedding_group, ZeroModel& chunk);
+
 /// One rank's share of a pipeline: its model chunks and the executor of the schedule.
 class PipelineRank {
 public:

@@ -37,6 +37,15 @@ void TensorParallelComm::sum_over_ranks(float* x, long n) {
     comm_.all_reduce(x, size_t(n), group_, ReduceOp::sum, Label{Payload::act, -1, Phase::fwd, microbatch_, step_});
 }
 
+void TensorParallelComm::sum_sequence_parallel_grads(const ParamLayout& layout, int64_t begin, int64_t end,
+                                                     float* grads) {
+    // Korthikanti et al. 2022, section 4.2.2: the replicated parameters' gradients are summed over the tp group.
+    for (const ParamSpec& s : layout.specs)
+        if (s.split == Split::none && s.offset >= begin && s.offset < end)
+            comm_.all_reduce(grads + (s.offset - begin), size_t(s.numel), group_, ReduceOp::sum,
+                             Label{Payload::grad, s.layer, Phase::bwd, microbatch_, step_});
+}
+
 // The sequence axis of [B, T, C] is the middle one, so rank r's tokens of each
 // sequence are B separate runs: the collectives move [t][B][Tl][C] blocks and
 // we put the tokens in place around them.

@@ -26,10 +26,10 @@
 // reduce-scatter (backward: all-gather). An all-reduce IS a reduce-scatter
 // plus an all-gather, so the volume is the same as TP's; what changes is that
 // the LayerNorm and bias gradients now come from T/t tokens each and are
-// summed over the tp group (ZeroModel does that). This engine keeps the
+// summed over the tp group (sum_sequence_parallel_grads). This engine keeps the
 // gathered LayerNorm outputs for backward instead of gathering them again.
 //
-// Compare ZeRO-3 (parallel/zero.h), which also splits every layer's
+// Compare ZeRO-3 (parallel/zero3.cpp), which also splits every layer's
 // parameters: it gathers them (`param`) and runs the whole layer on its own
 // micro-batch. TP never moves parameters, and its ranks share one micro-batch,
 // so TP ranks do not count in DP or in the global batch.
@@ -63,6 +63,11 @@ public:
     void gather_seq(const float* mine, float* all, int B, int Tl, int C, int layer, bool backward) override;
     /// reduce_scatter(sum) along the sequence (forward act, or backward act_grad).
     void scatter_seq(const float* all, float* mine, int B, int Tl, int C, int layer, bool backward) override;
+
+    /// Megatron-SP: each rank saw T/t tokens, so the gradients of what it holds whole
+    /// (LayerNorms, row-parallel biases, wpe) are partial. Sums those of flat range
+    /// [@p begin, @p end) of @p layout (@p grads: element @p begin) over the group (payload grad).
+    void sum_sequence_parallel_grads(const ParamLayout& layout, int64_t begin, int64_t end, float* grads);
 
     /// The group.
     const Group& group() const { return group_; }

@@ -1,67 +1,40 @@
 // zero.h — ZeRO: data parallelism that partitions the model states instead of
 // replicating them (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations
-// Toward Training Trillion Parameter Models", arXiv:1910.02054).
+// Toward Training Trillion Parameter Models", arXiv:1910.02054), and
+// ZeroModel, the one place that picks a strategy for a run.
 //
-// N ranks of a shard group each OWN 1/N of every unit (embeddings, each block,
-// ln_f; see model/gpt2.h, Unit). What a rank keeps, per stage (paper, section 5):
+// N ranks of a shard group each OWN 1/N of every unit (shard_plan.h). What a
+// rank keeps, per stage (paper, section 5), and where each stage is written:
 //
-//                      params      grads       optimizer (fp32 master, m, v)
-//   stage 0 (DDP)      all         all         all           (2 + 2 + 12) Psi
-//   stage 1 (P_os)     all         all         my 1/N        2 Psi + 2 Psi + 12 Psi/N
-//   stage 2 (P_os+g)   all         my 1/N      my 1/N        2 Psi + 14 Psi/N
-//   stage 3 (P_os+g+p) my 1/N      my 1/N      my 1/N        16 Psi / N
+//                      params    grads     optimizer (fp32 master, m, v)
+//   stage 0 (DDP)      all       all       all       (2 + 2 + 12) Psi          data_parallel.cpp
+//   stage 1 (P_os)     all       all       my 1/N    2 Psi + 2 Psi + 12 Psi/N  zero1.cpp
+//   stage 2 (P_os+g)   all       my 1/N    my 1/N    2 Psi + 14 Psi/N          zero2.cpp
+//   stage 3 (P_os+g+p) my 1/N    my 1/N    my 1/N    16 Psi / N                zero3.cpp
 //
-// and what moves in one step (section 7; Psi = elements, per rank):
-//
-//   stage 0   backward:  all_reduce(grads)                               2 Psi (N-1)/N
-//   stage 1   step:      reduce_scatter(grads), AdamW on my shard,
-//                        all_gather(updated params)                      2 Psi (N-1)/N
-//   stage 2   backward:  reduce_scatter(each unit's grads, as ready)
-//             step:      AdamW on my shard, all_gather(params)           2 Psi (N-1)/N
-//   stage 3   forward:   all_gather(unit params) before use, free after
-//             backward:  all_gather(unit params) again, reduce_scatter
-//                        (unit grads), free both                         3 Psi (N-1)/N
-//
-//   rank:        0            1            2            3
-//   unit u:  [ chunk 0  |  chunk 1  |  chunk 2  |  chunk 3 ]   (padded to a multiple of N)
-//   stage 3 forward of u:   all_gather -> every rank holds all of u -> compute -> free
-//
-// Partitioning is per unit, as FSDP does (Zhao et al. 2023, section 3.2):
-// unit u of size P_u is padded to N * ceil(P_u / N) and rank i owns chunk i.
-// So a rank's shard is sum_u ceil(P_u / N) elements: "Psi / N" rounded up per
-// unit. The padding (at most N - 1 elements per unit) is zero and never
-// updated; it is counted in the Ledger and in the traced bytes.
-//
-// Replica groups (HSDP, PyTorch FSDP's HYBRID_SHARD; MiCS, Zhang et al. 2022,
-// arXiv:2203.14685): the dp ranks form R replicas of S shard ranks (DP = S x R).
-// ZeRO shards over the S ranks of a shard group (axis dp_shard) and every
-// shard is replicated across the R replicas (axis dp_rep): gradient shards
-// are reduce-scattered inside the shard group, then all-reduced across
-// replicas. With --replica-sync-every K > 1 (local SGD, Lin et al. 2020) the
-// replicas skip that all-reduce and average their parameters every K steps
-// instead: each replica then steps on its own batch of MBS x GA x S.
-//
-// This is not ZeRO++'s hpZ (Wang et al. 2023, arXiv:2306.10209, sec. 3.2):
-// hpZ keeps ZeRO-3's partition of parameters, gradients and optimizer states
-// over all R x S ranks and adds a secondary copy of the parameters,
-// partitioned inside each node, so that backward's all-gather stays in the
-// node. Here the model states themselves are partitioned over S ranks only.
+// Each of those files draws what its stage moves in one step (section 7).
+// What they all hold and do alike (the states, init, load, checkpoints,
+// whole-model views) is rank_state.h; replica groups and local SGD, around
+// every stage's step, are replicas.h. The passes (model/gpt2.h) ask a
+// strategy for each unit's parameters and hand it each unit's gradients
+// through UnitHooks; the strategy decides what to send.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/comm.h"
-#include "model/finite.h"
-#include "model/safetensors.h"
 #include "kernels/cpu/adamw.h"
+#include "model/finite.h"
 #include "model/gpt2.h"
+#include "model/safetensors.h"
 #include "optim/adamw.h"
-#include "parallel/data_parallel.h"
+#include "parallel/rank_state.h"
+#include "parallel/replicas.h"
 #include "parallel/ring_attention.h"
 #include "parallel/sequence_parallel.h"
+#include "parallel/shard_plan.h"
 #include "parallel/tensor_parallel.h"
 
 namespace ss {
@@ -74,39 +47,62 @@ struct ZeroConfig {
     int replica_sync_every = 1;  ///< 1: replicas all-reduce gradients every step; K > 1: average params every K steps
 };
 
-/// ZeRO's partition of the flat parameter buffer over a shard group: per
-/// unit, padded to a multiple of N, chunk i to group member i.
-struct ShardPlan {
-    /// One unit's partition.
-    struct UnitShard {
-        int64_t begin = 0;   ///< first flat element of the unit
-        int64_t end = 0;     ///< one past its last
-        int64_t chunk = 0;   ///< ceil((end - begin) / N): elements each rank owns (with padding)
-        int64_t local = 0;   ///< where this unit's chunk starts in a rank's shard
-    };
-    int n = 1;                     ///< shard group size N
-    int index = 0;                 ///< this rank's index in the shard group
-    std::vector<UnitShard> units;  ///< one per model unit
-    int64_t shard_size = 0;        ///< sum of the chunks: elements of a rank's shard
+/// A data-parallel strategy: where the passes get each unit's parameters and
+/// put its gradients (UnitHooks), and the step. The defaults are the passes over
+/// whole parameters and whole gradients, as DDP and ZeRO-1 run them.
+class DpStrategy : public UnitHooks {
+public:
+    /// A strategy over @p state (which it does not own).
+    explicit DpStrategy(RankState& state) : s(state) {}
+    /// UnitHooks: unit @p u's slice of the whole fp32 parameters.
+    const float* params(int u, bool backward) override;
+    /// UnitHooks: nothing to free.
+    void release(int u, bool backward) override;
+    /// UnitHooks: unit @p u's slice of the whole fp32 gradient accumulator.
+    float* grads(int u) override;
+    /// UnitHooks: Megatron-SP sums the accumulated gradients once, in the last micro-batch.
+    void grads_ready(int u) override;
+    /// Backward of a micro-batch begins (RankState::micro, last_micro say which).
+    virtual void backward_begins() {}
+    /// Backward of a micro-batch is done.
+    virtual void backward_ends() {}
+    /// Synchronises the gradients, runs AdamW on what this rank owns and
+    /// re-assembles what the passes read. Labels use RankState::this_step().
+    virtual void step() = 0;
+    /// The step's gradients averaged over all dp ranks, fp32, this rank's flat layout.
+    /// Every rank must call. Valid between the last backward and step().
+    virtual std::vector<float> full_grads() = 0;
+    /// Where wte's gradients lie between the last backward and step(): all of
+    /// them, or this rank's chunk (grads sharded); pipeline.h sums them.
+    virtual GradSpan wte_grads() { return s.held_grads(0); }
 
-    /// The part of unit @p u this rank owns, as a piece of the flat buffer (may be empty).
-    Piece mine(int u) const;
-    /// The pieces of every unit this rank owns.
-    std::vector<Piece> pieces() const;
+protected:
+    RankState& s;  ///< the model states this strategy works on
 };
 
-/// The partition of @p units over a shard group of @p n ranks, seen by member @p index.
-ShardPlan make_shard_plan(const std::vector<Unit>& units, int n, int index);
+/// DDP, one all-reduce per tensor after backward (data_parallel.cpp).
+std::unique_ptr<DpStrategy> make_ddp_naive(RankState& s, const Replicas& r);
+/// DDP, all-reduce in buckets of @p bucket_mb MiB as backward completes them (data_parallel.cpp).
+std::unique_ptr<DpStrategy> make_ddp_bucketed(RankState& s, const Replicas& r, double bucket_mb);
+/// ZeRO-1: optimizer states sharded (zero1.cpp).
+std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r);
+/// ZeRO-2: and gradients (zero2.cpp).
+std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r);
+/// ZeRO-3: and parameters (zero3.cpp).
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r);
+/// ZeRO-1's update, which ZeRO-2 shares (zero1.cpp): AdamW on my chunks of the
+/// whole params with @p grad_shard, then every unit all-gathered again.
+void step_chunks_and_gather(RankState& s, Tensor& grad_shard);
 
 /// One rank's GPT-2 under data parallelism with ZeRO stage 0-3 and replica groups.
 ///
 /// Call order per optimizer step: zero_grad(); GA x (forward(); backward());
 /// step(). Collectives are issued on @p shard_group (axis dp_shard) and
 /// @p rep_group (axis dp_rep); DDP (stage 0) uses their union, @p dp_group.
-class ZeroModel final : public UnitHooks {
+class ZeroModel final {
 public:
-    /// Allocates what this rank holds for stage zc.stage (Ledger categories as in the table
-    /// above). @p dp_group = @p shard_group x @p rep_group, all containing comm.rank().
+    /// Allocates what this rank holds for stage zc.stage (Ledger categories as in rank_state.h).
+    /// @p dp_group = @p shard_group x @p rep_group, all containing comm.rank().
     /// With @p tp (tensor parallelism, parallel/tensor_parallel.h) this rank holds its TP
     /// slice of the model, and ZeRO partitions that slice over the shard group. With @p sp
     /// (Ulysses, parallel/sequence_parallel.h, or ring attention, parallel/ring_attention.h)
@@ -119,47 +115,48 @@ public:
               TensorParallelComm* tp = nullptr, SequenceParallel* sp = nullptr,
               const ModelPart& part = ModelPart::whole(), Recompute recompute = Recompute::none);
     /// Frees everything (the Ledger sees it go).
-    ~ZeroModel() override;
+    ~ZeroModel();
 
     /// Counter-based initialisation: each rank fills only what it holds.
-    void init(uint64_t seed);
+    void init(uint64_t seed) { state_.init(seed); }
     /// Loads an HF-layout safetensors file: each rank takes only what it holds.
-    void load(const std::string& path);
+    void load(const std::string& path) { state_.load(path); }
     /// Saves the whole model to @p path from rank 0 (every rank must call: stage 3 gathers).
     /// The whole model only; a pipeline stage's part is written by parallel/pipeline.h.
     void save(const std::string& path);
     /// The fp32 parameters this rank's part holds, gathered over the shard and tp groups,
     /// in the whole model's HF flat layout, zero where the part holds nothing (and where
     /// it holds only the head's copy of wte). Every rank of those groups must call.
-    std::vector<float> whole_params();
+    std::vector<float> whole_params() { return state_.whole_params(); }
     /// The same for the averaged fp32 gradients of the last step (every rank must call).
     /// Valid between backward of the last micro-batch (and sync_tied_grads) and step().
     std::vector<float> full_grads();
     /// The first nan or inf among the gradients this rank holds after the step's last
     /// backward (all of them, or its ZeRO shard), named by tensor; empty if none.
     /// Local: no communication. Valid where full_grads() is.
-    NonFinite find_nonfinite_grad() const;
-    /// Pipeline parallelism: sums wte's gradients over @p embedding_group, the first and
-    /// the last stage (Megatron-LM's embedding group), so both copies of the tied
-    /// weight take the same step. Call once per step, after the last backward.
-    void sync_tied_grads(const Group& embedding_group);
+    NonFinite find_nonfinite_grad() const { return state_.find_nonfinite_grad(); }
+    /// Where wte's gradients lie after the last backward: what pipeline.h's
+    /// sync_tied_grads sums over the embedding group.
+    GradSpan wte_grads() { return strategy_->wte_grads(); }
 
     /// Checkpoints (train/checkpoint.h): whether this rank's copy of what it holds
     /// is the one saved (replicas and, under DDP, the other dp ranks hold the same).
-    bool checkpoint_writer() const;
+    bool checkpoint_writer() const { return state_.checkpoint_writer(); }
     /// Adds what this rank owns to @p out as tensors "<kind>/<HF name>" (kind: param,
     /// master, exp_avg, exp_avg_sq), each the range [lo, hi) of the rank's TP-local
     /// tensor, with metadata "<HF name>" = "tp tp_rank lo hi". The head's copy of wte
     /// is left out (the first stage's is the one saved).
-    void checkpoint_pieces(StFile& out) const;
+    void checkpoint_pieces(StFile& out) const { state_.checkpoint_pieces(out); }
     /// Loads a checkpoint's state, whole-model HF flat layout (make_param_layout(cfg)):
     /// fp32 master weights (the parameters of an fp32 run), Adam's m and v, its t, and
     /// the steps done. Each rank takes its TP slice / stage / shard, as load() does.
     void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
-                    int adam_t, int steps_done);
+                    int adam_t, int steps_done) {
+        state_.load_state(master, m, v, adam_t, steps_done);
+    }
 
     /// Starts a step: gradient accumulators to zero.
-    void zero_grad();
+    void zero_grad() { state_.grads_f32().zero(); }
     /// Forward of one micro-batch; returns its mean loss (0 on a pipeline stage
     /// without the head). A later pipeline stage starts from @p x_in [B, Tl, C].
     float forward(const int* tokens, const int* targets, int B, int T, Activations& acts, int micro,
@@ -173,71 +170,27 @@ public:
     void step();
 
     /// The partition (stage >= 1; for stage 0 the trivial one of N = 1).
-    const ShardPlan& plan() const { return plan_; }
+    const ShardPlan& plan() const { return state_.shard.plan; }
     /// The optimizer state this rank holds.
-    AdamW& optimizer() { return *optim_; }
+    AdamW& optimizer() { return *state_.optim; }
     /// Steps taken.
-    int steps_done() const { return step_; }
+    int steps_done() const { return state_.steps_done; }
     /// The memory book this model's tensors are booked in.
-    Ledger& ledger() { return ledger_; }
+    Ledger& ledger() { return state_.ledger; }
     /// This rank's parameter layout (its TP slice under tensor parallelism).
-    const ParamLayout& layout() const { return layout_; }
+    const ParamLayout& layout() const { return state_.layout; }
     /// The parameters this rank stores (all of them for stages 0-2, its shard for stage 3).
-    const Tensor& stored_params() const { return params_; }
-
-    /// UnitHooks: unit @p u's fp32 parameters (stage 3: all-gathered now, into Mem::comm).
-    const float* params(int u, bool backward) override;
-    /// UnitHooks: stage 3 frees the gathered unit.
-    void release(int u, bool backward) override;
-    /// UnitHooks: where unit @p u's gradients accumulate (stages 2, 3: a temporary full unit).
-    float* grads(int u) override;
-    /// UnitHooks: DDP launches complete buckets; stages 2, 3 reduce-scatter the unit into the shard.
-    void grads_ready(int u) override;
+    const Tensor& stored_params() const { return state_.params; }
 
 private:
-    bool replicas_sync_grads() const { return rep_.size() > 1 && zc_.replica_sync_every == 1; }
-    DType st() const { return storage_; }
-    void* storage_at(Tensor& t, int64_t elem);
-    void all_reduce_grads_naive();
-    void launch_ready_buckets(int64_t ready_from);
-    void sum_sequence_parallel_grads(int u, float* unit_grads);
-    void reduce_scatter_unit(int u, const float* unit_grads);
-    void gather_unit(int u, const void* my_chunk, void* out_unit, const Label& label);
-    void assemble_params(Tensor& pshard, Payload payload, int step);
-    void average_replicas();
-    void refresh_compute_copy();
-    std::vector<float> pick_mine(const std::vector<float>& full) const;
-    void set_local_values(std::vector<float> local);
-    std::vector<float> gather_full(const Tensor& shard_or_full, bool is_shard, Payload payload);
-    std::vector<float> place_whole(const std::vector<float>& mine, Payload payload);
+    void set_position(int micro);
 
-    GPT2Config cfg_;
-    TensorParallelComm* tp_;     // null: no tensor parallelism
-    SequenceParallel* sp_;       // null: no sequence parallelism (else Ulysses or ring)
-    ModelParallel parallel_;     // what the passes call: tp_ and sp_, or the identity
-    Recompute recompute_;        // what the passes recompute in backward
-    ParamLayout layout_;
-    std::vector<Unit> units_;
-    DType storage_;
-    ZeroConfig zc_;
-    Comm& comm_;
-    Group dp_, shard_, rep_;
-    Ledger& ledger_;
-    ShardPlan plan_;
-
-    Tensor params_;      // stage < 3: all P (storage dtype); stage 3: my shard
-    Tensor compute_;     // bf16, stage < 3: fp32 copy of params_ the math reads (workspace)
-    Tensor grads_;       // stage < 2: all P; stage >= 2: my shard (storage dtype)
-    Tensor grad_acc_;    // bf16: fp32 accumulator of the same shape as grads_ (workspace); fp32: unused
-    std::unique_ptr<AdamW> optim_;
-
-    std::map<int, Tensor> gathered_, gathered_f32_;  // stage 3: units in use (comm / workspace)
-    std::map<int, Tensor> unit_grads_;               // stage >= 2: unit gradients being made (workspace)
-    std::vector<GradBucket> buckets_;                    // stage 0 bucketed: in launch order
-    size_t next_bucket_ = 0;
-    bool last_micro_ = false;
-    int micro_ = 0;
-    int step_ = 0;                                   // steps done (labels use step_ + 1)
+    SequenceParallel* sp_;      // null: no sequence parallelism (else Ulysses or ring)
+    ModelParallel parallel_;    // what the passes call: tp and sp, or the identity
+    Recompute recompute_;       // what the passes recompute in backward
+    RankState state_;
+    Replicas replicas_;
+    std::unique_ptr<DpStrategy> strategy_;
 };
 
 }  // namespace ss

@@ -9,7 +9,7 @@
 //     stage 2 (P_os+g) 2 Psi          2 Psi / N      K Psi / N
 //     stage 3 (+p)     2 Psi / N      2 Psi / N      K Psi / N
 //
-// "Psi / N" is counted as the engine partitions (parallel/zero.h): per unit,
+// "Psi / N" is counted as the engine partitions (parallel/shard_plan.h): per unit,
 // padded, sum_u ceil(P_u / N), so the prediction equals the Ledger byte for byte.
 //
 // Activations per layer and micro-batch (Korthikanti et al. 2022,

@@ -1,0 +1,54 @@
+// replicas.h — replica groups and local SGD, the piece around every data-
+// parallel strategy's step.
+//
+// Replica groups (HSDP, PyTorch FSDP's HYBRID_SHARD; MiCS, Zhang et al. 2022,
+// arXiv:2203.14685): the dp ranks form R replicas of S shard ranks (DP = S x R).
+// ZeRO shards over the S ranks of a shard group (axis dp_shard) and every
+// shard is replicated across the R replicas (axis dp_rep):
+//
+//                  shard group 0 (replica 0)      shard group 1 (replica 1)
+//   dp_shard:      rank 0   rank 1                rank 2   rank 3
+//   holds:         chunk 0  chunk 1               chunk 0  chunk 1
+//   dp_rep:        rank 0 <-------------------->  rank 2            (and 1 <-> 3)
+//
+// Gradient shards are reduce-scattered inside the shard group, then all-
+// reduced across replicas (all_reduce_grads). With --replica-sync-every
+// K > 1 (local SGD, Lin et al. 2020, "Don't Use Large Mini-Batches, Use
+// Local SGD") the replicas skip that all-reduce and average their parameters
+// every K steps instead (after_step): each replica then steps on its own
+// batch of MBS x GA x S.
+//
+// This is not ZeRO++'s hpZ (Wang et al. 2023, arXiv:2306.10209, sec. 3.2):
+// hpZ keeps ZeRO-3's partition of parameters, gradients and optimizer states
+// over all R x S ranks and adds a secondary copy of the parameters,
+// partitioned inside each node, so that backward's all-gather stays in the
+// node. Here the model states themselves are partitioned over S ranks only.
+#pragma once
+
+#include "parallel/rank_state.h"
+
+namespace ss {
+
+/// The replicas of a rank's shard group, and how often they synchronise.
+class Replicas {
+public:
+    /// @p sync_every: 1, all-reduce gradients every step; K > 1, average parameters every K steps.
+    Replicas(RankState& state, int sync_every);
+
+    /// Gradients are all-reduced across replicas every step (more than one replica, K = 1).
+    bool sync_grads() const { return s_.rep.size() > 1 && sync_every_ == 1; }
+    /// DDP's all-reduce group: all of dp, unless local SGD leaves the replicas apart (then the shard group).
+    const Group& ddp_group() const { return sync_grads() || s_.rep.size() == 1 ? s_.dp : s_.shard.group; }
+    /// Averages @p grad_shard (storage dtype) across the replicas when sync_grads():
+    /// each holds the same shard of a different batch's gradient.
+    void all_reduce_grads(Tensor& grad_shard, int step) const;
+    /// After the step: local SGD averages the replicas every K steps.
+    void after_step();
+
+private:
+    void average();
+    RankState& s_;
+    int sync_every_;
+};
+
+}  // namespace ss
