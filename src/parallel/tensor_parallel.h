@@ -37,6 +37,7 @@
 
 #include "comm/comm.h"
 #include "model/model_parallel.h"
+#include "model/params.h"
 
 namespace ss {
 
