@@ -27,7 +27,9 @@ RankState::RankState(const GPT2Config& model, DType dtype, Holding holding, Comm
       shard{rank_comm, std::move(shard_group), ShardPlan{}, rank_ledger},
       ledger(rank_ledger) {
     validate(cfg);
-    SS_CHECK(storage == DType::f32 || storage == DType::bf16, "--dtype must be fp32 or bf16");
+    // A precondition, not an option check: train/options.cpp refuses a bad --dtype.
+    SS_CHECK(storage == DType::f32 || storage == DType::bf16,
+             "RankState: storage " << dtype_name(storage) << " is not one a model is kept in (fp32 or bf16)");
     const bool sharded = holds.optim;
     shard.plan =
         make_shard_plan(units, sharded ? shard.group.size() : 1, sharded ? shard.group.index_of(comm.rank()) : 0);

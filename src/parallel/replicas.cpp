@@ -8,7 +8,8 @@
 namespace ss {
 
 Replicas::Replicas(RankState& state, int sync_every) : s_(state), sync_every_(sync_every) {
-    SS_CHECK(sync_every >= 1, "--replica-sync-every must be at least 1 (got " << sync_every << ")");
+    // A precondition, not an option check: train/options.cpp refuses a bad --replica-sync-every.
+    SS_CHECK(sync_every >= 1, "Replicas: sync_every " << sync_every << " is not a number of steps (1 or more)");
 }
 
 void Replicas::all_reduce_grads(Tensor& grad_shard, int step) const {

@@ -10,7 +10,8 @@ namespace ss {
 namespace {
 // What a rank shards at each stage: its row of the table in zero.h.
 Holding holding_for(int stage) {
-    SS_CHECK(stage >= 0 && stage <= 3, "--zero " << stage << " does not exist; choose 0 (DDP), 1, 2 or 3");
+    // A precondition, not an option check: train/options.cpp refuses a bad --zero with its message.
+    SS_CHECK(stage >= 0 && stage <= 3, "ZeroConfig::stage " << stage << ": a ZeroModel holds stage 0 (DDP), 1, 2 or 3");
     return Holding{stage >= 1, stage >= 2, stage >= 3};
 }
 
