@@ -1,31 +1,28 @@
+// layout_names.cpp — the layout's names (layout_names.h).
 #include "mesh/layout_names.h"
 
 #include "core/check.h"
+#include "core/names.h"
 
 namespace ss {
 
-const char* sp_mode_name(SpMode m) { return m == SpMode::ulysses ? "ulysses" : "ring"; }
+namespace {
+constexpr Named<SpMode> kSpModes[] = {{SpMode::ulysses, "ulysses"}, {SpMode::ring, "ring"}};
+constexpr Named<Schedule> kSchedules[] = {
+    {Schedule::gpipe, "gpipe"}, {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved, "interleaved"}};
+}  // namespace
 
-const char* schedule_name(Schedule s) {
-    switch (s) {
-        case Schedule::gpipe: return "gpipe";
-        case Schedule::one_f_one_b: return "1f1b";
-        case Schedule::interleaved: return "interleaved";
-    }
-    return "?";
-}
+const char* sp_mode_name(SpMode m) { return name_of(kSpModes, m); }
+const char* schedule_name(Schedule s) { return name_of(kSchedules, s); }
 
 SpMode parse_sp_mode(const std::string& s) {
-    if (s == "ulysses") return SpMode::ulysses;
-    if (s == "ring") return SpMode::ring;
+    if (const SpMode* m = find_name(kSpModes, s)) return *m;
     SS_FAIL("--sp-mode " << s << " is not a mode; use ulysses (all-to-all around attention) or ring "
                          << "(keys and values passed round the sp ranks)");
 }
 
 Schedule parse_schedule(const std::string& s) {
-    if (s == "gpipe") return Schedule::gpipe;
-    if (s == "1f1b") return Schedule::one_f_one_b;
-    if (s == "interleaved") return Schedule::interleaved;
+    if (const Schedule* k = find_name(kSchedules, s)) return *k;
     SS_FAIL("--schedule " << s << " is not a schedule; choose gpipe, 1f1b or interleaved");
 }
 

@@ -2,22 +2,19 @@
 #include "model/recompute.h"
 
 #include "core/check.h"
+#include "core/names.h"
 
 namespace ss {
 
-const char* recompute_name(Recompute r) {
-    switch (r) {
-        case Recompute::none: return "none";
-        case Recompute::selective: return "selective";
-        case Recompute::full: return "full";
-    }
-    return "?";
-}
+namespace {
+constexpr Named<Recompute> kNames[] = {
+    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+}  // namespace
+
+const char* recompute_name(Recompute r) { return name_of(kNames, r); }
 
 Recompute parse_recompute(const std::string& s) {
-    if (s == "none") return Recompute::none;
-    if (s == "selective") return Recompute::selective;
-    if (s == "full") return Recompute::full;
+    if (const Recompute* r = find_name(kNames, s)) return *r;
     SS_FAIL("--recompute " << s << " is not a choice; choose none, selective or full");
 }
 

@@ -7,24 +7,21 @@
 #include "comm/mpi/mpi_backend.h"
 #include "core/check.h"
 #include "core/device.h"
+#include "core/names.h"
 #include "parallel/pipeline.h"
 #include "train/run_files.h"
 
 namespace ss {
 
-const char* backend_name(BackendKind b) {
-    switch (b) {
-        case BackendKind::threads: return "threads";
-        case BackendKind::mpi: return "mpi";
-        case BackendKind::nccl: return "nccl";
-    }
-    return "?";
-}
+namespace {
+constexpr Named<BackendKind> kBackends[] = {
+    {BackendKind::threads, "threads"}, {BackendKind::mpi, "mpi"}, {BackendKind::nccl, "nccl"}};
+}  // namespace
+
+const char* backend_name(BackendKind b) { return name_of(kBackends, b); }
 
 BackendKind parse_backend(const std::string& s) {
-    if (s == "threads") return BackendKind::threads;
-    if (s == "mpi") return BackendKind::mpi;
-    if (s == "nccl") return BackendKind::nccl;
+    if (const BackendKind* b = find_name(kBackends, s)) return *b;
     SS_FAIL("--backend " << s << " is not a backend; use threads (ranks are threads of this process), "
                          << "mpi (one process per rank under mpirun) or nccl (one process per GPU under mpirun)");
 }
