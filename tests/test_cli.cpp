@@ -188,18 +188,20 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
 
 // Issue 17.5: `shardscope mesh` answers every mpu call for the rank it shows.
 TEST_CASE("mesh prints the mpu answers for --rank", "[cli][mesh]") {
-    CliResult r = run_shardscope("mesh --ranks 16 --pp 2 --dp-shard 2 --sp 2 --tp 2 --rank 13");
-    INFO(r.output);
-    REQUIRE(r.code == 0);
-    REQUIRE_THAT(r.output, Contains("mpu of rank 13 (pp 1, dp_rep 0, dp_shard 1, sp 0, tp 1)"));
-    REQUIRE_THAT(r.output, Contains("get_model_parallel_rank()                   = 3\n"));
-    REQUIRE_THAT(r.output, Contains("get_model_parallel_world_size()             = 4\n"));
-    REQUIRE_THAT(r.output, Contains("get_model_parallel_group()                  = {4,5,12,13}\n"));
-    REQUIRE_THAT(r.output, Contains("get_data_parallel_world_size()              = 2\n"));
-    REQUIRE_THAT(r.output, Contains("get_tensor_model_parallel_group()           = {12,13}\n"));
-    REQUIRE_THAT(r.output, Contains("get_pipeline_model_parallel_group()         = {5,13}\n"));
-    REQUIRE_THAT(r.output, Contains("get_context_parallel_world_size()           = 2\n"));
-    REQUIRE_THAT(r.output, Contains("get_sequence_data_parallel_group()          = {9,11,13,15}\n"));
+    // World 16 = pp 2 x dp 2 x sp 2 x tp 2; rank 13 = (pp 1, dp 1, sp 0, tp 1).
+    const CliResult out = run_shardscope("mesh --ranks 16 --pp 2 --dp-shard 2 --sp 2 --tp 2 --rank 13");
+    INFO(out.output);
+    CHECK(out.code == 0);
+    for (const std::string answer : {"mpu of rank 13 (pp 1, dp_rep 0, dp_shard 1, sp 0, tp 1)",
+                                     "get_model_parallel_rank()                   = 3\n",
+                                     "get_model_parallel_world_size()             = 4\n",
+                                     "get_model_parallel_group()                  = {4,5,12,13}\n",
+                                     "get_data_parallel_world_size()              = 2\n",
+                                     "get_tensor_model_parallel_group()           = {12,13}\n",
+                                     "get_pipeline_model_parallel_group()         = {5,13}\n",
+                                     "get_context_parallel_world_size()           = 2\n",
+                                     "get_sequence_data_parallel_group()          = {9,11,13,15}\n"})
+        CHECK_THAT(out.output, Contains(answer));
     // Without --rank it shows rank 0; a rank outside the grid is a clear error.
     CliResult r0 = run_shardscope("mesh --ranks 8 --tp 2 --pp 2");
     REQUIRE(r0.code == 0);
