@@ -186,6 +186,35 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
     CHECK(run_shardscope("train --model tiny --steps 1 --seq 16 --threads 1 --comm-timeout 0.5 --quiet").code == 0);
 }
 
+// Issue 17.5: `shardscope mesh` answers every mpu call for the rank it shows.
+TEST_CASE("mesh prints the mpu answers for --rank", "[cli][mesh]") {
+    // World 16 = pp 2 x dp 2 x sp 2 x tp 2; rank 13 = (pp 1, dp 1, sp 0, tp 1).
+    const CliResult out = run_shardscope("mesh --ranks 16 --pp 2 --dp-shard 2 --sp 2 --tp 2 --rank 13");
+    INFO(out.output);
+    CHECK(out.code == 0);
+    for (const std::string answer : {"mpu of rank 13 (pp 1, dp_rep 0, dp_shard 1, sp 0, tp 1)",
+                                     "get_model_parallel_rank()                   = 3\n",
+                                     "get_model_parallel_world_size()             = 4\n",
+                                     "get_model_parallel_group()                  = {4,5,12,13}\n",
+                                     "get_data_parallel_world_size()              = 2\n",
+                                     "get_tensor_model_parallel_group()           = {12,13}\n",
+                                     "get_pipeline_model_parallel_group()         = {5,13}\n",
+                                     "get_context_parallel_world_size()           = 2\n",
+                                     "get_sequence_data_parallel_group()          = {9,11,13,15}\n"})
+        CHECK_THAT(out.output, Contains(answer));
+    // Without --rank it shows rank 0; a rank outside the grid is a clear error.
+    CliResult r0 = run_shardscope("mesh --ranks 8 --tp 2 --pp 2");
+    REQUIRE(r0.code == 0);
+    REQUIRE_THAT(r0.output, Contains("mpu of rank 0 "));
+    REQUIRE_THAT(r0.output, Contains("get_model_parallel_group()                  = {0,1,4,5}\n"));
+    CliResult bad = run_shardscope("mesh --ranks 8 --tp 2 --rank 8");
+    REQUIRE(bad.code != 0);
+    REQUIRE_THAT(bad.output, Contains("--rank 8 is outside the mesh: ranks are 0 .. 7 (--ranks 8)"));
+    CliResult neg = run_shardscope("mesh --ranks 8 --rank -1");
+    REQUIRE(neg.code != 0);
+    REQUIRE_THAT(neg.output, Contains("--rank"));
+}
+
 // 4.6: the report builds each group once (it built every group from every
 // member: world x group size, 58 s at 30,000 ranks); its bound prints fast.
 TEST_CASE("mesh at its largest world prints in seconds", "[cli][mesh]") {

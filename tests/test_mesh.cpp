@@ -75,6 +75,7 @@ void check_mpu(const ProcessMesh& mesh, const std::map<GroupKind, Table>& expect
         const auto& shard = row_with(expect.at(GroupKind::dp_shard), r);
         const auto& rep = row_with(expect.at(GroupKind::dp_rep), r);
         const auto& shard_sp = row_with(expect.at(GroupKind::dp_shard_sp), r);
+        const auto& mp = row_with(expect.at(GroupKind::mp), r);
 
         REQUIRE(m.get_data_parallel_group().ranks == dp);
         REQUIRE(m.get_data_parallel_rank() == index_in(dp, r));
@@ -88,6 +89,12 @@ void check_mpu(const ProcessMesh& mesh, const std::map<GroupKind, Table>& expect
         REQUIRE(m.get_sequence_parallel_group().ranks == sp);
         REQUIRE(m.get_sequence_parallel_rank() == index_in(sp, r));
         REQUIRE(m.get_sequence_parallel_world_size() == int(sp.size()));
+        REQUIRE(m.get_context_parallel_group().ranks == sp);  // Megatron's name for the sp axis
+        REQUIRE(m.get_context_parallel_rank() == index_in(sp, r));
+        REQUIRE(m.get_context_parallel_world_size() == int(sp.size()));
+        REQUIRE(m.get_model_parallel_group().ranks == mp);
+        REQUIRE(m.get_model_parallel_rank() == index_in(mp, r));
+        REQUIRE(m.get_model_parallel_world_size() == int(mp.size()));
         REQUIRE(m.get_sequence_data_parallel_group().ranks == dp_sp);
         REQUIRE(m.get_sequence_data_parallel_rank() == index_in(dp_sp, r));
         REQUIRE(m.get_sequence_data_parallel_world_size() == int(dp_sp.size()));
@@ -107,6 +114,12 @@ void check_mpu(const ProcessMesh& mesh, const std::map<GroupKind, Table>& expect
         REQUIRE(m.pp_is_last_stage() == (stage == int(pp.size()) - 1));
         REQUIRE(m.pp_prev_rank() == (stage == 0 ? -1 : pp[stage - 1]));
         REQUIRE(m.pp_next_rank() == (stage == int(pp.size()) - 1 ? -1 : pp[stage + 1]));
+        // Megatron's names read the pp group as a ring: the ends wrap around.
+        const int n_pp = int(pp.size());
+        REQUIRE(m.get_pipeline_model_parallel_first_rank() == pp.front());
+        REQUIRE(m.get_pipeline_model_parallel_last_rank() == pp.back());
+        REQUIRE(m.get_pipeline_model_parallel_next_rank() == pp[(stage + 1) % n_pp]);
+        REQUIRE(m.get_pipeline_model_parallel_prev_rank() == pp[(stage + n_pp - 1) % n_pp]);
 
         REQUIRE(mesh.rank_at(m.coord()) == r);
     }
@@ -135,6 +148,7 @@ TEST_CASE("world 8 = dp 4 x tp 2: tp rows, dp columns", "[mesh]") {
         {GroupKind::pp, singletons(8)},
         {GroupKind::dp_shard_sp, dp},
         {GroupKind::dp_sp, dp},
+        {GroupKind::mp, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}},  // pp = 1: model parallel = tp
         {GroupKind::world, {iota(8)}},
     };
     check_tables(mesh, expect);
@@ -155,6 +169,8 @@ TEST_CASE("world 16 = pp 2 x dp_rep 2 x dp_shard 2 x tp 2", "[mesh]") {
         {GroupKind::pp, {{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}}},
         {GroupKind::dp_shard_sp, shard},
         {GroupKind::dp_sp, dp},
+        // Model parallel = pp (major) x tp: rank in group = pp_rank * 2 + tp_rank.
+        {GroupKind::mp, {{0, 1, 8, 9}, {2, 3, 10, 11}, {4, 5, 12, 13}, {6, 7, 14, 15}}},
         {GroupKind::world, {iota(16)}},
     };
     check_tables(mesh, expect);
@@ -199,6 +215,7 @@ TEST_CASE("world 8 = dp_shard 2 x sp 2 x tp 2: ZeRO shards over dp_shard+sp", "[
         {GroupKind::pp, singletons(8)},
         {GroupKind::dp_shard_sp, shard_sp},
         {GroupKind::dp_sp, shard_sp},
+        {GroupKind::mp, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}},  // sp is not model parallel: mp = tp here
         {GroupKind::world, {iota(8)}},
     };
     check_tables(mesh, expect);
@@ -207,6 +224,67 @@ TEST_CASE("world 8 = dp_shard 2 x sp 2 x tp 2: ZeRO shards over dp_shard+sp", "[
     REQUIRE(mesh.mpu(4).dp_shard_sp_rank() == 2);
     REQUIRE(mesh.mpu(4).get_data_parallel_rank() == 1);
     REQUIRE(mesh.mpu(4).get_sequence_data_parallel_rank() == 2);
+}
+
+TEST_CASE("world 16 = pp 2 x dp 2 x sp 2 x tp 2: model parallel is tp x pp, not sp", "[mesh][mpu]") {
+    // rank = pp_rank * 8 + dp_shard_rank * 4 + sp_rank * 2 + tp_rank
+    const ProcessMesh mesh(16, fill_dp(16, shape(2, 0, 0, 2, 2)));
+    REQUIRE(mesh.shape().dp_shard == 2);
+    const Table tp = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}};
+    const Table sp = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}};
+    const Table dp = {{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}};
+    const Table dp_sp = {{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}};
+    // One model replica: both stages (pp major) x both tensor halves, at one (dp, sp).
+    const Table mp = {{0, 1, 8, 9}, {2, 3, 10, 11}, {4, 5, 12, 13}, {6, 7, 14, 15}};
+    const std::map<GroupKind, Table> expect = {
+        {GroupKind::tp, tp},
+        {GroupKind::sp, sp},
+        {GroupKind::dp_shard, dp},
+        {GroupKind::dp_rep, singletons(16)},
+        {GroupKind::dp, dp},
+        {GroupKind::pp, {{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}}},
+        {GroupKind::dp_shard_sp, dp_sp},
+        {GroupKind::dp_sp, dp_sp},
+        {GroupKind::mp, mp},
+        {GroupKind::world, {iota(16)}},
+    };
+    check_tables(mesh, expect);
+    check_mpu(mesh, expect);
+
+    // Rank 13 = (pp 1, dp 1, sp 0, tp 1), by hand.
+    const Mpu m = mesh.mpu(13);
+    REQUIRE(m.get_model_parallel_group().ranks == std::vector<int>{4, 5, 12, 13});
+    REQUIRE(m.get_model_parallel_rank() == 3);  // pp_rank 1 * tp 2 + tp_rank 1
+    REQUIRE(m.get_model_parallel_world_size() == 4);
+    REQUIRE(m.get_context_parallel_group().ranks == std::vector<int>{13, 15});
+    REQUIRE(m.get_context_parallel_rank() == 0);
+    REQUIRE(m.get_context_parallel_world_size() == 2);
+    REQUIRE(m.get_pipeline_model_parallel_first_rank() == 5);
+    REQUIRE(m.get_pipeline_model_parallel_last_rank() == 13);
+    REQUIRE(m.get_pipeline_model_parallel_next_rank() == 5);  // wraps; pp_next_rank() says -1
+    REQUIRE(m.pp_next_rank() == -1);
+    // Every rank: model parallel x data parallel x sp covers the world once (16 = 4 x 2 x 2),
+    // so one model replica's ranks are exactly the world / (DP x sp).
+    for (int r = 0; r < 16; ++r) {
+        const Mpu v = mesh.mpu(r);
+        REQUIRE(v.get_model_parallel_world_size() * v.get_data_parallel_world_size() *
+                    v.get_context_parallel_world_size() == 16);
+    }
+}
+
+TEST_CASE("model parallel on a 3-stage pipeline: rank = pp_rank * tp + tp_rank; next/prev wrap", "[mesh][mpu]") {
+    // world 24 = pp 3 x dp_rep 2 x tp 4: rank = pp_rank * 8 + dp_rep_rank * 4 + tp_rank
+    const ProcessMesh mesh(24, shape(3, 2, 1, 1, 4));
+    const Mpu m = mesh.mpu(22);  // pp 2, rep 1, tp 2
+    REQUIRE(m.get_model_parallel_group().ranks == std::vector<int>{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23});
+    REQUIRE(m.get_model_parallel_rank() == 10);
+    REQUIRE(m.get_model_parallel_world_size() == 12);
+    REQUIRE(m.get_pipeline_model_parallel_next_rank() == 6);   // last stage -> first
+    REQUIRE(m.get_pipeline_model_parallel_prev_rank() == 14);
+    REQUIRE(mesh.mpu(6).get_pipeline_model_parallel_prev_rank() == 22);  // first stage -> last
+    REQUIRE(mesh.mpu(6).pp_prev_rank() == -1);
+    REQUIRE(m.get_context_parallel_group().ranks == std::vector<int>{22});
+    REQUIRE(mesh.groups(GroupKind::mp).size() == 2);  // one model replica per dp rank
 }
 
 TEST_CASE("world 32: every axis 2, groups of rank 21 = (pp 1, rep 0, shard 1, sp 0, tp 1)", "[mesh]") {
@@ -220,6 +298,8 @@ TEST_CASE("world 32: every axis 2, groups of rank 21 = (pp 1, rep 0, shard 1, sp
     REQUIRE(m.get_pipeline_model_parallel_group().ranks == std::vector<int>{5, 21});
     REQUIRE(m.dp_shard_sp_group().ranks == std::vector<int>{17, 19, 21, 23});
     REQUIRE(m.get_sequence_data_parallel_group().ranks == std::vector<int>{17, 19, 21, 23, 25, 27, 29, 31});
+    REQUIRE(m.get_model_parallel_group().ranks == std::vector<int>{4, 5, 20, 21});
+    REQUIRE(m.get_model_parallel_rank() == 3);
     REQUIRE(m.get_data_parallel_rank() == 1);
     REQUIRE(m.get_sequence_data_parallel_rank() == 2);
     REQUIRE(m.dp_shard_sp_rank() == 2);
@@ -247,6 +327,7 @@ TEST_CASE("world 12 = pp 3 x dp_shard 2 x tp 2: three stages", "[mesh]") {
         {GroupKind::pp, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}},
         {GroupKind::dp_shard_sp, dp},
         {GroupKind::dp_sp, dp},
+        {GroupKind::mp, {{0, 1, 4, 5, 8, 9}, {2, 3, 6, 7, 10, 11}}},
         {GroupKind::world, {iota(12)}},
     };
     check_tables(mesh, expect);
@@ -329,4 +410,28 @@ TEST_CASE("mesh_report prints shape, DP, ranks and groups", "[mesh]") {
     // keeps ZeRO-3's partition over all of dp (tutorials/05, docs/mesh.md).
     REQUIRE_THAT(text, Contains("all-reduce gradient shards across copies (HSDP, MiCS)"));
     REQUIRE_THAT(text, !Contains("hpZ"));
+}
+
+TEST_CASE("mesh_report prints every mpu call's answer on the rank asked for", "[mesh][mpu]") {
+    const ProcessMesh mesh(16, shape(2, 1, 2, 2, 2));
+    const std::string text = mesh_report(mesh, 13);
+    // Rank 13 = (pp 1, dp 1, sp 0, tp 1): the answers the unit test above derives by hand.
+    const char* const answers[] = {
+        "mpu of rank 13 (pp 1, dp_rep 0, dp_shard 1, sp 0, tp 1)",
+        "    get_model_parallel_rank()                   = 3\n",
+        "    get_model_parallel_world_size()             = 4\n",
+        "    get_model_parallel_group()                  = {4,5,12,13}\n",
+        "    get_data_parallel_group()                   = {9,13}\n",
+        "    get_context_parallel_group()                = {13,15}\n",
+        "    get_pipeline_model_parallel_next_rank()     = 5\n",  // Megatron's wraps to stage 0
+        "    pp_next_rank()                              = -1\n",  // ShardScope's stops at the end
+    };
+    for (const char* line : answers) REQUIRE_THAT(text, Contains(line));
+    REQUIRE_THAT(text, Contains("pp+tp         4 groups of  4 ranks"));
+    REQUIRE_THAT(text, Contains("no expert axis yet"));
+    REQUIRE_THAT(mesh_report(mesh), Contains("mpu of rank 0 "));  // rank 0 unless asked
+    REQUIRE_THROWS_WITH(mesh_report(mesh, 16), Contains("rank 16 is outside the mesh: ranks are 0 .. 15"));
+    // A large group prints its ends and its size, not thousands of members.
+    const std::string big = mesh_report(ProcessMesh(4096, shape(1, 1, 4096, 1, 1)), 5);
+    REQUIRE_THAT(big, Contains("get_data_parallel_group()                   = {0,1,2,3,4,5,6,7,...,4094,4095} (4096 ranks)"));
 }

@@ -1,8 +1,9 @@
-// mesh_report.cpp — writes the rank grid as text: shape, legend, ranks, groups.
+// mesh_report.cpp — writes the rank grid as text: shape, legend, ranks, groups, one rank's mpu.
 #include "mesh/mesh_report.h"
 
 #include <iomanip>
 #include <sstream>
+#include <type_traits>
 
 namespace ss {
 namespace {
@@ -18,6 +19,7 @@ const char* purpose(GroupKind kind) {
         case GroupKind::pp: return "pipeline: activations to the next stage, gradients to the previous";
         case GroupKind::dp_shard_sp: return "ZeRO shards over these when sp > 1";
         case GroupKind::dp_sp: return "gradients averaged here (DeepSpeed's sequence-data-parallel)";
+        case GroupKind::mp: return "model parallel (tp x pp): one replica of the model, the same samples";
         case GroupKind::world: return "every rank";
     }
     return "";
@@ -44,9 +46,84 @@ void write_members(std::ostringstream& os, const std::vector<Group>& groups, int
     os << "\n";
 }
 
+// A group as the mpu section prints it: every member up to 32, else the first
+// and last few and the count (a dp group of a large world has thousands).
+std::string members(const Group& g) {
+    std::ostringstream os;
+    const int n = g.size(), shown = n <= 32 ? n : 8;
+    os << "{";
+    for (int i = 0; i < shown; ++i) os << (i ? "," : "") << g.ranks[i];
+    if (shown < n) os << ",...," << g.ranks[n - 2] << "," << g.ranks[n - 1] << "} (" << n << " ranks)";
+    else os << "}";
+    return os.str();
+}
+
+// One line per call: the call's name as the method spells it (#call, so the
+// text cannot drift from the code), then its answer on this rank.
+#define SS_MPU_CALL(call) line(#call "()", m.call())
+
+// 5. Every mpu call's answer on one rank, family by family, each with what it means.
+void write_mpu(std::ostringstream& os, const Mpu& m) {
+    auto line = [&os](const char* call, const auto& answer) {
+        os << "    " << std::left << std::setw(44) << call << std::right << "= ";
+        if constexpr (std::is_same_v<std::decay_t<decltype(answer)>, Group>) os << members(answer) << "\n";
+        else os << answer << "\n";
+    };
+    const MeshCoord& c = m.coord();
+    os << "\nmpu of rank " << m.rank() << " (pp " << c.pp_rank << ", dp_rep " << c.dp_rep_rank << ", dp_shard "
+       << c.dp_shard_rank << ", sp " << c.sp_rank << ", tp " << c.tp_rank
+       << "): what DeepSpeed's mpu and Megatron's parallel_state answer here (--rank picks another)\n";
+    os << "  model parallel = tp x pp: the ranks one model replica is split over (Megatron's tp-pp group; not sp)\n";
+    SS_MPU_CALL(get_model_parallel_rank);
+    SS_MPU_CALL(get_model_parallel_world_size);
+    SS_MPU_CALL(get_model_parallel_group);
+    os << "  data parallel = dp_rep x dp_shard: different batches, same model slice (GBS counts these)\n";
+    SS_MPU_CALL(get_data_parallel_rank);
+    SS_MPU_CALL(get_data_parallel_world_size);
+    SS_MPU_CALL(get_data_parallel_group);
+    os << "  tensor model parallel = tp: a slice of every weight matrix\n";
+    SS_MPU_CALL(get_tensor_model_parallel_rank);
+    SS_MPU_CALL(get_tensor_model_parallel_world_size);
+    SS_MPU_CALL(get_tensor_model_parallel_group);
+    os << "  pipeline model parallel = pp: a slice of the layers; Megatron's next/prev wrap around the ends\n";
+    SS_MPU_CALL(get_pipeline_model_parallel_rank);
+    SS_MPU_CALL(get_pipeline_model_parallel_world_size);
+    SS_MPU_CALL(get_pipeline_model_parallel_group);
+    SS_MPU_CALL(get_pipeline_model_parallel_first_rank);
+    SS_MPU_CALL(get_pipeline_model_parallel_last_rank);
+    SS_MPU_CALL(get_pipeline_model_parallel_next_rank);
+    SS_MPU_CALL(get_pipeline_model_parallel_prev_rank);
+    os << "  sequence parallel = sp (DeepSpeed's Ulysses name); context parallel is the same axis under Megatron's name\n";
+    SS_MPU_CALL(get_sequence_parallel_rank);
+    SS_MPU_CALL(get_sequence_parallel_world_size);
+    SS_MPU_CALL(get_sequence_parallel_group);
+    SS_MPU_CALL(get_context_parallel_rank);
+    SS_MPU_CALL(get_context_parallel_world_size);
+    SS_MPU_CALL(get_context_parallel_group);
+    os << "  sequence data parallel = dp x sp: gradients are averaged here (Megatron: data parallel with context parallel)\n";
+    SS_MPU_CALL(get_sequence_data_parallel_rank);
+    SS_MPU_CALL(get_sequence_data_parallel_world_size);
+    SS_MPU_CALL(get_sequence_data_parallel_group);
+    os << "  ShardScope's own: the ZeRO shard group, the replica group, and what ZeRO shards over when sp > 1\n";
+    SS_MPU_CALL(dp_shard_rank);
+    SS_MPU_CALL(dp_shard_world_size);
+    SS_MPU_CALL(dp_shard_group);
+    SS_MPU_CALL(dp_rep_rank);
+    SS_MPU_CALL(dp_rep_world_size);
+    SS_MPU_CALL(dp_rep_group);
+    SS_MPU_CALL(dp_shard_sp_rank);
+    SS_MPU_CALL(dp_shard_sp_world_size);
+    SS_MPU_CALL(dp_shard_sp_group);
+    SS_MPU_CALL(pp_next_rank);
+    SS_MPU_CALL(pp_prev_rank);
+    os << "  expert parallel: no expert axis yet, so no get_expert_model_parallel_* (it would take its ranks from dp)\n";
+}
+
+#undef SS_MPU_CALL
+
 }  // namespace
 
-std::string mesh_report(const ProcessMesh& mesh) {
+std::string mesh_report(const ProcessMesh& mesh, int mpu_rank) {
     const MeshShape& s = mesh.shape();
     const int world = mesh.world_size();
     std::ostringstream os;
@@ -96,6 +173,7 @@ std::string mesh_report(const ProcessMesh& mesh) {
         os << "\n";
         write_members(os, groups, 6, 100);
     }
+    write_mpu(os, mesh.mpu(mpu_rank));
     return os.str();
 }
 

@@ -37,6 +37,7 @@ const std::vector<KindInfo>& kind_table() {
         {GroupKind::pp, "pp", {PP}},
         {GroupKind::dp_shard_sp, "dp_shard+sp", {DP_SHARD, SP}},
         {GroupKind::dp_sp, "dp+sp", {DP_REP, DP_SHARD, SP}},
+        {GroupKind::mp, "pp+tp", {PP, TP}},
         {GroupKind::world, "world", {PP, DP_REP, DP_SHARD, SP, TP}},
     };
     return table;
@@ -80,7 +81,7 @@ void check_world(int world) {
 const std::vector<GroupKind>& all_group_kinds() {
     static const std::vector<GroupKind> kinds = {
         GroupKind::tp, GroupKind::sp, GroupKind::dp_shard, GroupKind::dp_rep, GroupKind::dp,
-        GroupKind::pp, GroupKind::dp_shard_sp, GroupKind::dp_sp, GroupKind::world,
+        GroupKind::pp, GroupKind::dp_shard_sp, GroupKind::dp_sp, GroupKind::mp, GroupKind::world,
     };
     return kinds;
 }
@@ -238,6 +239,23 @@ int Mpu::pp_prev_rank() const {
     if (pp_is_first_stage()) return -1;
     MeshCoord prev = coord_;
     prev.pp_rank -= 1;
+    return mesh_.rank_at(prev);
+}
+
+// Megatron's pipeline neighbours: the pp group read as a ring (stage (i +- 1) mod pp).
+int Mpu::get_pipeline_model_parallel_first_rank() const { return get_pipeline_model_parallel_group().ranks.front(); }
+
+int Mpu::get_pipeline_model_parallel_last_rank() const { return get_pipeline_model_parallel_group().ranks.back(); }
+
+int Mpu::get_pipeline_model_parallel_next_rank() const {
+    MeshCoord next = coord_;
+    next.pp_rank = (coord_.pp_rank + 1) % mesh_.shape().pp;
+    return mesh_.rank_at(next);
+}
+
+int Mpu::get_pipeline_model_parallel_prev_rank() const {
+    MeshCoord prev = coord_;
+    prev.pp_rank = (coord_.pp_rank + mesh_.shape().pp - 1) % mesh_.shape().pp;
     return mesh_.rank_at(prev);
 }
 

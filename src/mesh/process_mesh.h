@@ -23,6 +23,10 @@
 //
 // The Mpu class at the end is the same grid seen from one rank, with the
 // method names DeepSpeed accepts as `mpu` and Megatron's parallel_state uses.
+// "Model parallel" there means tp x pp: the ranks one model replica is split
+// over (Megatron builds it from its 'tp-pp' ranks). sp ranks are not in it:
+// they hold the same parameters and split the data (the sequence), like
+// Megatron's context parallelism, which its model-parallel group leaves out.
 // See docs/mesh.md.
 #pragma once
 
@@ -73,6 +77,7 @@ enum class GroupKind {
     pp,           ///< pipeline: varies pp; a rank's stage neighbours are in it
     dp_shard_sp,  ///< "dp_shard+sp": what ZeRO shards over when sp > 1, dp_shard (major) x sp
     dp_sp,        ///< "dp+sp": the gradient-averaging group, dp_rep x dp_shard x sp (DeepSpeed's sequence-data-parallel group)
+    mp,           ///< "pp+tp": model parallel, the ranks one model replica is split over, pp (major) x tp (Megatron's tp-pp group)
     world,        ///< every rank, in rank order
 };
 
@@ -153,6 +158,21 @@ public:
     /// The grid this view looks at.
     const ProcessMesh& mesh() const { return mesh_; }
 
+    // Model parallel = tp x pp, as Megatron's parallel_state means it (its
+    // model-parallel group is built from the 'tp-pp' ranks; context parallel
+    // and data parallel are not in it). The sp axis is not either: sp ranks
+    // hold the same parameters and split the sequence, so they share the
+    // model's weights the way data-parallel ranks do (gradients average over
+    // dp x sp). DeepSpeed sums gradient norms over this group.
+
+    /// Rank in the model-parallel group (tp x pp): pp_rank * tp + tp_rank.
+    int get_model_parallel_rank() const { return coord_.pp_rank * mesh_.shape().tp + coord_.tp_rank; }
+    /// Model-parallel degree tp * pp: how many ranks one model replica is split over.
+    int get_model_parallel_world_size() const { return mesh_.shape().tp * mesh_.shape().pp; }
+    /// The model-parallel group ("pp+tp"): the ranks that together hold one whole
+    /// copy of the model and work on the same samples; pp major, tp fastest.
+    Group get_model_parallel_group() const { return mesh_.group(GroupKind::mp, rank_); }
+
     /// Rank in the data-parallel group (dp_rep x dp_shard): dp_rep_rank * dp_shard + dp_shard_rank.
     int get_data_parallel_rank() const { return coord_.dp_rank; }
     /// Data-parallel degree DP = dp_rep * dp_shard (GBS = MBS x GA x DP).
@@ -174,12 +194,38 @@ public:
     /// The pipeline group: the same position in every stage, stage 0 first.
     Group get_pipeline_model_parallel_group() const { return mesh_.group(GroupKind::pp, rank_); }
 
+    /// Global rank of stage 0 in this rank's pipeline group.
+    int get_pipeline_model_parallel_first_rank() const;
+    /// Global rank of the last stage in this rank's pipeline group.
+    int get_pipeline_model_parallel_last_rank() const;
+    /// Global rank of the next stage's peer, wrapping from the last stage to the
+    /// first as Megatron's does (pp_next_rank() answers -1 there instead).
+    int get_pipeline_model_parallel_next_rank() const;
+    /// Global rank of the previous stage's peer, wrapping from the first stage to
+    /// the last as Megatron's does (pp_prev_rank() answers -1 there instead).
+    int get_pipeline_model_parallel_prev_rank() const;
+
     /// Rank in the sequence-parallel group (sp_rank): which piece of each sequence this rank holds.
     int get_sequence_parallel_rank() const { return coord_.sp_rank; }
     /// Sequence-parallel degree sp.
     int get_sequence_parallel_world_size() const { return mesh_.shape().sp; }
     /// The sequence-parallel group: the ranks that split one sequence (Ulysses all-to-all, ring attention).
     Group get_sequence_parallel_group() const { return mesh_.group(GroupKind::sp, rank_); }
+
+    // Context parallel is Megatron's name (--context-parallel-size) for what the
+    // sp axis does: split every sequence over ranks that hold the same weights
+    // (ring attention; Ulysses is DeepSpeed's get_sequence_parallel_*). The
+    // names below are the sp axis under Megatron's name. (Megatron's own
+    // "sequence parallel" is a switch on the tp axis, with no ranks of its own.)
+    // Expert parallelism (Megatron's get_expert_model_parallel_*) would take its
+    // ranks from dp; the grid has no expert axis yet, so there are no expert calls.
+
+    /// Rank in the context-parallel group: the sp axis's sp_rank under Megatron's name.
+    int get_context_parallel_rank() const { return get_sequence_parallel_rank(); }
+    /// Context-parallel degree: sp, under Megatron's name.
+    int get_context_parallel_world_size() const { return get_sequence_parallel_world_size(); }
+    /// The context-parallel group: the sp group, under Megatron's name.
+    Group get_context_parallel_group() const { return get_sequence_parallel_group(); }
 
     /// Rank in the sequence-data-parallel group (dp x sp): dp_rank * sp + sp_rank.
     int get_sequence_data_parallel_rank() const { return coord_.dp_rank * mesh_.shape().sp + coord_.sp_rank; }
