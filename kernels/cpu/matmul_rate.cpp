@@ -1,0 +1,48 @@
+// matmul_rate.cpp — time matmul_forward on one thread and keep the best rate
+// (the best, not the mean: the other builds and ranks sharing the cores only
+// ever slow a timing down).
+#include "kernels/cpu/matmul_rate.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu/matmul.h"
+
+namespace ss::cpu {
+
+double measure_cpu_matmul_gflops(double seconds) {
+    constexpr int N = 256, C = 256, OC = 1024;
+    constexpr double flops = 2.0 * N * C * OC;
+    std::vector<float> inp(size_t(N) * C, 0.5f), weight(size_t(C) * OC, 0.25f), bias(OC, 1.0f),
+        out(size_t(N) * OC);
+
+    const int threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    using clock = std::chrono::steady_clock;
+    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+
+    matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);  // warm the caches and OpenBLAS
+    double best = 0;
+    const auto start = clock::now();
+    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {  // at least 3 timings, about @p seconds in all
+        int calls = 0;
+        const auto t0 = clock::now();
+        do {
+            matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);
+            ++calls;
+        } while (elapsed(t0) < seconds / 8);
+        best = std::max(best, calls * flops / elapsed(t0));
+    }
+    openblas_set_num_threads(threads);
+    // Every output element is the bias plus C products of 0.5 x 0.25: a wrong
+    // kernel is not timed as a fast one.
+    SS_CHECK(out[0] == 1.0f + 0.125f * C && out.back() == out[0],
+             "measure_cpu_matmul_gflops: matmul_forward gave " << out[0] << ", expected " << 1.0f + 0.125f * C);
+    return best / 1e9;
+}
+
+}  // namespace ss::cpu
