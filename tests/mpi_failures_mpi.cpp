@@ -33,20 +33,20 @@ int main(int argc, char** argv) {
             float x = 1;
             const Label label{Payload::grad, 2, Phase::bwd, -1, 3};
             if (comm.rank() != 1) comm.all_reduce(&x, 1, comm.world_group(), ReduceOp::sum, label);
-        }, CommOptions{60, {}});
+        }, CommOptions{60, {}, {}});
     } else if (mode == "stuck") {
         run_mpi([](Comm& comm) {
             float x = 1;
             if (comm.rank() == 1) sleep_s(60);  // until rank 0's MPI_Abort ends it
             comm.all_reduce(&x, 1, Group{"tp", {0, 1}}, ReduceOp::sum, {Payload::act, 2, Phase::bwd, -1, 3});
-        }, CommOptions{1, {}}, {Group{"tp", {0, 1}}});
+        }, CommOptions{1, {}, {}}, {Group{"tp", {0, 1}}});
     } else if (mode == "elsewhere") {
         run_mpi([](Comm& comm) {
             float x = 1;
             if (comm.rank() == 0) comm.all_reduce(&x, 1, Group{"tp", {0, 1}}, ReduceOp::sum, {Payload::grad, 5});
             if (comm.rank() != 0) sleep_s(0.3);
             comm.barrier(comm.world_group(), {Payload::scalar, -1, Phase::step});
-        }, CommOptions{1, {}}, pairs);
+        }, CommOptions{1, {}, {}}, pairs);
     } else if (mode == "throw") {
         run_mpi([](Comm& comm) {
             std::vector<float> x(100, 1.0f);
@@ -55,13 +55,13 @@ int main(int argc, char** argv) {
                 comm.all_reduce(x.data(), x.size(), comm.world_group(), ReduceOp::sum,
                                 {Payload::grad, -1, Phase::bwd, -1, step});
             }
-        }, CommOptions{60, {}});
+        }, CommOptions{60, {}, {}});
     } else if (mode == "recv") {
         run_mpi([](Comm& comm) {
             float x = 0;
             if (comm.rank() == 0) sleep_s(60);
             if (comm.rank() == 1) comm.recv(&x, 1, 0, {Payload::act, -1, Phase::fwd, 2}, "pp");
-        }, CommOptions{1, {}});
+        }, CommOptions{1, {}, {}});
     } else {
         std::fprintf(stderr, "usage: mpirun -np N %s skip|stuck|elsewhere|throw|recv\n", argv[0]);
         return 2;

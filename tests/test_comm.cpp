@@ -210,7 +210,7 @@ void exercise_partition(int world, const std::vector<Group>& groups) {
     run_threads(world, [&](Comm& comm) {
         for (const Group& g : groups)
             if (g.index_of(comm.rank()) >= 0) exercise_group(comm, g, fails);
-    }, CommOptions{20, {}});
+    }, CommOptions{20, {}, {}});
     require_none(fails);
 }
 
@@ -343,7 +343,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 std::string run_and_catch(int world, const std::function<void(Comm&)>& body, double timeout) {
     try {
-        run_threads(world, body, CommOptions{timeout, {}});
+        run_threads(world, body, CommOptions{timeout, {}, {}});
     } catch (const Error& e) {
         return e.what();
     }

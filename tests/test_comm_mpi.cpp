@@ -240,7 +240,7 @@ TEST_CASE("every collective matches a serial reference on groups of every shape"
         for (const auto& [name, groups] : partitions())
             for (const Group& g : groups)
                 if (g.index_of(comm.rank()) >= 0) exercise_group(comm, g, fails);
-    }, CommOptions{30, {}}, all);
+    }, CommOptions{30, {}, {}}, all);
     check_none(fails);
 }
 

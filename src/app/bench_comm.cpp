@@ -210,9 +210,9 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
             }
         };
         if (mpi)
-            run_mpi(body, CommOptions{o.timeout_seconds, {}});
+            run_mpi(body, CommOptions{o.timeout_seconds, {}, {}});
         else
-            run_threads(n, body, CommOptions{o.timeout_seconds, {}});
+            run_threads(n, body, CommOptions{o.timeout_seconds, {}, {}});
         if (mpi && mpi_world_rank() != 0) continue;  // rank 0 gathered every rank's times and reports
         for (size_t s = 0; s < sizes.size(); ++s) {
             const size_t count = count_for(op, sizes[s], n, es);

@@ -27,9 +27,20 @@
 //    Messages between two ranks arrive in the order they were sent.
 //  - Every wait ends: after the timeout, or at once when another rank failed,
 //    with an ss::Error that names the call, the group and the missing ranks.
+//
+// Asynchronous calls. Every call also has a start form (Comm::start_*): the
+// backend is handed the whole call as a Call and returns a Request, which the
+// rank waits for later. The default start() runs the call at once, on the
+// caller's thread, and returns it finished: correct for any backend, with
+// nothing hidden. A backend that can progress calls while the rank computes
+// overrides it (threads: a progress thread per group, threads/progress.h).
+// Either way the calls on one group run in the order they were issued, the
+// blocking ones included, so results are bit-identical to the blocking form.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "comm/label.h"
@@ -37,6 +48,44 @@
 #include "mesh/group.h"
 
 namespace ss {
+
+/// Which call a Call is.
+enum class CallOp { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send, recv, barrier };
+
+/// "all_reduce", ... : the op's name, as traces and errors spell it.
+const char* call_op_name(CallOp op);
+
+/// One call described whole, as Comm::start_* hands it to Backend::start.
+/// The buffers must stay valid, and unwritten by the rank, until it is waited for.
+struct Call {
+    CallOp op = CallOp::barrier;      ///< which call
+    const void* send = nullptr;       ///< input: send buffer (all_reduce, broadcast, recv: unused)
+    void* recv = nullptr;             ///< output: recv buffer; the buffer itself for all_reduce and broadcast
+    size_t count = 0;                 ///< elements (per rank for all_gather, reduce_scatter, all_to_all)
+    DType dt = DType::f32;            ///< element type
+    Group group;                      ///< the group; {axis, {me, peer}} for send, {axis, {peer, me}} for recv
+    ReduceOp reduce = ReduceOp::sum;  ///< reductions only
+    int root = -1;                    ///< broadcast only: the root's index in the group
+    int peer = -1;                    ///< send/recv only: the other rank
+    Label label;                      ///< what the bytes are
+};
+
+/// A call a backend has started: wait() returns once it has finished.
+class Request {
+public:
+    virtual ~Request() = default;
+    /// Returns once the call has finished; throws its ss::Error if it failed
+    /// (timeouts and desync reports name the rank, the call and the group as
+    /// the blocking form's do). Called once.
+    virtual void wait() = 0;
+    /// When the call began to run (after the calls queued before it on its group).
+    std::chrono::steady_clock::time_point started;
+    /// When it finished (valid after wait()).
+    std::chrono::steady_clock::time_point finished;
+};
+
+/// A Request for a call that already ran, from @p started to now; wait() returns at once.
+std::unique_ptr<Request> finished_request(std::chrono::steady_clock::time_point started);
 
 /// How one rank's collectives are carried out. See the file comment for the contract.
 class Backend {
@@ -83,6 +132,14 @@ public:
     /// when not measured (threads, mpi, and nccl's send/recv). Comm puts it in
     /// the call's trace event as gpu_us (trace.h), beside the host's wall time.
     virtual double last_gpu_seconds() const { return -1; }
+
+    /// Starts @p call and returns at once (or, by default, runs it now and
+    /// returns it finished: see the file comment). Calls on one group run in
+    /// issue order, blocking and started ones alike.
+    virtual std::unique_ptr<Request> start(const Call& call);
+
+    /// Runs @p call now with the blocking calls above (what the default start() does).
+    void run(const Call& call);
 };
 
 /// Declares, inside a backend class, the calls of the Backend interface that

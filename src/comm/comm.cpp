@@ -11,6 +11,16 @@
 
 namespace ss {
 
+/// A started call: what it is, the backend's Request, and when it was issued.
+struct PendingCall {
+    Call call;                         ///< what was started
+    std::unique_ptr<Request> request;  ///< the backend's side
+    double issued_us = 0;              ///< Comm::now_us() at start_*
+    double trace_issued_us = 0;        ///< the tracer's clock at start_* (when tracing)
+    bool waited = false;               ///< wait() or wait_all() has taken it
+};
+
+
 std::string ranks_str(const std::vector<int>& ranks) {
     std::ostringstream os;
     os << "[";
@@ -27,13 +37,23 @@ std::string describe_call(const char* op, const Group& group, const Label& label
 }
 
 Comm::Comm(int rank, int world_size, std::unique_ptr<Backend> backend, Tracer* tracer)
-    : rank_(rank), world_size_(world_size), backend_(std::move(backend)), tracer_(tracer) {
+    : rank_(rank), world_size_(world_size), backend_(std::move(backend)), tracer_(tracer),
+      origin_(std::chrono::steady_clock::now()) {
     SS_CHECK(world_size >= 1, "Comm: world size " << world_size << " must be at least 1");
     SS_CHECK(rank >= 0 && rank < world_size, "Comm: rank " << rank << " is outside the world [0, " << world_size << ")");
     SS_CHECK(backend_ != nullptr, "Comm: no backend given");
 }
 
-Comm::~Comm() = default;
+Comm::~Comm() {
+    // A call still in flight reads and writes the rank's buffers: let it end
+    // (after a failure every wait ends at once) before anything is freed.
+    for (auto& p : in_flight_) {
+        try {
+            p->request->wait();
+        } catch (...) {
+        }
+    }
+}
 
 Group Comm::world_group() const {
     Group g{"world", {}};
@@ -87,14 +107,16 @@ bool overlap(const void* a, size_t na, const void* b, size_t nb) {
 }  // namespace
 
 void Comm::trace(const char* op, const Group& group, size_t count, DType dt, const Label& label,
-                 double start_us, int peer) {
+                 double start_us, double dur_us, double issued_us, double exposed_us, int peer) {
     TraceEvent ev;
     ev.kind = TraceEvent::Kind::collective;
     ev.tid = kCommLane;
     ev.name = op;
     ev.cat = "comm";
     ev.ts_us = start_us;
-    ev.dur_us = tracer_->now_us() - start_us;
+    ev.dur_us = dur_us;
+    ev.issued_us = issued_us;
+    ev.exposed_us = exposed_us;
     ev.axis = group.axis;
     ev.group = group.ranks;
     ev.count = count;
@@ -140,84 +162,244 @@ void check_block_in(const char* op, const Group& group, const Label& label, int 
 
 }  // namespace
 
-template <class Call>
-void Comm::timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Call&& call,
-                 int peer) {
-    const double t0 = tracer_ ? tracer_->now_us() : 0;
-    call();
-    if (tracer_) trace(op, group, count, dt, label, t0, peer);
+double Comm::now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
 }
 
+void Comm::add_interval(double start_us, double end_us) {
+    intervals_.emplace_back(start_us, end_us);
+    ++times_.calls;
+}
+
+CommTimes Comm::take_times() {
+    // The union of the calls' intervals: two calls in flight at once count once.
+    std::sort(intervals_.begin(), intervals_.end());
+    double total = 0, lo = 0, hi = -1;
+    for (const auto& [a, b] : intervals_) {
+        if (a > hi) {
+            if (hi > lo) total += hi - lo;
+            lo = a;
+            hi = b;
+        } else {
+            hi = std::max(hi, b);
+        }
+    }
+    if (hi > lo) total += hi - lo;
+    CommTimes t = times_;
+    t.comm_s = total * 1e-6;
+    intervals_.clear();
+    times_ = CommTimes{};
+    return t;
+}
+
+template <class Fn>
+void Comm::timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Fn&& call,
+                 int peer) {
+    const double t0 = now_us();
+    const double trace0 = tracer_ ? tracer_->now_us() : 0;
+    call();
+    const double dur = now_us() - t0;
+    add_interval(t0, t0 + dur);
+    times_.exposed_s += dur * 1e-6;  // a blocking call: the rank waits for all of it
+    if (tracer_) trace(op, group, count, dt, label, trace0, dur, -1, dur, peer);
+}
+
+// ---- the checks of every call, blocking or started -----------------------------------
+
+void Comm::check(const Call& c) {
+    const char* op = call_op_name(c.op);
+    if (c.op == CallOp::send || c.op == CallOp::recv) {
+        run_hook(op, c.group, c.label);
+        check_peer(op, c.peer);
+        check_buffer(op, "the", c.op == CallOp::send ? c.send : c.recv, c.count);
+        return;
+    }
+    begin(op, c.group, c.label);
+    switch (c.op) {
+        case CallOp::all_reduce:
+            check_reducible(op, c.dt);
+            check_buffer(op, "the", c.recv, c.count);
+            break;
+        case CallOp::all_gather:
+            check_buffer(op, "send", c.send, c.count);
+            check_buffer(op, "recv", c.recv, c.count);
+            check_block_in(op, c.group, c.label, rank_, c.send, "send", c.recv, "recv", c.count, c.dt);
+            break;
+        case CallOp::reduce_scatter:
+            check_reducible(op, c.dt);
+            check_buffer(op, "send", c.send, c.count);
+            check_buffer(op, "recv", c.recv, c.count);
+            check_block_in(op, c.group, c.label, rank_, c.recv, "recv", c.send, "send", c.count, c.dt);
+            break;
+        case CallOp::all_to_all: {
+            check_buffer(op, "send", c.send, c.count);
+            check_buffer(op, "recv", c.recv, c.count);
+            const size_t bytes = c.group.size() * c.count * dtype_size(c.dt);
+            SS_CHECK(!overlap(c.send, bytes, c.recv, bytes),
+                     describe_call(op, c.group, c.label) << ": send and recv overlap; all_to_all cannot run in place");
+            break;
+        }
+        case CallOp::broadcast:
+            check_buffer(op, "the", c.recv, c.count);
+            SS_CHECK(c.root >= 0 && c.root < c.group.size(),
+                     describe_call(op, c.group, c.label)
+                         << ": root index " << c.root << " is not an index into the group (0.." << c.group.size() - 1
+                         << "); it is the root's position in group.ranks, not its global rank");
+            break;
+        default: break;
+    }
+}
+
+// ---- the blocking calls: check, call the backend, trace ------------------------------
+
 void Comm::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op, const Label& label) {
-    begin("all_reduce", group, label);
-    check_reducible("all_reduce", dt);
-    check_buffer("all_reduce", "the", buf, count);
+    Call c{CallOp::all_reduce, nullptr, buf, count, dt, group, op, -1, -1, label};
+    check(c);
     timed("all_reduce", group, count, dt, label, [&] { backend_->all_reduce(buf, count, dt, group, op, label); });
 }
 
 void Comm::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                       const Label& label) {
-    begin("all_gather", group, label);
-    check_buffer("all_gather", "send", send, count_per_rank);
-    check_buffer("all_gather", "recv", recv, count_per_rank);
-    check_block_in("all_gather", group, label, rank_, send, "send", recv, "recv", count_per_rank, dt);
+    check(Call{CallOp::all_gather, send, recv, count_per_rank, dt, group, ReduceOp::sum, -1, -1, label});
     timed("all_gather", group, count_per_rank, dt, label,
           [&] { backend_->all_gather(send, recv, count_per_rank, dt, group, label); });
 }
 
 void Comm::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                           ReduceOp op, const Label& label) {
-    begin("reduce_scatter", group, label);
-    check_reducible("reduce_scatter", dt);
-    check_buffer("reduce_scatter", "send", send, count_per_rank);
-    check_buffer("reduce_scatter", "recv", recv, count_per_rank);
-    check_block_in("reduce_scatter", group, label, rank_, recv, "recv", send, "send", count_per_rank, dt);
+    check(Call{CallOp::reduce_scatter, send, recv, count_per_rank, dt, group, op, -1, -1, label});
     timed("reduce_scatter", group, count_per_rank, dt, label,
           [&] { backend_->reduce_scatter(send, recv, count_per_rank, dt, group, op, label); });
 }
 
 void Comm::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                       const Label& label) {
-    begin("all_to_all", group, label);
-    check_buffer("all_to_all", "send", send, count_per_rank);
-    check_buffer("all_to_all", "recv", recv, count_per_rank);
-    const size_t bytes = group.size() * count_per_rank * dtype_size(dt);
-    SS_CHECK(!overlap(send, bytes, recv, bytes),
-             describe_call("all_to_all", group, label) << ": send and recv overlap; all_to_all cannot run in place");
+    check(Call{CallOp::all_to_all, send, recv, count_per_rank, dt, group, ReduceOp::sum, -1, -1, label});
     timed("all_to_all", group, count_per_rank, dt, label,
           [&] { backend_->all_to_all(send, recv, count_per_rank, dt, group, label); });
 }
 
 void Comm::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group, const Label& label) {
-    begin("broadcast", group, label);
-    check_buffer("broadcast", "the", buf, count);
-    SS_CHECK(root_index >= 0 && root_index < group.size(),
-             describe_call("broadcast", group, label) << ": root index " << root_index
-                 << " is not an index into the group (0.." << group.size() - 1 << "); it is the root's "
-                 << "position in group.ranks, not its global rank");
+    check(Call{CallOp::broadcast, nullptr, buf, count, dt, group, ReduceOp::sum, root_index, -1, label});
     timed("broadcast", group, count, dt, label,
           [&] { backend_->broadcast(buf, count, dt, root_index, group, label); });
 }
 
 void Comm::send(const void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis) {
     const Group pair{axis, {rank_, peer}};
-    run_hook("send", pair, label);
-    check_peer("send", peer);
-    check_buffer("send", "the", buf, count);
+    check(Call{CallOp::send, buf, nullptr, count, dt, pair, ReduceOp::sum, -1, peer, label});
     timed("send", pair, count, dt, label, [&] { backend_->send(buf, count, dt, peer, axis, label); }, peer);
 }
 
 void Comm::recv(void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis) {
     const Group pair{axis, {peer, rank_}};
-    run_hook("recv", pair, label);
-    check_peer("recv", peer);
-    check_buffer("recv", "the", buf, count);
+    check(Call{CallOp::recv, nullptr, buf, count, dt, pair, ReduceOp::sum, -1, peer, label});
     timed("recv", pair, count, dt, label, [&] { backend_->recv(buf, count, dt, peer, axis, label); }, peer);
 }
 
 void Comm::barrier(const Group& group, const Label& label) {
     begin("barrier", group, label);
     timed("barrier", group, 0, DType::f32, label, [&] { backend_->barrier(group, label); });
+}
+
+// ---- the started calls: check, Backend::start, and later wait ------------------------
+
+CommHandle::CommHandle() = default;
+CommHandle::~CommHandle() = default;
+CommHandle::CommHandle(CommHandle&&) noexcept = default;
+CommHandle& CommHandle::operator=(CommHandle&&) noexcept = default;
+
+CommHandle Comm::launch(Call c) {
+    check(c);
+    auto p = std::make_shared<PendingCall>();
+    p->issued_us = now_us();
+    p->trace_issued_us = tracer_ ? tracer_->now_us() : 0;
+    p->call = std::move(c);
+    p->request = backend_->start(p->call);
+    in_flight_.push_back(p);
+    CommHandle h;
+    h.call_ = std::move(p);
+    return h;
+}
+
+CommHandle Comm::start_all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
+                                  const Label& label) {
+    return launch(Call{CallOp::all_reduce, nullptr, buf, count, dt, group, op, -1, -1, label});
+}
+
+CommHandle Comm::start_all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                                  const Label& label) {
+    return launch(Call{CallOp::all_gather, send, recv, count_per_rank, dt, group, ReduceOp::sum, -1, -1, label});
+}
+
+CommHandle Comm::start_reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                      const Group& group, ReduceOp op, const Label& label) {
+    return launch(Call{CallOp::reduce_scatter, send, recv, count_per_rank, dt, group, op, -1, -1, label});
+}
+
+CommHandle Comm::start_all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                                  const Label& label) {
+    return launch(Call{CallOp::all_to_all, send, recv, count_per_rank, dt, group, ReduceOp::sum, -1, -1, label});
+}
+
+CommHandle Comm::start_broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
+                                 const Label& label) {
+    return launch(Call{CallOp::broadcast, nullptr, buf, count, dt, group, ReduceOp::sum, root_index, -1, label});
+}
+
+CommHandle Comm::start_send(const void* buf, size_t count, DType dt, int peer, const Label& label,
+                            const std::string& axis) {
+    return launch(Call{CallOp::send, buf, nullptr, count, dt, Group{axis, {rank_, peer}}, ReduceOp::sum, -1, peer,
+                       label});
+}
+
+CommHandle Comm::start_recv(void* buf, size_t count, DType dt, int peer, const Label& label,
+                            const std::string& axis) {
+    return launch(Call{CallOp::recv, nullptr, buf, count, dt, Group{axis, {peer, rank_}}, ReduceOp::sum, -1, peer,
+                       label});
+}
+
+void Comm::finish(PendingCall& p, double wait_start_us, double exposed_us) {
+    const double wait_end_us = now_us();
+    // The backend's clock (steady_clock) in this Comm's microseconds.
+    auto us = [&](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double, std::micro>(t - origin_).count();
+    };
+    const double run0 = std::max(p.issued_us, us(p.request->started));
+    const double run1 = std::max(run0, std::min(wait_end_us, us(p.request->finished)));
+    add_interval(run0, run1);
+    times_.exposed_s += exposed_us * 1e-6;
+    if (!tracer_) return;
+    // The tracer's clock differs from this Comm's by a constant: map through now.
+    const double shift = tracer_->now_us() - wait_end_us;
+    const Call& c = p.call;
+    trace(call_op_name(c.op), c.group, c.count, c.dt, c.label, run0 + shift, run1 - run0, p.trace_issued_us,
+          exposed_us, c.peer);
+    (void)wait_start_us;
+}
+
+void Comm::wait(CommHandle& handle) {
+    if (!handle.call_) return;
+    std::shared_ptr<PendingCall> p = std::move(handle.call_);
+    handle.call_ = nullptr;
+    if (p->waited) return;  // wait_all() took it already
+    p->waited = true;
+    auto it = std::find(in_flight_.begin(), in_flight_.end(), p);
+    if (it != in_flight_.end()) in_flight_.erase(it);
+    const double t0 = now_us();
+    p->request->wait();  // throws the call's error
+    finish(*p, t0, now_us() - t0);
+}
+
+void Comm::wait_all() {
+    while (!in_flight_.empty()) {
+        std::shared_ptr<PendingCall> p = in_flight_.front();
+        in_flight_.erase(in_flight_.begin());
+        p->waited = true;
+        const double t0 = now_us();
+        p->request->wait();
+        finish(*p, t0, now_us() - t0);
+    }
 }
 
 }  // namespace ss

@@ -25,8 +25,25 @@
 //
 //     Label label{Payload::grad, /*layer=*/-1, Phase::bwd, /*microbatch=*/-1, step};
 //     comm.all_reduce(grads, n, dp_group, ReduceOp::avg, label);
+//
+// Asynchronous form. Every collective and send/recv also has a start_* form
+// that returns a CommHandle at once; the call runs while the rank computes,
+// and wait(handle) returns when it is done (wait_all: every handle not yet
+// waited for). Until then its buffers belong to the call: the rank must not
+// read its output or write its input. Calls on one group run in the order the
+// rank issued them, blocking ones included, so a run gives the same bits with
+// or without start_* (the reduction order is the algorithm's, not the timing's):
+//
+//     CommHandle h = comm.start_all_reduce(bucket, n, DType::f32, dp_group, ReduceOp::avg, label);
+//     ... backward of earlier layers ...
+//     comm.wait(h);                     // the bucket is averaged now
+//
+// The trace event of a started call is recorded when it is waited for, with
+// when it was issued, when it ran, and how long the rank was blocked in wait:
+// its exposed time (TraceEvent::issued_us, exposed_us). times() sums them.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -49,6 +66,10 @@ struct CommOptions {
     double timeout_seconds = 60;
     /// One Tracer per rank (see make_tracers), or empty for no tracing.
     std::vector<Tracer*> tracers;
+    /// Emulated links (threads backend; comm/links.h makes it from --link): the
+    /// least time, in seconds, a call @p op of @p bytes (per rank, as
+    /// collective_bytes counts them) on the group @p ranks may take. Empty: none.
+    std::function<double(const char* op, uint64_t bytes, const std::vector<int>& ranks)> link_seconds;
 };
 
 /// Thrown by a rank's work to end it at once, as if it had returned: run_threads
@@ -56,6 +77,31 @@ struct CommOptions {
 /// (an injected `exit` fault, src/train/fault.h). Deliberately not a
 /// std::exception, so no error handler on the way out catches it.
 struct RankVanished {};
+
+struct PendingCall;
+
+/// A call started with Comm::start_*: give it to Comm::wait. Movable, not copyable;
+/// an empty (default) handle is allowed in wait() and does nothing.
+class CommHandle {
+public:
+    CommHandle();
+    ~CommHandle();
+    CommHandle(CommHandle&&) noexcept;
+    CommHandle& operator=(CommHandle&&) noexcept;
+    /// True while the handle holds a call not yet waited for.
+    bool pending() const { return call_ != nullptr; }
+
+private:
+    friend class Comm;
+    std::shared_ptr<PendingCall> call_;
+};
+
+/// Where one rank's communication time went since the last Comm::take_times().
+struct CommTimes {
+    double comm_s = 0;     ///< the union of the calls' run intervals: calls in flight together count once
+    double exposed_s = 0;  ///< time the rank was blocked in blocking calls and in wait(): not computing
+    int calls = 0;         ///< calls finished
+};
 
 /// The collectives of one rank. Not thread-safe: one rank, one thread.
 class Comm {
@@ -140,6 +186,36 @@ public:
     /// Returns once every member of the group has called it.
     void barrier(const Group& group, const Label& label = {});
 
+    /// all_reduce, started: returns at once (see "Asynchronous form" above).
+    CommHandle start_all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
+                                const Label& label);
+    /// all_gather, started.
+    CommHandle start_all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                                const Label& label);
+    /// reduce_scatter, started.
+    CommHandle start_reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
+                                    const Group& group, ReduceOp op, const Label& label);
+    /// all_to_all, started.
+    CommHandle start_all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
+                                const Label& label);
+    /// broadcast, started.
+    CommHandle start_broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
+                               const Label& label);
+    /// send, started: the link time (emulated links) passes on the progress thread, not the rank's.
+    CommHandle start_send(const void* buf, size_t count, DType dt, int peer, const Label& label,
+                          const std::string& axis);
+    /// recv, posted early: buf is filled by the time wait() returns.
+    CommHandle start_recv(void* buf, size_t count, DType dt, int peer, const Label& label, const std::string& axis);
+    /// Returns once @p handle's call has finished (at once for an empty handle), and
+    /// empties the handle; throws the call's ss::Error if it failed.
+    void wait(CommHandle& handle);
+    /// wait() for every call this rank started and has not waited for, oldest first.
+    void wait_all();
+    /// Calls started and not yet waited for.
+    int in_flight() const { return int(in_flight_.size()); }
+    /// The communication time since the last take_times() (or the start), and starts again.
+    CommTimes take_times();
+
     /// Calls @p hook once, at the start of this rank's next collective or
     /// send/recv (before any check or wait), with the call described as errors
     /// describe it: "all_gather on dp group [0,1] (param, step 3, layer 0, fwd)".
@@ -153,20 +229,29 @@ public:
 
 private:
     void begin(const char* op, const Group& group, const Label& label);  // run_hook, then check_group
-    template <class Call>
-    void timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Call&& call,
+    void check(const Call& call);                    // begin() and the op's argument checks
+    CommHandle launch(Call call);                    // Backend::start, and remember it
+    void finish(PendingCall& p, double wait_start_us, double exposed_us);  // trace it, count it
+    template <class Fn>
+    void timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Fn&& call,
                int peer = -1);  // the backend's call, traced
     void run_hook(const char* op, const Group& group, const Label& label);
     void check_group(const char* op, const Group& group) const;
     void check_peer(const char* op, int peer) const;
     void trace(const char* op, const Group& group, size_t count, DType dt, const Label& label,
-               double start_us, int peer = -1);
+               double start_us, double dur_us, double issued_us, double exposed_us, int peer = -1);
+    double now_us() const;          // seconds since this Comm was made, in microseconds
+    void add_interval(double start_us, double end_us);
 
     int rank_;
     int world_size_;
     std::unique_ptr<Backend> backend_;
     Tracer* tracer_;
     std::function<void(const std::string&)> next_call_hook_;  // before_next_call
+    std::vector<std::shared_ptr<PendingCall>> in_flight_;       // started, not yet waited for, oldest first
+    std::chrono::steady_clock::time_point origin_;             // now_us()'s zero
+    std::vector<std::pair<double, double>> intervals_;         // calls' [start, end] since take_times (us)
+    CommTimes times_;                                          // exposed time and calls since take_times
 };
 
 /// "all_reduce on tp group [0,1] (grad, step 3, layer 2, bwd)": how errors name a call.

@@ -94,15 +94,15 @@ void MpiBackend::prepare(const std::vector<Group>& groups) {
 namespace {
 
 // Finds the group's communicator and describes the call for the Watch.
-struct Call {
+struct OpenCall {
     MPI_Comm comm;
     int n;  // group size
     WaitInfo info;
 };
 
-Call begin_call(MpiBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
+OpenCall begin_call(MpiBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
                 DType dt, const char* reduce = nullptr) {
-    Call c{MPI_COMM_NULL, group.size(), {}};
+    OpenCall c{MPI_COMM_NULL, group.size(), {}};
     const int index = m.session.begin_call(c.info, op, group, label, count, dt, reduce);  // mpi_session.cpp
     SS_CHECK(count <= size_t(INT_MAX), describe_call(op, group, label)
                                            << ": " << count << " elements is more than MPI's int count allows ("
@@ -116,7 +116,7 @@ void wait(MpiBackend::Impl& m, MPI_Request& req, const WaitInfo& info) {
 }
 
 // A count of 0 moves nothing but still meets the group.
-void meet(MpiBackend::Impl& m, const Call& c) {
+void meet(MpiBackend::Impl& m, const OpenCall& c) {
     MPI_Request req;
     SS_MPI_CHECK(MPI_Ibarrier(c.comm, &req));
     wait(m, req, c.info);
@@ -127,7 +127,7 @@ void meet(MpiBackend::Impl& m, const Call& c) {
 void MpiBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
                             const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
+    OpenCall c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
     if (count == 0) return meet(m, c);
     // fp32 in place; bf16 through an fp32 copy, rounded once at the end.
     float* x = dt == DType::f32 ? static_cast<float*>(buf) : grow(m.scratch_a, count);
@@ -145,7 +145,7 @@ void MpiBackend::all_reduce(void* buf, size_t count, DType dt, const Group& grou
 void MpiBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
                                 const Group& group, ReduceOp op, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
+    OpenCall c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
     if (count_per_rank == 0) return meet(m, c);
     const size_t total = size_t(c.n) * count_per_rank;
     const float* in = static_cast<const float*>(send);
@@ -176,7 +176,7 @@ void MpiBackend::reduce_scatter(const void* send, void* recv, size_t count_per_r
 void MpiBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                             const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_gather", group, label, count_per_rank, dt);
+    OpenCall c = begin_call(m, "all_gather", group, label, count_per_rank, dt);
     if (count_per_rank == 0) return meet(m, c);
     const int me = group.index_of(m.session.rank);
     const bool in_place = send == static_cast<const char*>(recv) + me * count_per_rank * dtype_size(dt);
@@ -190,7 +190,7 @@ void MpiBackend::all_gather(const void* send, void* recv, size_t count_per_rank,
 void MpiBackend::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                             const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_to_all", group, label, count_per_rank, dt);
+    OpenCall c = begin_call(m, "all_to_all", group, label, count_per_rank, dt);
     if (count_per_rank == 0) return meet(m, c);
     const MPI_Datatype type = mpi::datatype(dt);
     MPI_Request req;
@@ -201,7 +201,7 @@ void MpiBackend::all_to_all(const void* send, void* recv, size_t count_per_rank,
 void MpiBackend::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
                            const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "broadcast", group, label, count, dt);
+    OpenCall c = begin_call(m, "broadcast", group, label, count, dt);
     c.info.root = root_index;
     if (count == 0) return meet(m, c);
     MPI_Request req;
@@ -211,7 +211,7 @@ void MpiBackend::broadcast(void* buf, size_t count, DType dt, int root_index, co
 
 void MpiBackend::barrier(const Group& group, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "barrier", group, label, 0, DType::f32);
+    OpenCall c = begin_call(m, "barrier", group, label, 0, DType::f32);
     meet(m, c);
 }
 

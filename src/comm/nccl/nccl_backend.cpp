@@ -117,19 +117,19 @@ namespace {
 
 // Finds the group's communicator, describes the call for the Watch, and orders
 // the comm stream after the caller's work (steps 1 and 2).
-struct Call {
+struct OpenCall {
     ncclComm_t comm;
     int n;   // group size
     int me;  // my index in the group = my rank in its communicator
     WaitInfo info;
 };
 
-Call begin_call(NcclBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
+OpenCall begin_call(NcclBackend::Impl& m, const char* op, const Group& group, const Label& label, size_t count,
                 DType dt, const char* reduce = nullptr) {
     SS_CHECK(!m.aborted, describe_call(op, group, label)
                              << ": the nccl backend of rank " << m.session.rank
                              << " was aborted after an earlier error; no call can run on it");
-    Call c{nullptr, group.size(), -1, {}};
+    OpenCall c{nullptr, group.size(), -1, {}};
     const size_t index = size_t(m.session.begin_call(c.info, op, group, label, count, dt, reduce));  // mpi_session.cpp
     c.comm = m.comms[index];
     c.me = m.session.groups[index].me;
@@ -160,7 +160,7 @@ void copy_back(NcclBackend::Impl& m, void* p, const char* result, size_t bytes) 
 }
 
 // A count of 0 moves nothing but still meets the group: a one-float all-reduce.
-void meet(NcclBackend::Impl& m, const Call& c) {
+void meet(NcclBackend::Impl& m, const OpenCall& c) {
     float* one = static_cast<float*>(m.one.get(sizeof(float)));
     SS_COMM_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(float), m.stream));
     m.run(c.comm, c.info, [&] { SS_NCCL_CHECK(ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, c.comm, m.stream)); });
@@ -170,7 +170,7 @@ void meet(NcclBackend::Impl& m, const Call& c) {
 // (scatter = true: n * count in, count out), the contract's way: widen to fp32
 // on the host (exact), sum fp32 with NCCL, round to bf16 once on the host (and
 // divide by n there for avg). NCCL's own bf16 sum would round every partial sum.
-void bf16_reduction(NcclBackend::Impl& m, const Call& c, const void* send, void* recv, size_t count, ReduceOp op,
+void bf16_reduction(NcclBackend::Impl& m, const OpenCall& c, const void* send, void* recv, size_t count, ReduceOp op,
                     bool scatter) {
     const size_t n_in = scatter ? size_t(c.n) * count : count;
     m.host_bf16.resize(n_in);
@@ -198,7 +198,7 @@ void bf16_reduction(NcclBackend::Impl& m, const Call& c, const void* send, void*
 void NcclBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
                              const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
+    OpenCall c = begin_call(m, "all_reduce", group, label, count, dt, reduce_op_name(op));
     if (count == 0) return meet(m, c);
     if (dt == DType::bf16) return bf16_reduction(m, c, buf, buf, count, op, /*scatter=*/false);
     // fp32, in place: on the caller's buffer, or on a device copy of it.
@@ -212,7 +212,7 @@ void NcclBackend::all_reduce(void* buf, size_t count, DType dt, const Group& gro
 void NcclBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
                                  const Group& group, ReduceOp op, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
+    OpenCall c = begin_call(m, "reduce_scatter", group, label, count_per_rank, dt, reduce_op_name(op));
     if (count_per_rank == 0) return meet(m, c);
     if (dt == DType::bf16) return bf16_reduction(m, c, send, recv, count_per_rank, op, /*scatter=*/true);
     // NCCL allows recv = send + my_index * count (in place), as Comm does.
@@ -229,7 +229,7 @@ void NcclBackend::reduce_scatter(const void* send, void* recv, size_t count_per_
 void NcclBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                              const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_gather", group, label, count_per_rank, dt);
+    OpenCall c = begin_call(m, "all_gather", group, label, count_per_rank, dt);
     if (count_per_rank == 0) return meet(m, c);
     // In place (send = recv + my_index * block) is NCCL's in place too.
     const size_t block = count_per_rank * dtype_size(dt);
@@ -244,7 +244,7 @@ void NcclBackend::all_gather(const void* send, void* recv, size_t count_per_rank
 void NcclBackend::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt, const Group& group,
                              const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "all_to_all", group, label, count_per_rank, dt);
+    OpenCall c = begin_call(m, "all_to_all", group, label, count_per_rank, dt);
     if (count_per_rank == 0) return meet(m, c);
     const size_t block = count_per_rank * dtype_size(dt);
     const char* in = device_input(m, send, size_t(c.n) * block);
@@ -263,7 +263,7 @@ void NcclBackend::all_to_all(const void* send, void* recv, size_t count_per_rank
 void NcclBackend::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
                             const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "broadcast", group, label, count, dt);
+    OpenCall c = begin_call(m, "broadcast", group, label, count, dt);
     c.info.root = root_index;
     if (count == 0) return meet(m, c);
     const size_t bytes = count * dtype_size(dt);
@@ -276,7 +276,7 @@ void NcclBackend::broadcast(void* buf, size_t count, DType dt, int root_index, c
 
 void NcclBackend::barrier(const Group& group, const Label& label) {
     Impl& m = *impl_;
-    Call c = begin_call(m, "barrier", group, label, 0, DType::f32);
+    OpenCall c = begin_call(m, "barrier", group, label, 0, DType::f32);
     meet(m, c);
 }
 

@@ -143,6 +143,7 @@ void ThreadsBackend::ring_all_gather(GroupCtx& g, const CallDesc& d, char* data,
 
 void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& group, ReduceOp op,
                                 const Label& label) {
+    drain(0, group.ranks);
     const int n = group.size();
     if (n == 1) return;  // the sum, and the average, of one value is itself
     const float divisor = op == ReduceOp::avg ? float(n) : 1.0f;
@@ -150,7 +151,7 @@ void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& 
     const CallDesc d{"all_reduce", group.axis, count, dt, op, -1, label};
 
     const Chunks chunks{count, n};
-    float* partials = scratch(2 * chunks.max_size());
+    float* partials = scratch(g, 2 * chunks.max_size());
     begin(g, d, buf, partials);
     if (dt == DType::f32) {
         float* x = static_cast<float*>(buf);
@@ -166,10 +167,12 @@ void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& 
                             });
     }
     ring_all_gather(g, d, static_cast<char*>(buf), chunks, dtype_size(dt));
+    emulate_link(g, d.op, count, dt);
 }
 
 void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
                                     const Group& group, ReduceOp op, const Label& label) {
+    drain(0, group.ranks);
     const int n = group.size();
     const size_t total = size_t(n) * count_per_rank;
     if (n == 1) {
@@ -181,7 +184,7 @@ void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_p
     const CallDesc d{"reduce_scatter", group.axis, count_per_rank, dt, op, -1, label};
 
     const Chunks chunks{total, n};  // chunk j is block j: count_per_rank elements
-    float* partials = scratch(2 * chunks.max_size());
+    float* partials = scratch(g, 2 * chunks.max_size());
     begin(g, d, send, partials);
     if (dt == DType::f32) {
         ring_reduce_scatter(g, d, static_cast<const float*>(send), partials, chunks, static_cast<float*>(recv),
@@ -194,10 +197,12 @@ void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_p
                                 reduce::narrow_to_bf16(static_cast<uint16_t*>(recv), sum, len, divisor);
                             });
     }
+    emulate_link(g, d.op, count_per_rank, dt);
 }
 
 void ThreadsBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt,
                                 const Group& group, const Label& label) {
+    drain(0, group.ranks);
     const int n = group.size();
     const size_t es = dtype_size(dt), block = count_per_rank * es;
     GroupCtx* g = n > 1 ? &ctx(group) : nullptr;
@@ -208,10 +213,12 @@ void ThreadsBackend::all_gather(const void* send, void* recv, size_t count_per_r
     const CallDesc d{"all_gather", group.axis, count_per_rank, dt, ReduceOp::sum, -1, label};
     begin(*g, d, recv, nullptr);
     ring_all_gather(*g, d, static_cast<char*>(recv), Chunks{size_t(n) * count_per_rank, n}, es);
+    emulate_link(*g, d.op, count_per_rank, dt);
 }
 
 void ThreadsBackend::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt,
                                 const Group& group, const Label& label) {
+    drain(0, group.ranks);
     const int n = group.size();
     const size_t block = count_per_rank * dtype_size(dt);
     if (n == 1) {
@@ -229,10 +236,12 @@ void ThreadsBackend::all_to_all(const void* send, void* recv, size_t count_per_r
         if (block) std::memcpy(static_cast<char*>(recv) + size_t(j) * block, theirs + size_t(g.me) * block, block);
     }
     sync(g, d);  // nobody returns while others still read its send
+    emulate_link(g, d.op, count_per_rank, dt);
 }
 
 void ThreadsBackend::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
                                const Label& label) {
+    drain(0, group.ranks);
     const int n = group.size();
     if (n == 1) return;
     GroupCtx& g = ctx(group);
@@ -242,12 +251,15 @@ void ThreadsBackend::broadcast(void* buf, size_t count, DType dt, int root_index
     // (Across machines NCCL pipelines it down a ring or a tree instead.)
     if (g.me != root_index && count) std::memcpy(buf, slot(g, root_index).data, count * dtype_size(dt));
     sync(g, d);
+    emulate_link(g, d.op, count, dt);
 }
 
 void ThreadsBackend::barrier(const Group& group, const Label& label) {
+    drain(0, group.ranks);
     if (group.size() == 1) return;
     GroupCtx& g = ctx(group);
     begin(g, CallDesc{"barrier", group.axis, 0, DType::f32, ReduceOp::sum, -1, label}, nullptr, nullptr);
+    emulate_link(g, "barrier", 0, DType::f32);
 }
 // ---- the launcher ----------------------------------------------------------------------
 
@@ -256,14 +268,18 @@ void run_threads(int world, const std::function<void(Comm&)>& body, const CommOp
     SS_CHECK(opts.tracers.empty() || int(opts.tracers.size()) == world,
              "run_threads: " << opts.tracers.size() << " tracers for " << world
                              << " ranks; give one per rank (make_tracers(world)) or none");
-    threads::World shared(world, opts.timeout_seconds);
+    threads::World shared(world, opts.timeout_seconds, opts.link_seconds);
     std::vector<std::thread> ranks;
     ranks.reserve(world);
     auto rank_main = [&](int r) {
+        // The Comm outlives the try: a failure is known to every rank before its
+        // progress threads are joined, so their waits end at once.
+        std::unique_ptr<Comm> comm;
         try {
-            Comm comm(r, world, std::make_unique<ThreadsBackend>(shared, r),
-                      opts.tracers.empty() ? nullptr : opts.tracers[r]);
-            body(comm);
+            comm = std::make_unique<Comm>(r, world, std::make_unique<ThreadsBackend>(shared, r),
+                                          opts.tracers.empty() ? nullptr : opts.tracers[r]);
+            body(*comm);
+            comm->wait_all();  // calls started and never waited for still end with the rank
         } catch (const RankVanished&) {
             // The rank ends here as if its work had returned: finished, not failed.
         } catch (const std::exception& e) {
@@ -272,6 +288,7 @@ void run_threads(int world, const std::function<void(Comm&)>& body, const CommOp
             shared.fail(r, "an exception that is not a std::exception");
         }
         shared.mark_finished(r);
+        comm.reset();
     };
     try {
         for (int r = 0; r < world; ++r) ranks.emplace_back(rank_main, r);

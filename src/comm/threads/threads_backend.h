@@ -22,6 +22,7 @@
 
 #include "comm/backend.h"
 #include "comm/comm.h"
+#include "comm/threads/progress.h"
 
 namespace ss {
 
@@ -47,6 +48,8 @@ public:
 
     const char* name() const override { return "threads"; }
     SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
+    /// Queues @p call on its group's progress thread (progress.h) and returns at once.
+    std::unique_ptr<Request> start(const Call& call) override;
 
 private:
     // This rank's view of one group: where it sits and how far it has got.
@@ -56,6 +59,7 @@ private:
         uint64_t barriers = 0;  // sync points passed on this group
         uint64_t calls = 0;     // collectives begun on this group
         int parity = 0;         // slot of the current call: calls % 2
+        std::vector<float> scratch;  // the ring's running sums: two fp32 chunks
     };
     struct Chunks;
 
@@ -69,14 +73,17 @@ private:
                              const Chunks& chunks, float* out, const std::function<void(float*, size_t)>& finish);
     void ring_all_gather(GroupCtx& g, const threads::CallDesc& d, char* data, const Chunks& chunks,
                          size_t elem_size);
-    float* scratch(size_t count);
+    float* scratch(GroupCtx& g, size_t count);
+    void drain(int kind, const std::vector<int>& ranks);  // let this group's started calls finish first
+    void emulate_link(const GroupCtx& g, const char* op, size_t count, DType dt);  // the link's time, slept
     [[noreturn]] void raise(const std::string& msg);
     [[noreturn]] void stop(const std::string& what);
 
     threads::World& world_;
     int rank_;
+    std::mutex groups_mu_;  // groups_ is looked up from several progress threads
     std::map<std::vector<int>, GroupCtx> groups_;
-    std::vector<float> scratch_;  // the ring's running sums: two fp32 chunks
+    threads::Progress progress_;  // the progress threads of started calls
 };
 
 }  // namespace ss

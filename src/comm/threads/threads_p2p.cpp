@@ -7,6 +7,7 @@
 // failure reports as the collectives.
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "comm/threads/threads_backend.h"
 #include "comm/threads/threads_world.h"
@@ -16,6 +17,7 @@ namespace ss {
 
 void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
                           const Label& label) {
+    drain(1, {rank_, peer});
     const std::string what = "send on " + axis + " to rank " + std::to_string(peer) + " (" + label_str(label) + ")";
     if (world_.failed()) stop(what);
     threads::Message m;
@@ -27,14 +29,24 @@ void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, con
     const size_t bytes = count * dtype_size(dt);
     m.data.reset(new char[bytes ? bytes : 1]);
     if (bytes) std::memcpy(m.data.get(), buf, bytes);
+    // Emulated links: the bytes take the link's time to cross; this side's wire
+    // is busy until then (a started send spends it on its progress thread).
+    const double t = world_.link_seconds("send", bytes, {rank_, peer});
+    m.arrives = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(t));
+    const auto arrives = m.arrives;
     threads::Inbox& box = world_.inbox(peer);
-    std::lock_guard<std::mutex> lock(box.mu);
-    box.messages.push_back(std::move(m));
-    box.cv.notify_all();
+    {
+        std::lock_guard<std::mutex> lock(box.mu);
+        box.messages.push_back(std::move(m));
+        box.cv.notify_all();
+    }
+    if (t > 0) std::this_thread::sleep_until(arrives);
 }
 
 void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
                           const Label& label) {
+    drain(2, {peer, rank_});
     const std::string what = "recv on " + axis + " from rank " + std::to_string(peer) + " (" + label_str(label) + ")";
     if (world_.failed()) stop(what);
     threads::Inbox& box = world_.inbox(rank_);
@@ -88,6 +100,7 @@ void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std
               dtype_name(m.dt) + " on " + m.axis + " (" + label_str(m.label) + ") but rank " +
               std::to_string(rank_) + " expects " + std::to_string(count) + " x " + dtype_name(dt) + " in " + what);
     if (count) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
+    std::this_thread::sleep_until(m.arrives);  // emulated links: not before it has crossed (else at once)
 }
 
 }  // namespace ss

@@ -11,6 +11,7 @@
 
 #include "comm/threads/threads_backend.h"
 #include "comm/threads/threads_world.h"
+#include "comm/trace/trace.h"
 #include "core/check.h"
 
 namespace ss {
@@ -38,12 +39,46 @@ constexpr int kSpinRounds = 2000;
 
 }  // namespace
 
-ThreadsBackend::ThreadsBackend(threads::World& world, int rank) : world_(world), rank_(rank) {}
+ThreadsBackend::ThreadsBackend(threads::World& world, int rank)
+    : world_(world), rank_(rank), progress_(stall_backstop_seconds(world.timeout_seconds())) {}
 ThreadsBackend::~ThreadsBackend() = default;
+
+// ---- started calls: a progress thread per group (progress.h) --------------------------
+
+namespace {
+
+// The queue of a call: collectives by group; a rank's sends and receives by peer.
+threads::QueueKey queue_key(const Call& c) {
+    const int kind = c.op == CallOp::send ? 1 : c.op == CallOp::recv ? 2 : 0;
+    return {kind, c.group.ranks};
+}
+
+}  // namespace
+
+std::unique_ptr<Request> ThreadsBackend::start(const Call& call) {
+    return progress_.submit(queue_key(call), [this, call] { run(call); },
+                            describe_call(call_op_name(call.op), call.group, call.label));
+}
+
+void ThreadsBackend::drain(int kind, const std::vector<int>& ranks) { progress_.drain({kind, ranks}); }
+
+// Emulated links (CommOptions::link_seconds): the call ends no earlier than the
+// link's time after the LAST member arrived, since no byte moves before then. The
+// wait is a sleep, so the cores stay free for the ranks that compute.
+void ThreadsBackend::emulate_link(const GroupCtx& g, const char* op, size_t count, DType dt) {
+    const int n = int(g.state->ranks.size());
+    const double t = world_.link_seconds(op, collective_bytes(op, count, dtype_size(dt), n), g.state->ranks);
+    if (t <= 0) return;
+    auto last = slot(g, 0).posted;
+    for (int m = 1; m < n; ++m) last = std::max(last, slot(g, m).posted);
+    std::this_thread::sleep_until(last + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(t)));
+}
 
 // ---- synchronisation ---------------------------------------------------------------
 
 ThreadsBackend::GroupCtx& ThreadsBackend::ctx(const Group& group) {
+    std::lock_guard<std::mutex> lock(groups_mu_);
     auto it = groups_.find(group.ranks);
     if (it != groups_.end()) return it->second;
     GroupCtx g;
@@ -76,6 +111,7 @@ void ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, con
     mine.desc = d;
     mine.data = data;
     mine.work = work;
+    mine.posted = std::chrono::steady_clock::now();
     sync(g, d);
     check_same_call(g);
 }
@@ -194,9 +230,9 @@ void ThreadsBackend::stall(const std::string& why) {
     raise(os.str());
 }
 
-float* ThreadsBackend::scratch(size_t count) {
-    if (scratch_.size() < count) scratch_.resize(count);
-    return scratch_.data();
+float* ThreadsBackend::scratch(GroupCtx& g, size_t count) {
+    if (g.scratch.size() < count) g.scratch.resize(count);
+    return g.scratch.data();
 }
 
 }  // namespace ss

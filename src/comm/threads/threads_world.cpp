@@ -21,8 +21,10 @@ GroupState::GroupState(std::vector<int> group_ranks)
       arrived(new Arrival[ranks.size()]),
       slots(ranks.size()) {}
 
-World::World(int size, double timeout_seconds)
-    : size_(size), timeout_seconds_(timeout_seconds), finished_(new std::atomic<bool>[size]) {
+World::World(int size, double timeout_seconds,
+             std::function<double(const char*, uint64_t, const std::vector<int>&)> link_seconds)
+    : size_(size), timeout_seconds_(timeout_seconds), link_seconds_(std::move(link_seconds)),
+      finished_(new std::atomic<bool>[size]) {
     SS_CHECK(size >= 1, "threads backend: world size " << size << " must be at least 1");
     SS_CHECK(timeout_seconds > 0, "threads backend: timeout " << timeout_seconds << " s must be positive");
     for (int r = 0; r < size; ++r) {

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,7 @@ struct Slot {
     CallDesc desc;               ///< what the member is calling
     const void* data = nullptr;  ///< the buffer in the call's dtype
     const void* work = nullptr;  ///< fp32 work buffer of a reduction
+    std::chrono::steady_clock::time_point posted;  ///< when the member arrived (emulated links start at the last)
 };
 
 /// One arrival counter on its own cache line (members write theirs without
@@ -89,6 +91,7 @@ struct Message {
     DType dt = DType::f32;         ///< element type
     Label label;                   ///< the sender's label
     std::unique_ptr<char[]> data;  ///< a copy of the sender's buffer
+    std::chrono::steady_clock::time_point arrives;  ///< emulated links: when it has crossed the link
 };
 
 /// The messages waiting for one rank.
@@ -101,8 +104,15 @@ struct Inbox {
 /// Everything the ranks of one run_threads() share.
 class World {
 public:
-    /// A world of @p size ranks whose waits end after @p timeout_seconds.
-    World(int size, double timeout_seconds);
+    /// A world of @p size ranks whose waits end after @p timeout_seconds; @p link_seconds
+    /// (CommOptions::link_seconds) is the emulated links' time of a call, or empty.
+    World(int size, double timeout_seconds,
+          std::function<double(const char*, uint64_t, const std::vector<int>&)> link_seconds = {});
+
+    /// The emulated links' time of a call (0 without emulated links).
+    double link_seconds(const char* op, uint64_t bytes, const std::vector<int>& ranks) const {
+        return link_seconds_ ? link_seconds_(op, bytes, ranks) : 0.0;
+    }
 
     /// Number of ranks.
     int size() const { return size_; }
@@ -141,6 +151,7 @@ private:
 
     int size_;
     double timeout_seconds_;
+    std::function<double(const char*, uint64_t, const std::vector<int>&)> link_seconds_;
     std::mutex groups_mu_;
     std::map<std::vector<int>, std::unique_ptr<GroupState>> groups_;
     std::vector<std::unique_ptr<Inbox>> inboxes_;

@@ -70,6 +70,13 @@ struct TraceEvent {
     /// stream); -1 when not measured (threads, mpi, nccl's send/recv). dur_us is
     /// the host's wall time and also counts staging copies and the host's wait.
     double gpu_us = -1;
+    /// When the rank asked for the call (microseconds since the origin): earlier than ts_us
+    /// for an asynchronous call started ahead of its run; -1 = the same as ts_us (a blocking call).
+    double issued_us = -1;
+    /// Microseconds of the call during which this rank was blocked waiting for it, not computing:
+    /// dur_us for a blocking call, less (often 0) for an asynchronous one that hid under compute.
+    /// -1 = not recorded (an older trace): readers take dur_us.
+    double exposed_us = -1;
 
     // -- memory samples (kind == memory): live bytes per Ledger category --
     std::array<uint64_t, kMemCategories> mem{};  ///< indexed by int(Mem)

@@ -1,0 +1,56 @@
+// backend.cpp — what every backend shares: a Call run with the blocking calls,
+// and the default start() that runs it at once (backend.h).
+#include "comm/backend.h"
+
+namespace ss {
+
+namespace {
+
+// A call that ran inside start(): nothing is left to wait for.
+struct FinishedRequest final : Request {
+    void wait() override {}
+};
+
+}  // namespace
+
+const char* call_op_name(CallOp op) {
+    switch (op) {
+        case CallOp::all_reduce: return "all_reduce";
+        case CallOp::all_gather: return "all_gather";
+        case CallOp::reduce_scatter: return "reduce_scatter";
+        case CallOp::all_to_all: return "all_to_all";
+        case CallOp::broadcast: return "broadcast";
+        case CallOp::send: return "send";
+        case CallOp::recv: return "recv";
+        case CallOp::barrier: return "barrier";
+    }
+    return "?";
+}
+
+std::unique_ptr<Request> finished_request(std::chrono::steady_clock::time_point started) {
+    auto r = std::make_unique<FinishedRequest>();
+    r->started = started;
+    r->finished = std::chrono::steady_clock::now();
+    return r;
+}
+
+void Backend::run(const Call& c) {
+    switch (c.op) {
+        case CallOp::all_reduce: all_reduce(c.recv, c.count, c.dt, c.group, c.reduce, c.label); break;
+        case CallOp::all_gather: all_gather(c.send, c.recv, c.count, c.dt, c.group, c.label); break;
+        case CallOp::reduce_scatter: reduce_scatter(c.send, c.recv, c.count, c.dt, c.group, c.reduce, c.label); break;
+        case CallOp::all_to_all: all_to_all(c.send, c.recv, c.count, c.dt, c.group, c.label); break;
+        case CallOp::broadcast: broadcast(c.recv, c.count, c.dt, c.root, c.group, c.label); break;
+        case CallOp::send: send(c.send, c.count, c.dt, c.peer, c.group.axis, c.label); break;
+        case CallOp::recv: recv(c.recv, c.count, c.dt, c.peer, c.group.axis, c.label); break;
+        case CallOp::barrier: barrier(c.group, c.label); break;
+    }
+}
+
+std::unique_ptr<Request> Backend::start(const Call& call) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run(call);
+    return finished_request(t0);
+}
+
+}  // namespace ss
