@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "comm/links.h"
 #include "app/commands.h"
 #include "app/flag_range.h"
 #include "app/layout_flags.h"
@@ -63,6 +64,34 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--replica-sync-every", opts->replica_sync_every,
                     "K > 1: replicas skip the gradient all-reduce and average parameters every K steps (local SGD)")
         ->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--overlap",
+           [opts](const std::string& v) {
+               SS_CHECK(v == "on" || v == "off", "--overlap " << v << " is not a choice; choose on (start the "
+                                                     << "data-parallel and pipeline traffic early, under compute) or off "
+                                                     << "(every call blocking where it is made); the results are the same");
+               opts->overlap = v == "on";
+           },
+           "on: start data-parallel and pipeline traffic early so it hides under compute; off: every call blocks "
+           "where it is made (the same bits either way)")
+        ->default_str("on");
+    cmd->add_option("--prefetch", opts->prefetch,
+                    "ZeRO-3 with --overlap on: units whose all-gather starts ahead of use (0: none)")
+        ->capture_default_str();
+    cmd->add_option("--link", opts->link,
+                    "Emulate one link for every group, GBPS[,US] (GB/s and microseconds of latency), on the threads "
+                    "backend; the run says so everywhere (src/comm/links.h)");
+    cmd->add_option("--link-intra", opts->link_intra, "Emulated link inside a node, GBPS,US (with --link-inter, --gpus-per-node)");
+    cmd->add_option("--link-inter", opts->link_inter, "Emulated link between nodes, GBPS,US (with --link-intra, --gpus-per-node)");
+    cmd->add_option("--gpus-per-node", opts->gpus_per_node,
+                    "Ranks per emulated node: r and s share a node when r / N == s / N");
+    {
+        std::string presets;
+        for (const ClusterPreset& c : cluster_presets()) presets += (presets.empty() ? "" : ", ") + c.name;
+        cmd->add_option("--emulate", opts->emulate,
+                        "A real cluster's links, time-scaled by this CPU's matmul rate against that GPU's peak so the "
+                        "run has the cluster's compute/communication ratio: " + presets);
+    }
     cmd->add_option("--pp", opts->pp, "Pipeline stages: ranks that each hold a slice of the layers")
         ->capture_default_str();
     cmd->add_option("--pp-split", opts->pp_split, "Blocks per (virtual) stage, e.g. 3,3,2 (default: an even split)")
@@ -97,6 +126,8 @@ void add_train_command(CLI::App& root) {
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--pp-split", at_least(1), "blocks per stage");
     limit(*cmd, "--bucket-mb", at_least(0), "0: one all-reduce per tensor");
+    limit(*cmd, "--prefetch", at_least(0), "0 gathers each unit when it is needed");
+    limit(*cmd, "--gpus-per-node", at_least(1), "ranks per emulated node");
     limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
     limit(*cmd, "--save-every", at_least(0), "0: never");
     cmd->callback([opts, model, dtype]() {

@@ -3,6 +3,8 @@
 // layers.cpp; the one-rank model-parallel operators in model_parallel.cpp.
 #include "model/gpt2.h"
 
+#include <algorithm>
+
 #include <vector>
 
 #include "core/check.h"
@@ -112,6 +114,28 @@ struct UnitMap {
     }
     int block(const ParamLayout& lay, int l) const { return first_block + (l - lay.part.first); }
 };
+
+}  // namespace
+
+std::vector<int> unit_order(const ParamLayout& lay, bool backward) {
+    // As the passes below take them (their params() calls, in order).
+    const UnitMap um(lay);
+    std::vector<int> order;
+    auto add = [&](int u) {
+        if (u >= 0 && std::find(order.begin(), order.end(), u) == order.end()) order.push_back(u);
+    };
+    if (!backward) {
+        if (lay.part.embedding) add(um.wte), add(um.wpe);
+        for (int i = 0; i < lay.part.count; ++i) add(um.block(lay, lay.part.first + i));
+        if (lay.part.head) add(um.wte), add(um.lnf);
+    } else {
+        if (lay.part.head) add(um.wte), add(um.lnf);
+        for (int i = lay.part.count - 1; i >= 0; --i) add(um.block(lay, lay.part.first + i));
+    }
+    return order;
+}
+
+namespace {
 
 // Full recompute: of a block's saved activations keep only its output (the next block's input).
 void keep_only_output(BlockActs& ba) {

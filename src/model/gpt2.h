@@ -134,6 +134,10 @@ struct Unit {
 /// The units of @p lay (see Unit).
 std::vector<Unit> make_units(const ParamLayout& lay);
 
+/// The units in the order part_forward (@p backward false) or part_backward asks
+/// UnitHooks::params for them, each once: what ZeRO-3's prefetch follows.
+std::vector<int> unit_order(const ParamLayout& lay, bool backward);
+
 /// Where a forward or backward pass gets each unit's parameters and puts its
 /// gradients: the seam between the model and a data-parallel strategy.
 ///

@@ -2,11 +2,13 @@
 // that walks a schedule's action list. The picture is in pipeline.h.
 #include "parallel/pipeline.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "comm/trace/trace.h"
 #include "core/check.h"
+#include "core/device.h"
 
 namespace ss {
 
@@ -112,13 +114,43 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
     auto boundary = [&](Payload payload, int vs_after, int micro) {
         return Label{payload, first_block(vs_after), payload == Payload::act ? Phase::fwd : Phase::bwd, micro, step};
     };
-    for (const PipeAction& a : schedule_.ranks[size_t(stage_)]) {
+    // Overlap: a receive is posted kLookahead actions before the schedule needs it,
+    // into its buffer (booked in Mem::comm from then), and a send's handle is kept
+    // with what it sends until the end of run(), while the stage computes.
+    const std::vector<PipeAction>& actions = schedule_.ranks[size_t(stage_)];
+    constexpr size_t kLookahead = 4;
+    std::map<size_t, CommHandle> posted;  // action index -> its receive, in flight
+    std::vector<std::pair<CommHandle, Tensor>> sending;  // sends in flight, and what they send (a copy, if freed)
+    auto recv_buffer = [&](const PipeAction& a) -> Tensor& {
+        const Key k{a.micro, a.chunk};
+        auto& into = a.op == PipeOp::recv_act ? inputs : out_grads;
+        return into[k] = Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
+    };
+    auto post_recv = [&](size_t i) {
+        const PipeAction& a = actions[i];
+        const int vs = a.chunk * p + stage_;
+        Tensor& buf = recv_buffer(a);
+        posted[i] = a.op == PipeOp::recv_act
+                        ? comm_.start_recv(buf.f32(), n, DType::f32, rank_of(vs - 1), boundary(Payload::act, vs, a.micro), "pp")
+                        : comm_.start_recv(buf.f32(), n, DType::f32, rank_of(vs + 1),
+                                           boundary(Payload::act_grad, vs + 1, a.micro), "pp");
+    };
+    for (size_t i = 0; i < actions.size(); ++i) {
+        const PipeAction& a = actions[i];
+        if (overlap_)
+            for (size_t j = i; j < std::min(actions.size(), i + kLookahead); ++j)
+                if ((actions[j].op == PipeOp::recv_act || actions[j].op == PipeOp::recv_grad) && !posted.count(j))
+                    post_recv(j);
         const int vs = a.chunk * p + stage_;
         const Key k{a.micro, a.chunk};
         ZeroModel& chunk = *chunks_[size_t(a.chunk)];
         switch (a.op) {
             case PipeOp::recv_act: {
-                Tensor& x = inputs[k] = Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
+                if (overlap_) {
+                    comm_.wait(posted.at(i));
+                    break;
+                }
+                Tensor& x = recv_buffer(a);
                 comm_.recv(x.f32(), n, rank_of(vs - 1), boundary(Payload::act, vs, a.micro), "pp");
                 break;
             }
@@ -131,12 +163,25 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
                 if (in != inputs.end()) inputs.erase(in);  // forward copied it into its saved input
                 break;
             }
-            case PipeOp::send_act:
-                comm_.send(part_output(acts.at(k)), n, rank_of(vs + 1), boundary(Payload::act, vs + 1, a.micro),
-                           "pp");
+            case PipeOp::send_act: {
+                const Label label = boundary(Payload::act, vs + 1, a.micro);
+                if (!overlap_) {
+                    comm_.send(part_output(acts.at(k)), n, rank_of(vs + 1), label, "pp");
+                    break;
+                }
+                // The output dies with acts at this micro-batch's backward: the send keeps a copy.
+                Tensor out(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
+                device_copy(out.f32(), part_output(acts.at(k)), sizeof(float) * n);
+                CommHandle h = comm_.start_send(out.f32(), n, DType::f32, rank_of(vs + 1), label, "pp");
+                sending.emplace_back(std::move(h), std::move(out));
                 break;
+            }
             case PipeOp::recv_grad: {
-                Tensor& dy = out_grads[k] = Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
+                if (overlap_) {
+                    comm_.wait(posted.at(i));
+                    break;
+                }
+                Tensor& dy = recv_buffer(a);
                 comm_.recv(dy.f32(), n, rank_of(vs + 1), boundary(Payload::act_grad, vs + 1, a.micro), "pp");
                 break;
             }
@@ -156,12 +201,23 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
                 if (dy != out_grads.end()) out_grads.erase(dy);
                 break;
             }
-            case PipeOp::send_grad:
-                comm_.send(in_grads.at(k).f32(), n, rank_of(vs - 1), boundary(Payload::act_grad, vs, a.micro), "pp");
+            case PipeOp::send_grad: {
+                const Label label = boundary(Payload::act_grad, vs, a.micro);
+                if (!overlap_) {
+                    comm_.send(in_grads.at(k).f32(), n, rank_of(vs - 1), label, "pp");
+                    in_grads.erase(k);
+                    break;
+                }
+                Tensor g = std::move(in_grads.at(k));
                 in_grads.erase(k);
+                CommHandle h = comm_.start_send(g.f32(), n, DType::f32, rank_of(vs - 1), label, "pp");
+                sending.emplace_back(std::move(h), std::move(g));
                 break;
+            }
         }
     }
+    for (auto& [h, buf] : sending) comm_.wait(h);
+    sending.clear();
     SS_CHECK(acts.empty() && inputs.empty() && out_grads.empty() && in_grads.empty(),
              "pipeline schedule left work undone on pp rank " << stage_);
     // The tied embedding: the first stage's wte and the last stage's copy take the summed gradient.

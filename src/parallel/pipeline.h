@@ -76,6 +76,10 @@ public:
 
     /// The schedule this rank runs (all ranks' lists).
     const PipeSchedule& schedule() const { return schedule_; }
+    /// --overlap: post each receive early (the next few of the schedule) and let
+    /// sends travel while the stage computes, or (off) send and receive blocking
+    /// where the schedule says. The bits are the same.
+    void set_overlap(bool on) { overlap_ = on; }
     /// This rank's chunks, chunk 0 first.
     std::vector<std::unique_ptr<ZeroModel>>& chunks() { return chunks_; }
 
@@ -120,6 +124,7 @@ private:
     int stage_ = 0;     // this rank's index in the pp group
     int resid_T_ = 0;
     PipeSchedule schedule_;
+    bool overlap_ = false;  // set_overlap
     std::vector<std::unique_ptr<ZeroModel>> chunks_;
 };
 

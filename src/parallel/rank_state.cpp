@@ -93,6 +93,19 @@ void RankState::reduce_scatter_unit_grads(int u) {
     unit_grads_.erase(u);
 }
 
+UnitInFlight RankState::start_reduce_scatter_unit_grads(int u) {
+    Tensor unit_grads = std::move(unit_grads_[u]);
+    unit_grads_.erase(u);
+    sum_sequence_parallel_grads(u, unit_grads.f32());
+    const Label label{Payload::grad, units[size_t(u)].layer, Phase::bwd, micro, this_step()};
+    return shard.start_reduce_scatter_add(u, std::move(unit_grads), storage,
+                                          grads_f32().f32() + shard.plan.units[size_t(u)].local, label);
+}
+
+void RankState::refresh_compute_copy(int64_t begin, int64_t n) {
+    if (!compute_.empty()) kern::bf16_to_f32(compute_.f32() + begin, params.bf16() + begin, size_t(n));
+}
+
 void RankState::gather_params(Tensor& pshard, int step) {
     // Every rank changed only its own chunks; all-gather each unit so that
     // every rank holds all the parameters again.

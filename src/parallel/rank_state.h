@@ -106,6 +106,11 @@ public:
     float* new_unit_grads(int u);
     /// ZeRO-2/3's backward: reduce-scatters unit @p u's gradient into my shard of grads_f32(), and frees it.
     void reduce_scatter_unit_grads(int u);
+    /// The same, started (overlap on): the unit's gradient moves into the result, which
+    /// ShardGroup::finish_reduce_scatter_add completes.
+    UnitInFlight start_reduce_scatter_unit_grads(int u);
+    /// bf16 with whole params: the fp32 compute copy of elements [begin, begin + n) from the params again.
+    void refresh_compute_copy(int64_t begin, int64_t n);
     /// ZeRO-1, -2: all-gathers every unit of @p pshard (my updated chunks, storage dtype) into the whole params.
     void gather_params(Tensor& pshard, int step);
     /// Where unit @p u's fp32 gradients lie after backward: all of it, or my chunk (grads sharded).

@@ -53,6 +53,17 @@ struct ShardPlan {
 /// The partition of @p units over a shard group of @p n ranks, seen by member @p index.
 ShardPlan make_shard_plan(const std::vector<Unit>& units, int n, int index);
 
+/// One unit's collective in flight (overlap on): its buffers live here until it
+/// is finished, since the call reads and writes them while the rank computes.
+struct UnitInFlight {
+    int unit = -1;            ///< which unit
+    CommHandle handle;        ///< the started call (comm.h)
+    Tensor whole;             ///< all_gather: the unit being gathered (padded, Mem::comm)
+    Tensor send;              ///< reduce_scatter: what is on the wire (the unit's gradients, or their bf16 copy)
+    Tensor mine;              ///< reduce_scatter: my chunk of the average, as it arrives
+    float* my_acc = nullptr;  ///< reduce_scatter_add: where my chunk is added once it has arrived
+};
+
 /// A shard group with its plan: the collectives of one unit over it.
 struct ShardGroup {
     Comm& comm;      ///< this rank's communicator
@@ -69,6 +80,14 @@ struct ShardGroup {
     /// ZeRO-2/3's backward: unit @p u's fp32 gradients (padded) go on the wire as @p dt
     /// (bf16: rounded), and this rank's chunk of their average is added into @p my_acc (fp32).
     void reduce_scatter_add(int u, const float* unit_grads, DType dt, float* my_acc, const Label& label) const;
+
+    /// all_gather, started: the unit arrives in the result's `whole` by the time it is waited for.
+    UnitInFlight start_all_gather(int u, const void* my_chunk, DType dt, const Label& label) const;
+    /// reduce_scatter_add, started, on @p unit_grads (plan.padded(u) fp32 elements, kept alive in the result).
+    UnitInFlight start_reduce_scatter_add(int u, Tensor unit_grads, DType dt, float* my_acc, const Label& label) const;
+    /// Waits for a started reduce_scatter_add and adds my chunk into its my_acc: the same
+    /// additions, in the same order per element, as reduce_scatter_add.
+    void finish_reduce_scatter_add(UnitInFlight& f) const;
 };
 
 }  // namespace ss

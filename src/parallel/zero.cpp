@@ -17,10 +17,10 @@ Holding holding_for(int stage) {
 
 std::unique_ptr<DpStrategy> make_strategy(const ZeroConfig& zc, RankState& s, const Replicas& r) {
     switch (zc.stage) {
-        case 0: return zc.bucketed ? make_ddp_bucketed(s, r, zc.bucket_mb) : make_ddp_naive(s, r);
-        case 1: return make_zero1(s, r);
-        case 2: return make_zero2(s, r);
-        default: return make_zero3(s, r);
+        case 0: return zc.bucketed ? make_ddp_bucketed(s, r, zc.bucket_mb, zc.overlap) : make_ddp_naive(s, r, zc.overlap);
+        case 1: return make_zero1(s, r, zc.overlap);
+        case 2: return make_zero2(s, r, zc.overlap);
+        default: return make_zero3(s, r, zc.overlap, zc.prefetch);
     }
 }
 }  // namespace
@@ -42,7 +42,7 @@ ZeroModel::~ZeroModel() = default;
 void ZeroModel::save(const std::string& path) {
     SS_CHECK(state_.layout.part.is_whole(state_.cfg.L),
              "ZeroModel::save writes the whole model; a pipeline stage holds part of it");
-    std::vector<float> whole = whole_params();
+    std::vector<float> whole = whole_params();  // (settles the strategy)
     if (state_.comm.rank() == 0)
         save_params(state_.cfg, make_param_layout(state_.cfg), whole.data(), state_.storage, path);
 }
@@ -78,6 +78,7 @@ void ZeroModel::backward(const int* tokens, const int* targets, const Activation
 }
 
 void ZeroModel::step() {
+    strategy_->settle();  // the last step's gathers, if a pass did not need them all
     strategy_->step();
     ++state_.steps_done;
     replicas_.after_step();  // local SGD: every K steps

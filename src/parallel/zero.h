@@ -20,6 +20,7 @@
 // through UnitHooks; the strategy decides what to send.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ struct ZeroConfig {
     bool bucketed = false;       ///< stage 0: all-reduce in buckets as gradients become ready (else one call per tensor)
     double bucket_mb = 25.0;     ///< stage 0, bucketed: bucket size in MiB (PyTorch DDP's default is 25)
     int replica_sync_every = 1;  ///< 1: replicas all-reduce gradients every step; K > 1: average params every K steps
+    /// Start the data-parallel collectives as soon as their inputs are ready and wait
+    /// only when their results are needed (--overlap on), or call each one blocking
+    /// where the plain form does (off). The bits are the same either way: what hides
+    /// under what is in each strategy's file and in docs/architecture.md.
+    bool overlap = false;
+    /// Stage 3 with overlap: how many units ahead of use the all-gather is started
+    /// (--prefetch; 0 = gather each unit when it is needed). Prefetched units are
+    /// booked in Mem::comm from the start of their gather: memory traded for time.
+    int prefetch = 1;
 };
 
 /// A data-parallel strategy: where the passes get each unit's parameters and
@@ -66,6 +76,10 @@ public:
     virtual void backward_begins() {}
     /// Backward of a micro-batch is done.
     virtual void backward_ends() {}
+    /// Finishes every call still in flight that the parameters wait for (ZeRO-1/2's
+    /// gathers after the step, which overlap the next forward): before anything but
+    /// the passes reads the parameters (save, whole_params, checkpoints).
+    virtual void settle() {}
     /// Synchronises the gradients, runs AdamW on what this rank owns and
     /// re-assembles what the passes read. Labels use RankState::this_step().
     virtual void step() = 0;
@@ -80,19 +94,40 @@ protected:
     RankState& s;  ///< the model states this strategy works on
 };
 
-/// DDP, one all-reduce per tensor after backward (data_parallel.cpp).
-std::unique_ptr<DpStrategy> make_ddp_naive(RankState& s, const Replicas& r);
-/// DDP, all-reduce in buckets of @p bucket_mb MiB as backward completes them (data_parallel.cpp).
-std::unique_ptr<DpStrategy> make_ddp_bucketed(RankState& s, const Replicas& r, double bucket_mb);
+/// DDP, one all-reduce per tensor after backward, or (@p overlap) started as each tensor is ready (data_parallel.cpp).
+std::unique_ptr<DpStrategy> make_ddp_naive(RankState& s, const Replicas& r, bool overlap);
+/// DDP, all-reduce in buckets of @p bucket_mb MiB as backward completes them; @p overlap:
+/// started, and waited for at the end of backward (data_parallel.cpp).
+std::unique_ptr<DpStrategy> make_ddp_bucketed(RankState& s, const Replicas& r, double bucket_mb, bool overlap);
 /// ZeRO-1: optimizer states sharded (zero1.cpp).
-std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r);
+std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r, bool overlap);
 /// ZeRO-2: and gradients (zero2.cpp).
-std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r);
-/// ZeRO-3: and parameters (zero3.cpp).
-std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r);
-/// ZeRO-1's update, which ZeRO-2 shares (zero1.cpp): AdamW on my chunks of the
-/// whole params with @p grad_shard, then every unit all-gathered again.
-void step_chunks_and_gather(RankState& s, Tensor& grad_shard);
+std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r, bool overlap);
+/// ZeRO-3: and parameters (zero3.cpp); @p prefetch units gathered ahead when @p overlap.
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch);
+
+/// ZeRO-1/2's parameters after the step (zero1.cpp): AdamW on my chunks, then every
+/// unit all-gathered so all ranks hold all parameters again. Blocking (overlap off),
+/// or started (on): each unit's gather runs under the next forward until the pass
+/// asks for that unit (need), as Megatron's distributed optimizer overlaps its
+/// parameter all-gather with the next forward.
+class StepAndGather {
+public:
+    /// For the strategy over @p state; @p overlap: start the gathers, wait in need().
+    StepAndGather(RankState& state, bool overlap) : s(state), overlap_(overlap) {}
+    /// AdamW on my chunks of the whole params with @p grad_shard, then the gathers.
+    void step(Tensor& grad_shard);
+    /// Unit @p u's gathered parameters are in place (waits for its gather if in flight).
+    void need(int u);
+    /// Every gather in flight finished.
+    void settle();
+
+private:
+    RankState& s;
+    bool overlap_;
+    Tensor pshard_;                          // my updated chunks: what the gathers send
+    std::map<int, UnitInFlight> in_flight_;  // unit -> its gather
+};
 
 /// One rank's GPT-2 under data parallelism with ZeRO stage 0-3 and replica groups.
 ///
@@ -127,7 +162,10 @@ public:
     /// The fp32 parameters this rank's part holds, gathered over the shard and tp groups,
     /// in the whole model's HF flat layout, zero where the part holds nothing (and where
     /// it holds only the head's copy of wte). Every rank of those groups must call.
-    std::vector<float> whole_params() { return state_.whole_params(); }
+    std::vector<float> whole_params() {
+        strategy_->settle();
+        return state_.whole_params();
+    }
     /// The same for the averaged fp32 gradients of the last step (every rank must call).
     /// Valid between backward of the last micro-batch (and sync_tied_grads) and step().
     std::vector<float> full_grads();
@@ -146,12 +184,16 @@ public:
     /// master, exp_avg, exp_avg_sq), each the range [lo, hi) of the rank's TP-local
     /// tensor, with metadata "<HF name>" = "tp tp_rank lo hi". The head's copy of wte
     /// is left out (the first stage's is the one saved).
-    void checkpoint_pieces(StFile& out) const { state_.checkpoint_pieces(out); }
+    void checkpoint_pieces(StFile& out) const {
+        strategy_->settle();
+        state_.checkpoint_pieces(out);
+    }
     /// Loads a checkpoint's state, whole-model HF flat layout (make_param_layout(cfg)):
     /// fp32 master weights (the parameters of an fp32 run), Adam's m and v, its t, and
     /// the steps done. Each rank takes its TP slice / stage / shard, as load() does.
     void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
                     int adam_t, int steps_done) {
+        strategy_->settle();
         state_.load_state(master, m, v, adam_t, steps_done);
     }
 
@@ -180,7 +222,12 @@ public:
     /// This rank's parameter layout (its TP slice under tensor parallelism).
     const ParamLayout& layout() const { return state_.layout; }
     /// The parameters this rank stores (all of them for stages 0-2, its shard for stage 3).
-    const Tensor& stored_params() const { return state_.params; }
+    const Tensor& stored_params() const {
+        strategy_->settle();
+        return state_.params;
+    }
+    /// Finishes the calls still in flight that the parameters wait for (DpStrategy::settle).
+    void settle() { strategy_->settle(); }
 
 private:
     void set_position(int micro);

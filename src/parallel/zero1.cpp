@@ -17,6 +17,12 @@
 //
 // The same volume as DDP's all-reduce (which IS a reduce-scatter plus an
 // all-gather), for 12 Psi (N-1)/N bytes less per rank.
+//
+// With overlap (--overlap on) the same calls move earlier and later:
+//
+//   last backward:  reduce_scatter(unit u) started as soon as u's grads are complete
+//   step:           wait for them; AdamW; all_gather(each unit) started
+//   next forward:   params(u) waits for u's gather only (StepAndGather::need)
 #include <cstring>
 
 #include "parallel/zero.h"
@@ -27,47 +33,113 @@ namespace {
 
 class Zero1 final : public DpStrategy {
 public:
-    Zero1(RankState& state, const Replicas& replicas) : DpStrategy(state), replicas_(replicas) {}
+    Zero1(RankState& state, const Replicas& replicas, bool overlap)
+        : DpStrategy(state), replicas_(replicas), overlap_(overlap), gather_(state, overlap) {}
 
-    // The passes are DpStrategy's: whole parameters, whole gradients.
+    // The passes read whole parameters (DpStrategy's), once their gather is in.
+    const float* params(int u, bool backward) override {
+        gather_.need(u);
+        return DpStrategy::params(u, backward);
+    }
+    void settle() override { gather_.settle(); }
+
+    // Overlap: unit u's reduce-scatter starts once the last backward has completed it.
+    void grads_ready(int u) override {
+        DpStrategy::grads_ready(u);  // Megatron-SP's sums come first
+        if (!overlap_ || !s.last_micro) return;
+        if (gshard_.empty()) gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
+        const Unit& unit = s.units[size_t(u)];
+        s.store_grads(unit.begin, unit.size());
+        in_flight_.push_back(start_unit(u, Phase::bwd));
+    }
 
     void step() override {
         const int step = s.this_step();
-        const ShardPlan& plan = s.shard.plan;
-        // ZeRO-1 keeps all gradients: store them, then reduce-scatter each unit.
-        s.store_grads();
-        Tensor gshard(s.ledger, Mem::comm, {plan.shard_size}, s.storage);  // my chunks of the average
-        for (size_t u = 0; u < s.units.size(); ++u) {
-            const ShardPlan::UnitShard& us = plan.units[u];
-            Tensor send(s.ledger, Mem::comm, {plan.padded(int(u))}, s.storage);  // padded with zeros
-            std::memcpy(send.data(), RankState::at(s.grads, us.begin),
-                        size_t(us.end - us.begin) * dtype_size(s.storage));
-            s.shard.reduce_scatter(int(u), send.data(), RankState::at(gshard, us.local), s.storage,
-                                   Label{Payload::grad, s.units[u].layer, Phase::step, -1, step});
+        if (overlap_) {  // the reduce-scatters started in backward
+            for (UnitInFlight& f : in_flight_) s.comm.wait(f.handle);
+            in_flight_.clear();
+        } else {  // ZeRO-1 keeps all gradients: store them, then reduce-scatter each unit
+            s.store_grads();
+            gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
+            for (size_t u = 0; u < s.units.size(); ++u) {
+                UnitInFlight f = send_copy(int(u));
+                s.shard.reduce_scatter(int(u), f.send.data(), RankState::at(gshard_, s.shard.plan.units[u].local),
+                                       s.storage, Label{Payload::grad, s.units[u].layer, Phase::step, -1, step});
+            }
         }
-        replicas_.all_reduce_grads(gshard, step);
-        step_chunks_and_gather(s, gshard);
+        replicas_.all_reduce_grads(gshard_, step);
+        gather_.step(gshard_);
+        gshard_ = Tensor();
     }
 
     // A copy of the accumulated gradients, averaged over all of dp here.
     std::vector<float> full_grads() override { return s.averaged_grads(&s.dp); }
 
 private:
+    // Unit u's stored gradients, padded with zeros: what its reduce-scatter sends.
+    UnitInFlight send_copy(int u) {
+        const ShardPlan::UnitShard& us = s.shard.plan.units[size_t(u)];
+        UnitInFlight f;
+        f.unit = u;
+        f.send = Tensor(s.ledger, Mem::comm, {s.shard.plan.padded(u)}, s.storage);
+        std::memcpy(f.send.data(), RankState::at(s.grads, us.begin), size_t(us.end - us.begin) * dtype_size(s.storage));
+        return f;
+    }
+    UnitInFlight start_unit(int u, Phase phase) {
+        UnitInFlight f = send_copy(u);
+        const ShardPlan::UnitShard& us = s.shard.plan.units[size_t(u)];
+        f.handle = s.comm.start_reduce_scatter(f.send.data(), RankState::at(gshard_, us.local), size_t(us.chunk),
+                                               s.storage, s.shard.group, ReduceOp::avg,
+                                               Label{Payload::grad, s.units[size_t(u)].layer, phase, -1, s.this_step()});
+        return f;
+    }
+
     const Replicas& replicas_;
+    bool overlap_;
+    StepAndGather gather_;
+    Tensor gshard_;                        // my chunks of the averaged gradients
+    std::vector<UnitInFlight> in_flight_;  // overlap: the reduce-scatters started in backward
 };
 
 }  // namespace
 
-void step_chunks_and_gather(RankState& s, Tensor& grad_shard) {
+void StepAndGather::step(Tensor& grad_shard) {
     // Update my chunks, then all-gather every unit so all ranks hold all params again.
-    Tensor pshard(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
+    pshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
     for (const Piece& p : s.shard.plan.pieces())
-        std::memcpy(RankState::at(pshard, p.local), RankState::at(s.params, p.flat_begin),
+        std::memcpy(RankState::at(pshard_, p.local), RankState::at(s.params, p.flat_begin),
                     size_t(p.flat_end - p.flat_begin) * dtype_size(s.storage));
-    s.optim->step(pshard.data(), grad_shard.data(), s.storage);
-    s.gather_params(pshard, s.this_step());
+    s.optim->step(pshard_.data(), grad_shard.data(), s.storage);
+    if (!overlap_) {
+        s.gather_params(pshard_, s.this_step());
+        pshard_ = Tensor();
+        return;
+    }
+    for (size_t u = 0; u < s.units.size(); ++u) {
+        Label label{Payload::param, s.units[u].layer, Phase::step, -1, s.this_step()};
+        in_flight_.emplace(int(u), s.shard.start_all_gather(int(u), RankState::at(pshard_, s.shard.plan.units[u].local),
+                                                            s.storage, label));
+    }
 }
 
-std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r) { return std::make_unique<Zero1>(s, r); }
+void StepAndGather::need(int u) {
+    auto it = in_flight_.find(u);
+    if (it == in_flight_.end()) return;
+    UnitInFlight& f = it->second;
+    s.comm.wait(f.handle);
+    const ShardPlan::UnitShard& us = s.shard.plan.units[size_t(u)];
+    std::memcpy(RankState::at(s.params, us.begin), f.whole.data(), size_t(us.end - us.begin) * dtype_size(s.storage));
+    s.refresh_compute_copy(us.begin, us.end - us.begin);
+    in_flight_.erase(it);
+    if (in_flight_.empty()) pshard_ = Tensor();
+}
+
+void StepAndGather::settle() {
+    while (!in_flight_.empty()) need(in_flight_.begin()->first);
+}
+
+std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r, bool overlap) {
+    return std::make_unique<Zero1>(s, r, overlap);
+}
 
 }  // namespace ss

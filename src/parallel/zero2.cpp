@@ -12,6 +12,11 @@
 //
 // With gradient accumulation every micro-batch reduce-scatters (a chunk can
 // only accumulate what it has received), where ZeRO-1 communicates once.
+//
+// With overlap (--overlap on) each unit's reduce-scatter is started, so it
+// travels while backward computes the units before it; backward's end waits
+// for them and adds my chunks in, in the same order. The step's all-gather
+// runs under the next forward, as ZeRO-1's (zero1.cpp, StepAndGather).
 #include "parallel/zero.h"
 
 namespace ss {
@@ -20,17 +25,30 @@ namespace {
 
 class Zero2 final : public DpStrategy {
 public:
-    Zero2(RankState& state, const Replicas& replicas) : DpStrategy(state), replicas_(replicas) {}
+    Zero2(RankState& state, const Replicas& replicas, bool overlap)
+        : DpStrategy(state), replicas_(replicas), overlap_(overlap), gather_(state, overlap) {}
 
-    // Forward and backward read the whole parameters (DpStrategy::params);
-    // a unit's full gradient lives only until it is reduce-scattered.
+    // Forward and backward read the whole parameters (DpStrategy::params), once
+    // their gather is in; a unit's full gradient lives only until it is reduce-scattered.
+    const float* params(int u, bool backward) override {
+        gather_.need(u);
+        return DpStrategy::params(u, backward);
+    }
+    void settle() override { gather_.settle(); }
     float* grads(int u) override { return s.new_unit_grads(u); }
-    void grads_ready(int u) override { s.reduce_scatter_unit_grads(u); }
+    void grads_ready(int u) override {
+        if (!overlap_) return s.reduce_scatter_unit_grads(u);
+        in_flight_.push_back(s.start_reduce_scatter_unit_grads(u));
+    }
+    void backward_ends() override {
+        for (UnitInFlight& f : in_flight_) s.shard.finish_reduce_scatter_add(f);
+        in_flight_.clear();
+    }
 
     void step() override {
         s.store_grads();
         replicas_.all_reduce_grads(s.grads, s.this_step());
-        step_chunks_and_gather(s, s.grads);  // as ZeRO-1 (zero1.cpp)
+        gather_.step(s.grads);  // as ZeRO-1 (zero1.cpp)
     }
 
     // My chunks are averaged over the shard group already; the replicas remain.
@@ -38,10 +56,15 @@ public:
 
 private:
     const Replicas& replicas_;
+    bool overlap_;
+    StepAndGather gather_;
+    std::vector<UnitInFlight> in_flight_;  // overlap: this backward's reduce-scatters
 };
 
 }  // namespace
 
-std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r) { return std::make_unique<Zero2>(s, r); }
+std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r, bool overlap) {
+    return std::make_unique<Zero2>(s, r, overlap);
+}
 
 }  // namespace ss

@@ -21,8 +21,21 @@
 // shard plus the few units in use (Mem::comm), which is what lets ZeRO-3
 // scale the model with N. Compare tensor parallelism (tensor_parallel.h),
 // which also splits every layer but moves activations, not parameters.
+//
+// Prefetch (--overlap on, --prefetch K), as FSDP's forward and backward
+// prefetch: when the pass takes unit u, the gathers of the next K units in
+// the pass's order (unit_order, model/gpt2.h) are started, so they travel
+// while u computes; and u's reduce-scatter is started, not waited for:
+//
+//   forward:   params(u) -> wait for u's gather; start gathers of u+1 .. u+K -> compute u
+//   backward:  the same in backward's order; grads_ready(u) -> start u's reduce-scatter
+//
+// The K units in flight are booked in Mem::comm from the moment their gather
+// starts: prefetch trades memory for time. With MBS 1 a unit's compute can
+// be shorter than its gather, and then no depth hides it (docs/tutorials).
 #include "parallel/zero.h"
 
+#include <algorithm>
 #include <map>
 
 #include "kernels/dispatch.h"
@@ -33,15 +46,27 @@ namespace {
 
 class Zero3 final : public DpStrategy {
 public:
-    Zero3(RankState& state, const Replicas& replicas) : DpStrategy(state), replicas_(replicas) {}
+    Zero3(RankState& state, const Replicas& replicas, bool overlap, int prefetch)
+        : DpStrategy(state),
+          replicas_(replicas),
+          overlap_(overlap),
+          prefetch_(overlap ? prefetch : 0),
+          order_{unit_order(state.layout, false), unit_order(state.layout, true)} {}
 
     // Gather unit u from its N chunks just before it is used (comm), and
-    // widen it for the math (workspace) in a bf16 run.
+    // widen it for the math (workspace) in a bf16 run. With prefetch, u's
+    // gather may be in flight already, and the next units' gathers start here.
     const float* params(int u, bool backward) override {
-        const ShardPlan::UnitShard& us = s.shard.plan.units[size_t(u)];
-        Label label{Payload::param, s.units[size_t(u)].layer, backward ? Phase::bwd : Phase::fwd, s.micro,
-                    s.this_step()};
-        Tensor& g = gathered_[u] = s.shard.all_gather(u, RankState::at(s.params, us.local), s.storage, label);
+        auto pre = prefetched_.find(u);
+        Tensor& g = gathered_[u];
+        if (pre != prefetched_.end()) {
+            s.comm.wait(pre->second.handle);
+            g = std::move(pre->second.whole);
+            prefetched_.erase(pre);
+        } else {
+            g = s.shard.all_gather(u, my_chunk(u), s.storage, label(u, backward));
+        }
+        prefetch_after(u, backward);
         if (s.storage == DType::f32) return g.f32();
         Tensor& w = gathered_f32_[u] = Tensor(s.ledger, Mem::workspace, {g.numel()}, DType::f32, false);
         kern::bf16_to_f32(w.f32(), g.bf16(), size_t(g.numel()));
@@ -57,7 +82,20 @@ public:
     // The unit's full gradient lives only until it is reduce-scattered into
     // my gradient shard (shard_plan.h, ShardGroup::reduce_scatter_add).
     float* grads(int u) override { return s.new_unit_grads(u); }
-    void grads_ready(int u) override { s.reduce_scatter_unit_grads(u); }
+    void grads_ready(int u) override {
+        if (!overlap_) return s.reduce_scatter_unit_grads(u);
+        // Started; at most two in flight, so the unit gradients waiting for the
+        // wire stay few (FSDP limits them the same way).
+        if (reducing_.size() >= 2) {
+            s.shard.finish_reduce_scatter_add(reducing_.front());
+            reducing_.erase(reducing_.begin());
+        }
+        reducing_.push_back(s.start_reduce_scatter_unit_grads(u));
+    }
+    void backward_ends() override {
+        for (UnitInFlight& f : reducing_) s.shard.finish_reduce_scatter_add(f);
+        reducing_.clear();
+    }
 
     // Step my shard: the gradient shard (averaged across replicas, replicas.h)
     // updates the parameter shard in place.
@@ -71,12 +109,39 @@ public:
     std::vector<float> full_grads() override { return s.averaged_grads(s.rep.size() > 1 ? &s.rep : nullptr); }
 
 private:
+    const void* my_chunk(int u) { return RankState::at(s.params, s.shard.plan.units[size_t(u)].local); }
+    Label label(int u, bool backward) const {
+        return Label{Payload::param, s.units[size_t(u)].layer, backward ? Phase::bwd : Phase::fwd, s.micro,
+                     s.this_step()};
+    }
+    // Starts the gathers of the prefetch_ units that follow u in this pass's
+    // order and are neither held nor in flight. Units past the pass's end are
+    // left for the next pass, which gathers them when it needs them.
+    void prefetch_after(int u, bool backward) {
+        if (prefetch_ == 0) return;
+        const std::vector<int>& order = order_[backward];
+        auto at = std::find(order.begin(), order.end(), u);
+        if (at == order.end()) return;
+        for (auto next = at + 1; next != order.end() && next - at <= prefetch_; ++next) {
+            const int v = *next;
+            if (gathered_.count(v) || prefetched_.count(v)) continue;
+            prefetched_.emplace(v, s.shard.start_all_gather(v, my_chunk(v), s.storage, label(v, backward)));
+        }
+    }
+
     const Replicas& replicas_;
+    bool overlap_;
+    int prefetch_;                                   // units gathered ahead (0 without overlap)
+    std::vector<int> order_[2];                      // the order the passes take units: forward, backward
     std::map<int, Tensor> gathered_, gathered_f32_;  // the units in use (comm / workspace)
+    std::map<int, UnitInFlight> prefetched_;         // gathers started ahead of use
+    std::vector<UnitInFlight> reducing_;             // reduce-scatters in flight, oldest first
 };
 
 }  // namespace
 
-std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r) { return std::make_unique<Zero3>(s, r); }
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch) {
+    return std::make_unique<Zero3>(s, r, overlap, prefetch);
+}
 
 }  // namespace ss

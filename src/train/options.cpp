@@ -1,6 +1,8 @@
 // options.cpp — every check of `shardscope train`'s options, once (options.h).
 #include "train/options.h"
 
+#include "kernels/cpu/matmul_rate.h"
+
 #include <cmath>
 
 #include "comm/launch_env.h"
@@ -131,6 +133,20 @@ void check_dp(const TrainOptions& o) {
     SS_CHECK(o.replica_sync_every >= 1,
              "--replica-sync-every must be at least 1 (got " << o.replica_sync_every << ")");
     SS_CHECK(o.bucket_mb >= 0, "--bucket-mb must not be negative (got " << o.bucket_mb << ")");
+    SS_CHECK(o.prefetch >= 0, "--prefetch must not be negative (got " << o.prefetch << "); 0 gathers each unit "
+                                                                        << "when it is needed");
+}
+
+// Emulated links: the flags' values and how they combine (comm/links.h says what each means).
+bool check_links(const TrainOptions& o, int world) {
+    const bool any = !o.link.empty() || !o.link_intra.empty() || !o.link_inter.empty() || !o.emulate.empty() ||
+                     o.gpus_per_node != 0;
+    if (!any) return false;
+    SS_CHECK(o.backend == BackendKind::threads,
+             "--link, --link-intra, --link-inter and --emulate emulate links on the threads backend; --backend "
+                 << backend_name(o.backend) << " moves bytes over real links: leave the link flags out");
+    make_emulated_links(o.link, o.link_intra, o.link_inter, o.gpus_per_node, o.emulate, world, 1.0);  // throws
+    return true;
 }
 
 // Checkpoints and the other files the run reads and writes.
@@ -151,6 +167,12 @@ void check_files(const TrainOptions& o) {
 
 }  // namespace
 
+EmulatedLinks resolve_links(const TrainOptions& o, int world) {
+    if (!check_links(o, world)) return {};
+    const double gflops = o.emulate.empty() ? 0.0 : cpu::measure_cpu_matmul_gflops();
+    return make_emulated_links(o.link, o.link_intra, o.link_inter, o.gpus_per_node, o.emulate, world, gflops);
+}
+
 RunShape check_train_options(const TrainOptions& o) {
     RunShape s;
     s.T = o.T > 0 ? o.T : o.model.maxT;
@@ -162,6 +184,7 @@ RunShape check_train_options(const TrainOptions& o) {
     s.mesh = fill_dp(s.world, MeshShape{o.pp, o.dp_rep, o.dp_shard, o.sp, o.tp});
     ProcessMesh mesh(s.world, s.mesh);  // throws a clear error for a bad layout
     check_dp(o);
+    s.emulated_links = check_links(o, s.world);
     s.gbs = int64_t(o.mbs) * o.ga * s.mesh.dp();
     check_files(o);
     return s;

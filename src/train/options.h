@@ -11,6 +11,8 @@
 // checks an option again.
 #pragma once
 
+#include "comm/links.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -77,6 +79,15 @@ struct TrainOptions {
     SpMode sp_mode = SpMode::ulysses;  ///< how the sp axis splits attention
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
+    bool overlap = true;           ///< --overlap on|off: start data-parallel and pipeline traffic early (bit-identical)
+    int prefetch = 1;              ///< ZeRO-3 with overlap: units gathered ahead of use (0: none)
+
+    // -- emulated links, threads backend (src/comm/links.h) --
+    std::string link;              ///< --link GBPS[,US]: one link for every group
+    std::string link_intra;        ///< --link-intra GBPS,US: between ranks of one node
+    std::string link_inter;        ///< --link-inter GBPS,US: between nodes
+    int gpus_per_node = 0;         ///< --gpus-per-node N: ranks r, s share a node when r / N == s / N
+    std::string emulate;           ///< --emulate PRESET: a real cluster's links, time-scaled to this CPU
 
     // -- pipeline parallelism (src/parallel/pipeline.h) and recompute --
     int pp = 1;                    ///< pipeline stages; the step's GA micro-batches flow through them
@@ -103,7 +114,12 @@ struct RunShape {
     std::vector<int> pp_split;  ///< blocks per virtual stage
     double bubble = 0;         ///< the schedule's bubble fraction (0 without pipeline parallelism)
     int64_t gbs = 0;           ///< MBS x GA x DP
+    bool emulated_links = false;  ///< a --link, --link-intra/--link-inter or --emulate flag was given
 };
+
+/// The emulated links the options ask for (off without link flags). --emulate
+/// measures this CPU's matmul rate first (comm/links.h), so call it once, before the ranks start.
+EmulatedLinks resolve_links(const TrainOptions& o, int world);
 
 /// Checks every option of @p o once (each error says what to change; throws
 /// ss::Error) and resolves the run's shape. Looks at the environment only as

@@ -87,8 +87,11 @@ nlohmann::json TrainReport::to_json() const {
                 {"formula", "GBS = MBS x GA x DP"}, {"line", gbs_line()}};
     json st = json::array();
     for (const StepStats& s : steps)
-        st.push_back({{"step", s.step}, {"loss", s.loss}, {"ms", s.ms}, {"tokens_per_s", s.tokens_per_s}});
+        st.push_back({{"step", s.step}, {"loss", s.loss}, {"ms", s.ms}, {"tokens_per_s", s.tokens_per_s},
+                      {"comm_ms", s.comm_ms}, {"exposed_comm_ms", s.exposed_comm_ms}});
     j["steps"] = st;
+    j["overlap"] = {{"on", opts.overlap}, {"prefetch", opts.prefetch}};
+    if (links.on) j["emulated_links"] = links.describe();  // link times are emulated, not measured
     json mem;
     for (int c = 0; c < kMemCategories; ++c)
         mem[mem_name(Mem(c))] = {{"live_bytes", live[c]}, {"peak_bytes", peak[c]}};
@@ -171,6 +174,11 @@ void print_run_header(std::ostream& out, const TrainReport& r) {
                                                : std::to_string(r.dp_shard)))
             << "\n";
     }
+    if (r.world > 1)
+        out << "overlap: " << (opts.overlap ? "on" : "off")
+            << (opts.overlap && opts.zero == 3 ? ", ZeRO-3 prefetch " + std::to_string(opts.prefetch) : std::string())
+            << "\n";
+    if (r.links.on) out << r.links.describe() << "\n";
     out << r.gbs_line() << "\n";
     if (!r.pipeline_line().empty()) out << r.pipeline_line() << "\n";
     if (!r.replica_batch_line().empty()) out << r.replica_batch_line() << "\n";

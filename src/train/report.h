@@ -23,11 +23,14 @@ struct StepStats {
     float loss = 0.0f;        ///< mean loss over the step's GBS x T tokens
     double ms = 0.0;          ///< wall time of the step
     double tokens_per_s = 0.0;  ///< GBS x T / wall time
+    double comm_ms = 0.0;     ///< rank 0: the union of its calls' run times (calls in flight together count once)
+    double exposed_comm_ms = 0.0;  ///< rank 0: time blocked in blocking calls and waits, not computing
 };
 
 /// What a run did.
 struct TrainReport {
     TrainOptions opts;        ///< the options it ran with
+    EmulatedLinks links;      ///< the emulated links it ran over (off: none; comm/links.h)
     int T = 0;                ///< sequence length used (opts.T, or the model's maxT)
     int world = 1;            ///< ranks
     int dp = 1;               ///< data-parallel degree DP = dp_shard x dp_rep

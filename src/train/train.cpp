@@ -76,6 +76,8 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.bucketed = opts.bucket_mb > 0;
     zc.bucket_mb = opts.bucket_mb;
     zc.replica_sync_every = opts.replica_sync_every;
+    zc.overlap = opts.overlap;
+    zc.prefetch = opts.prefetch;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
     UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
     RingAttention ring(comm, mpu.get_sequence_parallel_group());
@@ -96,6 +98,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const int Tl = T / r.sp;  // this rank's tokens of each sequence (sp)
     PipelineRank pipe(comm, opts.model, pipe_spec(opts, r.pp), r.pp_split, pp_group, embedding_group(pp_group),
                       opts.sequence_parallel ? Tl / r.tp : Tl, make_chunk);
+    pipe.set_overlap(opts.overlap);
     if (opts.init.empty())
         pipe.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
@@ -139,6 +142,7 @@ void rank_main(Comm& comm, Shared& sh) {
     for (int step = r.first_step; step <= opts.steps; ++step) {
         inject_fault(opts.fault, comm, step, opts.steps);  // --inject-fault: arms it on its rank at its step
         auto t0 = std::chrono::steady_clock::now();
+        comm.take_times();  // this step's communication time starts now
         pipe.zero_grad();
         for (int micro = 0; micro < opts.ga; ++micro) {  // every stage reads the same micro-batches
             loader.next_batch();
@@ -164,6 +168,14 @@ void rank_main(Comm& comm, Shared& sh) {
                 write_safetensors(opts.dump_grads, flat_to_safetensors(lay, g.data(), opts.dtype));
             }
         }
+        // The step's loss is the mean over all dp ranks' tokens (the last stage has it).
+        // Reduced before the optimizer step, so that ZeRO-1/2's parameter gathers, started
+        // in the step, can travel under the next forward (zero1.cpp).
+        float loss = loss_sum / float(opts.ga);
+        if (r.pp > 1)
+            comm.all_reduce(&loss, 1, pp_group, ReduceOp::sum, Label{Payload::scalar, -1, Phase::step, -1, step});
+        comm.all_reduce(&loss, 1, grad_group, ReduceOp::avg,
+                        Label{Payload::scalar, -1, Phase::step, -1, step});
         {
             ScopedSpan span(tracer, "optimizer", "step", {{"step", step}});
             pipe.step();
@@ -172,25 +184,23 @@ void rank_main(Comm& comm, Shared& sh) {
             save_checkpoint(comm, pipe, opts.checkpoint_dir, step, run_description(step));
             if (rank0) prune_checkpoints(opts.checkpoint_dir, step, opts.keep_last);  // --keep-last, after latest moved
         }
-        // The step's loss is the mean over all dp ranks' tokens (the last stage has it).
-        float loss = loss_sum / float(opts.ga);
-        if (r.pp > 1)
-            comm.all_reduce(&loss, 1, pp_group, ReduceOp::sum, Label{Payload::scalar, -1, Phase::step, -1, step});
-        comm.all_reduce(&loss, 1, grad_group, ReduceOp::avg,
-                        Label{Payload::scalar, -1, Phase::step, -1, step});
         auto t1 = std::chrono::steady_clock::now();
+        const CommTimes ct = comm.take_times();
 
         if (rank0) {
             StepStats s;
             s.step = step;
             s.loss = loss;
+            s.comm_ms = ct.comm_s * 1e3;
+            s.exposed_comm_ms = ct.exposed_s * 1e3;
             s.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
             s.tokens_per_s = double(r.gbs) * T / (s.ms / 1000.0);
             r.steps.push_back(s);
             if (sh.out && !opts.quiet) {
-                char buf[160];
-                std::snprintf(buf, sizeof buf, "step %4d/%d | loss %.4f | %8.1f ms | %10.0f tok/s\n", step,
-                              opts.steps, s.loss, s.ms, s.tokens_per_s);
+                char buf[200];
+                std::snprintf(buf, sizeof buf, "step %4d/%d | loss %.4f | %8.1f ms | %10.0f tok/s%s\n", step,
+                              opts.steps, s.loss, s.ms, s.tokens_per_s,
+                              r.links.on ? " | emulated links" : "");
                 *sh.out << buf << std::flush;
             }
         }
@@ -260,6 +270,7 @@ int64_t read_resume_point(const TrainOptions& opts, TrainReport& r, Checkpoint& 
 TrainReport train(const TrainOptions& opts, std::ostream* out) {
     const RunShape shape = check_train_options(opts);  // every check, once
     TrainReport r = TrainReport::start(opts, shape);
+    r.links = resolve_links(opts, shape.world);  // --emulate measures this CPU first
     const bool mpi = shape.mpi;  // one process per rank, under mpirun
     const bool writer = !mpi || mpi_world_rank() == 0;  // who prints and writes the files
     if (!writer) out = nullptr;
@@ -286,6 +297,10 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     }
     CommOptions copts;
     copts.timeout_seconds = opts.comm_timeout;
+    if (r.links.on)
+        copts.link_seconds = [links = r.links](const char* op, uint64_t bytes, const std::vector<int>& ranks) {
+            return links.seconds(op, bytes, ranks);
+        };
     std::vector<std::unique_ptr<Tracer>> tracers;
     if (!opts.trace.empty()) {
         tracers = make_tracers(r.world);
