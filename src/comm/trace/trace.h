@@ -1,8 +1,9 @@
 // trace.h — the Tracer: what every rank did, and when, in one Chrome trace.
 //
 // Each rank owns a Tracer. Comm records every collective in it (op, group,
-// bytes, label, start, duration, and the device time where the backend
-// measured it with CUDA events); the engine records compute spans with
+// bytes, label, start, duration, the device time where the backend measured
+// it with CUDA events, and for an asynchronous call when it was issued and how
+// much of it the rank spent blocked: trace_overlap.h); the engine records compute spans with
 // ScopedSpan; the rank's Ledger reports every change of its memory. At the end
 // write_chrome_trace() puts all ranks in ONE file in Chrome Trace Event Format,
 // which Perfetto (ui.perfetto.dev), chrome://tracing and shardscope-viz open:
@@ -70,6 +71,13 @@ struct TraceEvent {
     /// stream); -1 when not measured (threads, mpi, nccl's send/recv). dur_us is
     /// the host's wall time and also counts staging copies and the host's wait.
     double gpu_us = -1;
+    /// When the rank asked for the call (microseconds since the origin): earlier than ts_us
+    /// for an asynchronous call started ahead of its run; -1 = the same as ts_us (a blocking call).
+    double issued_us = -1;
+    /// Microseconds of the call during which this rank was blocked waiting for it, not computing:
+    /// dur_us for a blocking call, less (often 0) for an asynchronous one that hid under compute.
+    /// -1 = not recorded (an older trace): readers take dur_us.
+    double exposed_us = -1;
 
     // -- memory samples (kind == memory): live bytes per Ledger category --
     std::array<uint64_t, kMemCategories> mem{};  ///< indexed by int(Mem)
