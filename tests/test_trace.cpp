@@ -2,6 +2,7 @@
 // reads back as it was written, and a corrupt file is refused with a clear error.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "comm/threads/threads_backend.h"
 #include "comm/trace/trace.h"
 #include "comm/trace/trace_check.h"
+#include "comm/trace/trace_overlap.h"
 #include "comm/trace/trace_summary.h"
 #include "core/check.h"
 #include "core/ledger.h"
@@ -253,6 +255,160 @@ TEST_CASE("gpu_us is written only where measured, and reads back as written", "[
     REQUIRE(t.events[1].gpu_us == -1);
 }
 
+namespace {
+
+// A collective of rank @p rank in step @p step, [ts, ts + dur], with the overlap fields as given.
+TraceEvent call(int rank, int step, double ts, double dur, double issued = -1, double exposed = -1) {
+    TraceEvent e;
+    e.kind = TraceEvent::Kind::collective;
+    e.tid = kCommLane;
+    e.name = "all_gather";
+    e.cat = "comm";
+    e.rank = rank;
+    e.ts_us = ts;
+    e.dur_us = dur;
+    e.axis = "dp";
+    e.group = {0, 1};
+    e.bytes = 800;
+    e.label = {Payload::param, 0, Phase::fwd, 0, step};
+    e.issued_us = issued;
+    e.exposed_us = exposed;
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("issued_us and exposed_us are written only where recorded, and read back as written", "[trace][overlap]") {
+    Tracer tracer(0, TraceClock::now(), 0);
+    tracer.record(call(0, 1, 100, 50, /*issued=*/20.125, /*exposed=*/7.5));  // asynchronous, partly hidden
+    tracer.record(call(0, 1, 200, 30, /*issued=*/180, /*exposed=*/0));       // hid whole: 0 is written
+    tracer.record(call(0, 1, 300, 10));                                       // blocking: neither key
+    const std::string path = temp_path("overlap.json");
+    write_chrome_trace(path, std::vector<const Tracer*>{&tracer});
+
+    const json file = json::parse(std::ifstream(path));
+    std::vector<json> raw;
+    for (const auto& e : file["traceEvents"])
+        if (e["ph"] == "X") raw.push_back(e["args"]);
+    REQUIRE(raw.size() == 3);
+    REQUIRE(raw[0]["issued_us"] == 20.125);
+    REQUIRE(raw[0]["exposed_us"] == 7.5);
+    REQUIRE(raw[1]["exposed_us"] == 0);
+    REQUIRE(!raw[2].contains("issued_us"));  // a blocking call's event is as it always was
+    REQUIRE(!raw[2].contains("exposed_us"));
+
+    const Trace t = read_chrome_trace(path);
+    REQUIRE(t.events.size() == 3);
+    REQUIRE(t.events[0].issued_us == 20.125);
+    REQUIRE(t.events[0].exposed_us == 7.5);
+    REQUIRE(t.events[1].issued_us == 180);
+    REQUIRE(t.events[1].exposed_us == 0);
+    REQUIRE(t.events[2].issued_us == -1);  // absent: -1, which the readers take as ts and dur
+    REQUIRE(t.events[2].exposed_us == -1);
+    REQUIRE(issued_time_us(t.events[2]) == 300);
+    REQUIRE(exposed_time_us(t.events[2]) == 10);
+    REQUIRE(has_overlap_fields(t.events[0]));
+    REQUIRE(!has_overlap_fields(t.events[2]));
+    REQUIRE(trace_problem(t, path, 4096).empty());
+}
+
+TEST_CASE("overlap fields out of range: refused from a file, clamped in memory", "[trace][overlap]") {
+    const std::string path = temp_path("overlap_bad.json");
+    const std::string args =
+        R"("axis":"dp","group":[0,1],"bytes":8,"payload":"grad","layer":0,"phase":"bwd","microbatch":0,"step":1)";
+    auto read_text = [&](const std::string& extra) {
+        write_text(path, R"({"traceEvents":[{"name":"all_reduce","cat":"comm","ph":"X","pid":0,"tid":1,"ts":10,)"
+                         R"("dur":4,"args":{)" + args + extra + "}}]}");
+        return error_of([&] { read_chrome_trace(path); });
+    };
+    REQUIRE(read_text("") == "(no error)");  // an older trace: no keys at all
+    REQUIRE(read_text(R"(,"exposed_us":-3)") ==
+            path + ": traceEvents[0].args.exposed_us: expected a number >= 0 (microseconds), got -3");
+    REQUIRE(read_text(R"(,"issued_us":"early")") ==
+            path + ": traceEvents[0].args.issued_us: expected a number >= 0 (microseconds), got \"early\"");
+    // Well-typed but inconsistent (issued after the start, exposed longer than the call): read,
+    // then clamped by every reader, so no total can pass the call's own time.
+    REQUIRE(read_text(R"(,"issued_us":99,"exposed_us":1000)") == "(no error)");
+    const TraceEvent e = read_chrome_trace(path).events[0];
+    REQUIRE(issued_time_us(e) == 10);
+    REQUIRE(exposed_time_us(e) == 4);
+    // In memory (not from a file) a NaN is possible: trace_problem names it, the clamps survive it.
+    TraceEvent nan = call(0, 1, 10, 4, -1, std::nan(""));
+    REQUIRE(exposed_time_us(nan) == 4);
+    Trace t;
+    t.events = {nan};
+    REQUIRE(trace_problem(t, "mem", 4096).find("issued_us or exposed_us is neither -1") != std::string::npos);
+}
+
+TEST_CASE("overlap_by_step: comm is a union, exposed is clipped to it, hidden = 1 - exposed / comm",
+          "[trace][overlap]") {
+    const std::vector<TraceEvent> events = {
+        call(0, -1, 0, 10),                   // setup broadcast-like call, blocking: exposed whole
+        call(0, 1, 100, 40, 60, 10),          // [100, 140], issued at 60, blocked its last 10 us
+        call(0, 1, 120, 40, 110, 5),          // [120, 160] in flight with the first: union [100, 160] = 60
+        call(0, 1, 200, 20),                  // blocking: 20 exposed; union 60 + 20 = 80, exposed 35
+        call(0, 2, 300, 10, 250, 500),        // exposed past dur: clamped to 10, so 0% hidden
+        call(1, 1, 100, 50, 0, 0),            // rank 1 hid its call whole
+        call(1, 1, 110, 10, 100, 0),          // inside the first: adds nothing to the union
+    };
+    const std::vector<OverlapRow> rows = overlap_by_step(events);
+    REQUIRE(rows.size() == 6);  // rank 0: setup, 1, 2, total; rank 1: 1, total
+    auto check = [](const OverlapRow& r, int rank, int step, uint64_t calls, uint64_t async, double comm,
+                    double exposed) {
+        INFO("rank " << rank << " step " << step);
+        REQUIRE(r.rank == rank);
+        REQUIRE(r.step == step);
+        REQUIRE(r.calls == calls);
+        REQUIRE(r.async_calls == async);
+        REQUIRE(r.comm_us == Approx(comm));
+        REQUIRE(r.exposed_us == Approx(exposed));
+    };
+    check(rows[0], 0, kOverlapSetup, 1, 0, 10, 10);
+    check(rows[1], 0, 1, 3, 2, 80, 35);
+    REQUIRE(rows[1].hidden_fraction() == Approx(1.0 - 35.0 / 80.0));
+    check(rows[2], 0, 2, 1, 1, 10, 10);
+    REQUIRE(rows[2].hidden_fraction() == Approx(0.0));
+    check(rows[3], 0, kOverlapTotal, 5, 3, 100, 55);  // its own union: 10 + 80 + 10
+    check(rows[4], 1, 1, 2, 2, 50, 0);
+    REQUIRE(rows[4].hidden_fraction() == Approx(1.0));
+    check(rows[5], 1, kOverlapTotal, 2, 2, 50, 0);
+
+    // Two blocking calls that overlap (a clock that made them look so): each says it was blocked
+    // its whole dur, 40 + 40 = 80, but the rank cannot be blocked longer than the union, 60.
+    const auto clipped = overlap_by_step({call(0, 1, 0, 40), call(0, 1, 20, 40)});
+    REQUIRE(clipped[0].comm_us == Approx(60));
+    REQUIRE(clipped[0].exposed_us == Approx(60));
+    REQUIRE(clipped[0].hidden_fraction() == Approx(0.0));
+    REQUIRE(overlap_by_step({}).empty());
+}
+
+TEST_CASE("trace summary prints the overlap table, and the emulated links above every table",
+          "[trace][overlap]") {
+    Trace t;
+    t.events = {call(0, 1, 100, 40, 60, 10), call(0, 1, 200, 20)};
+    std::string text = format_trace_summary(summarize_trace(t), "t.json");
+    REQUIRE(text.find("emulated") == std::string::npos);
+    const size_t overlap = text.find("\noverlap\n");
+    REQUIRE(overlap != std::string::npos);
+    REQUIRE(text.find("0      1              2        1        0.060         0.030     50.0%") != std::string::npos);
+    REQUIRE(text.find("0      total          2        1        0.060         0.030     50.0%") != std::string::npos);
+
+    t.other_data["emulated_links"] = "emulated links (not measured): 1 GB/s, 6 us on every link";
+    text = format_trace_summary(summarize_trace(t), "t.json");
+    const size_t note = text.find("emulated links (not measured): 1 GB/s, 6 us on every link\n");
+    REQUIRE(note != std::string::npos);
+    REQUIRE(note < text.find("axis "));  // above the first table
+    t.other_data["emulated_links"] = 3;  // not a string: not a note
+    REQUIRE(summarize_trace(t).emulated_links.empty());
+    // --rank picks the table's rows too.
+    t.events.push_back(call(1, 1, 0, 5));
+    TraceFilter only1;
+    only1.rank = 1;
+    const TraceSummary s = summarize_trace(t, only1);
+    REQUIRE(s.overlap.size() == 2);
+    REQUIRE(s.overlap[0].rank == 1);
+}
+
 TEST_CASE("the memory throttle keeps the peak of each window and the last sample", "[trace]") {
     Ledger ledger;
     Tracer tracer(0, TraceClock::now(), /*memory_interval_us=*/1e9);  // one window for the whole test
@@ -397,7 +553,8 @@ TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", 
     REQUIRE(table_g.find("times: CUDA events (device time) where measured (1 of 3 events), else host wall time.\n") !=
             std::string::npos);
     const std::string last = "else host wall time.\n";
-    REQUIRE(table_g.rfind(last) == table_g.size() - last.size());  // the last line
+    // The last line of the bandwidth tables' notes, just before the overlap table.
+    REQUIRE(table_g.rfind(last) + last.size() == table_g.find("\noverlap\n"));
 }
 
 // Issue 14, 4.8: `trace summary` took what the viewer refused. Both now ask

@@ -221,6 +221,9 @@ void require_same(const Trace& a, const Trace& b) {
         REQUIRE(x.label.microbatch == y.label.microbatch);
         REQUIRE(x.label.step == y.label.step);
         REQUIRE(x.peer == y.peer);
+        REQUIRE(x.gpu_us == y.gpu_us);
+        REQUIRE(x.issued_us == y.issued_us);
+        REQUIRE(x.exposed_us == y.exposed_us);
         REQUIRE(x.mem == y.mem);
         REQUIRE(x.args == y.args);
     }
@@ -474,6 +477,97 @@ TEST_CASE("layout_lane: known bars give known rects; sub-pixel bars merge", "[vi
     REQUIRE(pick_bar(lane, v, {}, 60, 0) == 0);
     REQUIRE(pick_bar(lane, v, {}, 80, 0) == -1);
     REQUIRE(pick_bar(lane, v, {}, 71.5, 0) == 0);  // 1.5 px after its end: within the slack
+}
+
+// An asynchronous trace: rank 0 issues a param all_gather at 10 that runs [30, 80] and blocks
+// it for the last 15 µs; a second one runs [50, 90] at the same time (issued at 40, hid whole);
+// then a blocking grad all_reduce [100, 120]. Rank 1 is blocking only.
+std::string async_trace() {
+    json ev = json::array();
+    json a = coll(0, "all_gather", 30, 50, "dp", {0, 1}, 4096, "param", 0, "fwd", 1);
+    a["args"]["issued_us"] = 10;
+    a["args"]["exposed_us"] = 15;
+    json b = coll(0, "all_gather", 50, 40, "dp", {0, 1}, 4096, "param", 1, "fwd", 1);
+    b["args"]["issued_us"] = 40;
+    b["args"]["exposed_us"] = 0;
+    ev.push_back(a);
+    ev.push_back(b);
+    ev.push_back(coll(0, "all_reduce", 100, 20, "dp", {0, 1}, 4096, "grad", -1, "bwd", 1));
+    ev.push_back(coll(1, "all_gather", 30, 50, "dp", {0, 1}, 4096, "param", 0, "fwd", 1));
+    ev.push_back(coll(1, "all_gather", 80, 10, "dp", {0, 1}, 4096, "param", 1, "fwd", 1));
+    ev.push_back(coll(1, "all_reduce", 100, 20, "dp", {0, 1}, 4096, "grad", -1, "bwd", 1));
+    json other = {{"emulated_links", "emulated links (not measured): 1 GB/s, 6 us on every link"}};
+    return json{{"traceEvents", ev}, {"otherData", other}}.dump();
+}
+
+TEST_CASE("overlap: the queued line and the exposed strip of an asynchronous call", "[viz][timeline][overlap]") {
+    LoadResult r = load_trace_text(async_trace(), "async.json");
+    REQUIRE(r.ok);
+    REQUIRE(r.fast);  // the streaming reader reads issued_us and exposed_us itself
+    Trace full = parse_chrome_trace(async_trace());
+    require_same(r.trace, full);
+    auto vm = build_view_model(std::move(r.trace), "async.json");
+    const TimelineModel& m = vm->timeline;
+    REQUIRE(m.has_overlap);
+    REQUIRE(vm->run.emulated_links == "emulated links (not measured): 1 GB/s, 6 us on every link");
+    REQUIRE(two_rank_model()->run.emulated_links.empty());
+    REQUIRE(!two_rank_model()->timeline.has_overlap);  // a blocking-only trace draws no overlap parts
+
+    const Lane& c0 = m.lane(0, true);
+    REQUIRE(c0.bars.size() == 3);
+    REQUIRE(c0.max_queue == 20);  // 30 - 10
+    REQUIRE(c0.depths == 2);      // two calls in flight at once stack in two rows
+    REQUIRE(c0.bars[1].depth == 1);
+    const Bar& a = c0.bars[0];
+    auto seg = [](const Bar& b, BarPart p) { return std::array<double, 2>{bar_segment(b, p).t0, bar_segment(b, p).t1}; };
+    REQUIRE(seg(a, BarPart::call) == std::array<double, 2>{30, 80});
+    REQUIRE(seg(a, BarPart::queued) == std::array<double, 2>{10, 30});
+    REQUIRE(seg(a, BarPart::exposed) == std::array<double, 2>{65, 80});  // the last 15 µs of the call
+    REQUIRE(bar_segment(c0.bars[1], BarPart::exposed).empty());          // hid whole under compute
+    const Bar& blocking = c0.bars[2];
+    REQUIRE(bar_segment(blocking, BarPart::queued).empty());             // issued when it ran
+    REQUIRE(seg(blocking, BarPart::exposed) == std::array<double, 2>{100, 120});  // exposed end to end
+
+    // Laid out at 1 px per µs from x = 0: the parts become rects of their own colours.
+    const TimeView v{0, 200, 0, 200};
+    std::vector<DrawRect> out;
+    layout_lane(c0, v, {}, out, BarPart::queued);
+    REQUIRE(out.size() == 2);
+    REQUIRE(out[0].x0 == 10);
+    REQUIRE(out[0].x1 == 30);
+    REQUIRE(out[0].rgba == queued_rgba(a.rgba));
+    REQUIRE((out[0].rgba >> 24) < 255);  // lighter: drawn translucent over the lane
+    REQUIRE(out[1].x0 == 40);
+    REQUIRE(out[1].depth == 1);
+    out.clear();
+    layout_lane(c0, v, {}, out, BarPart::exposed);
+    REQUIRE(out.size() == 2);
+    REQUIRE(out[0].x0 == 65);
+    REQUIRE(out[0].x1 == 80);
+    REQUIRE(out[0].rgba == pack(exposed_color()));
+    REQUIRE(out[1].x0 == 100);
+    REQUIRE(out[1].x1 == 120);
+    // A queued line whose call starts after the view still shows where it is in view.
+    out.clear();
+    layout_lane(c0, TimeView{0, 20, 0, 20}, {}, out, BarPart::queued);
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].x0 == 10);
+    REQUIRE(out[0].x1 == 20);
+    // Filters apply to the parts as to the bars: hiding param hides its lines and strips.
+    TimelineFilter no_param;
+    no_param.payload_mask &= ~(1u << int(Payload::param));
+    out.clear();
+    layout_lane(c0, v, no_param, out, BarPart::exposed);
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].x0 == 100);
+
+    // The summary the Comm panel shows carries the same overlap rows.
+    const auto& ov = vm->summary.overlap;
+    REQUIRE(ov.size() == 4);  // rank 0 step 1 and total, rank 1 step 1 and total
+    REQUIRE(ov[0].comm_us == Approx(80));     // [30, 90] + [100, 120]
+    REQUIRE(ov[0].exposed_us == Approx(35));  // 15 + 0 + 20
+    REQUIRE(ov[2].comm_us == Approx(80));     // rank 1: [30, 90] + [100, 120], all exposed
+    REQUIRE(ov[2].hidden_fraction() == Approx(0));
 }
 
 TEST_CASE("filters hide bars by payload, axis and step", "[viz][timeline]") {

@@ -4,7 +4,9 @@
 //   shardscope trace summary out/trace.json --rank 0 --step 2 --exact
 //
 // prints, per axis, op and payload, the calls, bytes, time and nccl-tests'
-// algbw/busbw, then totals per payload. The adding up is in
+// algbw/busbw, then totals per payload, then per rank and step how much of the
+// communication hid under compute (src/comm/trace/trace_overlap.h). A run on
+// emulated links says so first. The adding up is in
 // src/comm/trace/trace_summary.cpp; the file format in docs/trace-format.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -25,7 +27,7 @@ void add_trace_command(CLI::App& root) {
 
     auto file = std::make_shared<std::string>();
     CLI::App* summary = cmd->add_subcommand(
-        "summary", "Per axis, op and payload: calls, bytes, time, algbw and busbw; then totals per payload");
+        "summary", "Per axis, op and payload: calls, bytes, time, algbw and busbw; totals per payload; overlap per rank and step");
     auto filter = std::make_shared<TraceFilter>();
     auto exact = std::make_shared<bool>(false);
     summary->add_option("FILE", *file, "A Chrome trace (JSON) written by shardscope")->required();

@@ -110,6 +110,13 @@ for name in ("trace", "viz_load"):
     put(name, "memory-only.json", trace([events[2]], {}))
     put(name, "bad-field.json", trace([dict(events[4], args=dict(events[4]["args"], bytes="abc"))], {}))
     put(name, "not-a-trace.json", '{"traceEvents": 3}')
+    # Asynchronous calls (issued_us, exposed_us; one exposed past its dur, which readers clamp)
+    # on emulated links: the overlap table and the timeline's queued and exposed parts.
+    put(name, "async-overlap.json", trace(
+        [dict(events[4], args=dict(events[4]["args"], issued_us=20.0, exposed_us=3.5)),
+         dict(events[5], args=dict(events[5]["args"], issued_us=130.0, exposed_us=99.0)),
+         dict(events[5], ts=125.0, args=dict(events[5]["args"], exposed_us=0.0))],
+        {"emulated_links": "emulated links (not measured): 1 GB/s, 6 us on every link"}))
 
 # A pipeline run (--pp 2 --ga 2, 1F1B): forward/backward spans with microbatch and stage, and
 # otherData.pipeline, the schedule the viewer's Pipeline panel simulates (viz/model/pipeline.h).

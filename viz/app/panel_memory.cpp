@@ -339,7 +339,9 @@ void draw_memory(ViewerState& s, ImVec2 size) {
                 "thin lines of every rank's total (each column shows the highest value in it, so a peak "
                 "narrower than a pixel still shows). ZeRO-3 gathers each layer's parameters before using it "
                 "and frees them after: the comm band rises and falls once per layer in forward and again in "
-                "backward - the saw-tooth. 'ZeRO-3 view' plots params + comm only, so the teeth fill the plot. "
+                "backward - the saw-tooth. With prefetch, ZeRO-3's prefetched units (the next layer's "
+                "parameters, gathered while this one computes) are booked in comm too, so the band can hold "
+                "two units at once. 'ZeRO-3 view' plots params + comm only, so the teeth fill the plot. "
                 "The white line is the selected rank's total of the ticked categories; the thin coloured "
                 "lines are the other ranks' (at most 16). The plot follows the timeline's window: zoom the "
                 "timeline to zoom it; the y axis fits what is in the window.");

@@ -9,7 +9,11 @@
 // blue (param all_gathers) and orange (grad reduce_scatters); tensor
 // parallelism adds green (act) all_reduces. Hover a bar for its fields; click
 // a collective to light up the same call on every rank of its group (and see
-// how far apart the ranks arrived). Wheel zooms about the mouse, drag pans,
+// how far apart the ranks arrived). An asynchronous collective (a trace with
+// issued_us / exposed_us, src/comm/trace/trace_overlap.h) also shows a thin
+// line from when it was issued to when it ran, and a dark red strip at the end
+// of the call for the part the rank was blocked in it; calls in flight at once
+// stack in rows, as nested spans do. Wheel zooms about the mouse, drag pans,
 // Shift+wheel scrolls the ranks, double-click fits the whole run.
 //
 // The bars come from viz/model/timeline.cpp (lanes, instances, and
@@ -20,6 +24,7 @@
 #include <cstdio>
 #include <string>
 
+#include "comm/trace/trace_overlap.h"
 #include "viz/app/panels.h"
 #include "viz/app/widgets.h"
 
@@ -74,6 +79,13 @@ void collective_tooltip(const TraceEvent& e) {
     ImGui::Text("layer %d, phase %s, micro-batch %d, step %d", e.label.layer, phase_name(e.label.phase),
                 e.label.microbatch, e.label.step);
     ImGui::Text("start %s, time in the call %s", fmt_time_us(e.ts_us).c_str(), fmt_time_us(e.dur_us).c_str());
+    if (has_overlap_fields(e)) {
+        const double issued = issued_time_us(e), exposed = exposed_time_us(e);
+        ImGui::Text("issued %s (queued %s before it ran); exposed %s, hidden %s (%.0f%%)",
+                    fmt_time_us(issued).c_str(), fmt_time_us(e.ts_us - issued).c_str(),
+                    fmt_time_us(exposed).c_str(), fmt_time_us(e.dur_us - exposed).c_str(),
+                    e.dur_us > 0 ? 100.0 * (1.0 - exposed / e.dur_us) : 0.0);
+    }
     if (e.dur_us > 0) {
         const double algbw = double(e.bytes) / e.dur_us * 1e-3;
         const double f = busbw_factor(e.name, int(e.group.size()));
@@ -166,6 +178,24 @@ void draw_controls(ViewerState& s) {
                 "Double-click: fit the whole run.  Click a collective: light up the same call on every "
                 "rank of its group; click empty space to move the memory cursor (amber line) there.  "
                 "The view starts on step 2 (step 1 warms up).");
+    if (m.has_overlap) {
+        ImGui::SameLine(0, 24);
+        ImGui::TextUnformatted("overlap:");
+        ImGui::SameLine();
+        ImGui::TextDisabled("queued ---");
+        ImGui::SameLine();
+        swatch(exposed_color());
+        ImGui::TextDisabled("exposed");
+        help_marker("An asynchronous collective is issued, runs while the rank computes, and is waited for "
+                    "later. The thin line runs from when the rank issued it (issued_us) to when it ran (ts): "
+                    "queued. The box is the call, as for any collective. The dark red strip at its end is "
+                    "exposed_us long: the part of the call during which this rank was blocked waiting for it. "
+                    "It sits at the end because a rank that waits is blocked from its wait() until the call "
+                    "completes; the rest of the box ran under compute (hidden). A blocking call is red end to "
+                    "end. Calls in flight at the same time stack in rows. Per step: comm = union of the calls, "
+                    "hidden = 1 - exposed / comm (`shardscope trace summary`, src/comm/trace/trace_overlap.h; "
+                    "Holistic Trace Analysis' comm/compute overlap).");
+    }
 }
 
 }  // namespace
@@ -183,6 +213,10 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
     heading("Timeline");
     ImGui::SameLine();
     ImGui::TextDisabled("every rank's compute (top) and collectives (bottom) over time");
+    if (!vm.run.emulated_links.empty()) {  // the times of the comm lanes are the emulation's
+        ImGui::SameLine(0, 16);
+        ImGui::TextColored(ImVec4(1.0f, 0.78f, 0.24f, 1.0f), "%s", vm.run.emulated_links.c_str());
+    }
     draw_controls(s);
 
     // ---- geometry -----------------------------------------------------------------
@@ -232,7 +266,9 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
             const RowGeom g = row_geom(lanes_y - ui.scroll_y + float(hover_rank) * rank_h, rank_h);
             if (mouse.y >= g.comm_y && mouse.y < g.comm_y + g.comm_h) {
                 hover_comm = true;
-                hover_bar = pick_bar(m.lane(hover_rank, true), ui.view, ui.filter, mouse.x, 0);
+                const Lane& lane = m.lane(hover_rank, true);
+                const int depth = int((mouse.y - g.comm_y) / (g.comm_h / float(lane.depths)));
+                hover_bar = pick_bar(lane, ui.view, ui.filter, mouse.x, depth);
             } else if (mouse.y >= g.compute_y && mouse.y < g.compute_y + g.compute_h) {
                 const Lane& lane = m.lane(hover_rank, false);
                 const int depth = int((mouse.y - g.compute_y) / (g.compute_h / float(lane.depths)));
@@ -274,8 +310,10 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
     const int first = std::max(0, int(ui.scroll_y / rank_h));
     const int last = std::min(world - 1, int((ui.scroll_y + lanes_h) / rank_h));
     const float font_h = ImGui::GetFontSize();
-    // One texture for all lanes in view: kRowsPerRank pixel rows per rank (pixel_texture.h).
-    constexpr int kRowsPerRank = kMaxDepth + 2;  // compute depth rows, then the comm row
+    // One texture for all lanes in view: kRowsPerRank pixel rows per rank (pixel_texture.h):
+    // the compute depth rows, the comm depth rows, then the comm rows' queued and exposed overlays.
+    constexpr int kDepthRows = kMaxDepth + 1;
+    constexpr int kRowsPerRank = 4 * kDepthRows;
     const int tex_w = int(lanes_w);
     PixelTexture& tex = s.lane_texture;
     tex.resize(tex_w, std::max(last - first + 1, 1) * kRowsPerRank);
@@ -304,28 +342,53 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
             const Lane& lane = m.lane(r, comm == 1);
             ui.rects.clear();
             layout_lane(lane, ui.view, ui.filter, ui.rects);
-            // The bars: painted into this lane's texture rows, drawn as one quad per row.
-            const int rows = comm ? 1 : lane.depths;
-            const float row_h = comm ? g.comm_h : g.compute_h / float(lane.depths);
+            // The bars: painted into this lane's texture rows, drawn as one quad per row. Comm
+            // rows stack like compute rows: asynchronous calls can be in flight at once.
+            const int rows = lane.depths;
+            const float row_h = (comm ? g.comm_h : g.compute_h) / float(lane.depths);
             const float top = comm ? g.comm_y : g.compute_y;
+            const float gap = (!comm || rows > 1) ? 1.0f : 0.0f;
+            auto tex_row = [&](int block, int d) { return (r - first) * kRowsPerRank + block * kDepthRows + d; };
+            // Paints row d of @p block with @p background and draws it from y0 to y1.
+            auto draw_row = [&](int block, int d, uint32_t background, float y0, float y1) {
+                const int t = tex_row(block, d);
+                paint_row(ui.rects, d, lanes_x, tex_w, tex.row(t), background);
+                dl->AddImage(tex.id(), ImVec2(lanes_x, y0), ImVec2(lanes_x + float(tex_w), y1),
+                             ImVec2(0, tex.v(t)), ImVec2(1, tex.v(t)));
+            };
             dl->ChannelsSetCurrent(0);
             for (int d = 0; d < rows; ++d) {
-                const int tex_row = (r - first) * kRowsPerRank + (comm ? kRowsPerRank - 1 : d);
-                paint_row(ui.rects, d, lanes_x, tex_w, tex.row(tex_row), lane_bg);
-                const float y0 = top + row_h * float(d), y1 = y0 + row_h - (comm ? 0.0f : 1.0f);
-                dl->AddImage(tex.id(), ImVec2(lanes_x, y0), ImVec2(lanes_x + float(tex_w), y1),
-                             ImVec2(0, tex.v(tex_row)), ImVec2(1, tex.v(tex_row)));
+                const float y0 = top + row_h * float(d);
+                draw_row(comm, d, lane_bg, y0, y0 + row_h - gap);
             }
             // Names on the bars wide enough to hold one (the longest form that fits, no clipping).
             dl->ChannelsSetCurrent(1);
-            if (row_h < font_h) continue;
             for (const DrawRect& d : ui.rects) {
+                if (row_h < font_h) break;
                 if (d.merged != 1 || d.x1 - d.x0 < 24) continue;
                 const TraceEvent& e = vm.trace.events[lane.bars[d.bar].event];
                 const std::string text = bar_label(e, comm == 1, d.x1 - d.x0 - 6);
                 if (text.empty()) continue;
                 const float y0 = top + row_h * float(d.depth);
                 dl->AddText(ImVec2(d.x0 + 3, y0 + (row_h - font_h) / 2), IM_COL32(255, 255, 255, 235), text.c_str());
+            }
+            if (!comm || !m.has_overlap) continue;
+            // Overlap (viz/model/timeline.h, BarPart): over each comm row, the queued line through
+            // its middle and the exposed strip along its bottom, on transparent texture rows.
+            dl->ChannelsSetCurrent(0);
+            const float line_h = std::max(2.0f, std::floor(row_h * 0.2f));
+            const float strip_h = std::max(2.0f, std::floor(row_h * 0.35f));
+            ui.rects.clear();
+            layout_lane(lane, ui.view, ui.filter, ui.rects, BarPart::queued);
+            for (int d = 0; d < rows; ++d) {
+                const float mid = top + row_h * (float(d) + 0.5f);
+                draw_row(2, d, 0, mid - line_h / 2, mid + line_h / 2);
+            }
+            ui.rects.clear();
+            layout_lane(lane, ui.view, ui.filter, ui.rects, BarPart::exposed);
+            for (int d = 0; d < rows; ++d) {
+                const float y1 = top + row_h * float(d + 1) - gap;
+                draw_row(3, d, 0, y1 - strip_h, y1);
             }
         }
     }

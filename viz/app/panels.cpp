@@ -68,6 +68,13 @@ void draw_header(const ViewerState& s) {
                     "counter events = memory by Ledger category, otherData = the run's config, mesh and GBS. "
                     "Read by viz/model/load.cpp (size and event-count limits first, then "
                     "src/comm/trace/trace_io.cpp's checks).");
+        if (!s.vm->run.emulated_links.empty()) {  // every time on screen is the emulation's
+            ImGui::TextColored(ImVec4(1.0f, 0.78f, 0.24f, 1.0f), "%s", s.vm->run.emulated_links.c_str());
+            help_marker("The threads backend emulated this run's links (otherData.emulated_links, "
+                        "docs/trace-format.md): each collective waited as long as the alpha-beta cost of "
+                        "the links says, as a sleep. The collectives' times are that emulation, not a "
+                        "measured network; compute times are measured.");
+        }
         if (!s.vm->run.gbs_line.empty()) {
             ImGui::TextUnformatted(s.vm->run.gbs_line.c_str());
             help_marker("GBS = MBS x GA x DP, DP = world / (TP x PP x SP): sequences per optimizer step, "

@@ -313,6 +313,17 @@ private:
             if (!arg_int("peer", peer)) return false;
             ev.peer = int(peer);
         }
+        // Optional times: a number >= 0 where present, as FieldReader::non_negative asks.
+        return arg_time("gpu_us", ev.gpu_us) && arg_time("issued_us", ev.issued_us) &&
+               arg_time("exposed_us", ev.exposed_us);
+    }
+
+    // An optional time in µs: absent leaves @p out (-1); present must be a number >= 0.
+    bool arg_time(const char* k, double& out) const {
+        const json* v = arg(k);
+        if (!v) return true;
+        if (!v->is_number() || v->get<double>() < 0) return false;
+        out = v->get<double>();
         return true;
     }
 

@@ -47,4 +47,6 @@ Rgb axis_index_color(int i, int n) {
 
 Rgb rank_color(int rank) { return axis_index_color(rank, 8); }
 
+Rgb exposed_color() { return {150, 20, 40}; }
+
 }  // namespace ss::viz

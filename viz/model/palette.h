@@ -41,6 +41,9 @@ Rgb span_color(const std::string& cat);
 Rgb axis_index_color(int i, int n);
 /// A colour per rank for memory lines (cycles through 8 distinct hues).
 Rgb rank_color(int rank);
+/// The strip that marks the exposed part of a collective in the timeline (the rank was blocked):
+/// a dark red, darker than every payload hue, so it reads by lightness too.
+Rgb exposed_color();
 
 /// Packs @p c with alpha @p a as Dear ImGui's IM_COL32 does (A<<24 | B<<16 | G<<8 | R).
 inline uint32_t pack(Rgb c, uint8_t a = 255) {

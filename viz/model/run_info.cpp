@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "comm/trace/trace_overlap.h"
+
 namespace ss::viz {
 
 namespace {
@@ -137,6 +139,7 @@ RunInfo read_run_info(const Trace& trace) {
     }
     read_prediction(sub(od, "prediction"), r.predicted);
     if (!r.predicted.present) r.missing.push_back("prediction");
+    r.emulated_links = emulated_links_note(od);  // optional: absent means real links, not "missing"
     return r;
 }
 

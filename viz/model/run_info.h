@@ -9,6 +9,7 @@
 //     memory  {peak_bytes_per_rank: [{params, grads, ...}, ...], ...}
 //     mesh    {world, pp, dp_rep, dp_shard, sp, tp}
 //     prediction  the planner's answer for the same run (src/plan/report.h, plan_json)
+//     emulated_links  a line, only when the threads backend emulated the links
 //
 // otherData is free-form to a reader (docs/trace-format.md): a trace from
 // Perfetto's tools, or an older one, may lack any of these, so every field
@@ -61,6 +62,9 @@ struct RunInfo {
     /// trace's samples are merged within 20 µs but keep the peak sample).
     std::vector<std::array<uint64_t, kMemCategories>> ledger_peak;
     Prediction predicted;          ///< the planner's prediction (otherData.prediction), if the run had one
+    /// otherData.emulated_links ("emulated links (not measured): ..."), "" on real links: the
+    /// header and the Timeline's title repeat it, so no time is taken for a network's.
+    std::string emulated_links;
     std::vector<std::string> missing;  ///< otherData fields not found
 
     /// "ZeRO-3 · 8 ranks (dp_shard 8) · model small · bf16" for titles.

@@ -58,7 +58,12 @@ TimelineModel build_timeline(const Trace& trace) {
         b.t1 = e.ts_us + e.dur_us;
         b.event = uint32_t(i);
         b.step = event_step(e);
+        b.issued = b.t0;
+        b.exposed0 = b.t0;
         if (is_comm) {
+            b.issued = issued_time_us(e);
+            b.exposed0 = b.t1 - exposed_time_us(e);
+            m.has_overlap = m.has_overlap || has_overlap_fields(e);
             auto [it, added] = axis_index.emplace(e.axis, int(m.axes.size()));
             if (added) m.axes.push_back(e.axis);
             b.axis = uint16_t(it->second);
@@ -94,7 +99,10 @@ TimelineModel build_timeline(const Trace& trace) {
             return a.t0 < b.t0 || (a.t0 == b.t0 && a.t1 > b.t1);
         });
         assign_depths(lane);
-        for (const Bar& b : lane.bars) lane.max_dur = std::max(lane.max_dur, b.t1 - b.t0);
+        for (const Bar& b : lane.bars) {
+            lane.max_dur = std::max(lane.max_dur, b.t1 - b.t0);
+            lane.max_queue = std::max(lane.max_queue, b.t0 - b.issued);
+        }
     }
     for (auto& [k, s] : steps) m.steps.push_back(s);
     if (!any) m.t_max = 1;
@@ -136,8 +144,19 @@ size_t first_candidate(const Lane& lane, double t0) {
 
 }  // namespace
 
+Segment bar_segment(const Bar& b, BarPart part) {
+    switch (part) {
+        case BarPart::queued: return {b.issued, b.t0};
+        case BarPart::exposed: return {std::max(b.exposed0, b.t0), b.t1};
+        case BarPart::call: break;
+    }
+    return {b.t0, b.t1};
+}
+
+uint32_t queued_rgba(uint32_t rgba) { return (rgba & 0x00ffffffu) | (uint32_t(150) << 24); }
+
 void layout_lane(const Lane& lane, const TimeView& view, const TimelineFilter& filter,
-                 std::vector<DrawRect>& out) {
+                 std::vector<DrawRect>& out, BarPart part) {
     const float xl = view.x0, xr = view.x0 + view.width;
     // One open rect per row; a sub-pixel bar touching it joins it instead of starting a new one.
     DrawRect open[kMaxDepth + 1];
@@ -149,27 +168,36 @@ void layout_lane(const Lane& lane, const TimeView& view, const TimelineFilter& f
         out.push_back(open[d]);
         has_open[d] = false;
     };
+    // A queued line ends at its bar's start, so it reaches at most max_queue before it.
+    const double lead = part == BarPart::queued ? lane.max_queue : 0.0;
+    const uint32_t exposed_rgba = pack(exposed_color());
     for (size_t i = first_candidate(lane, view.t0); i < lane.bars.size(); ++i) {
         const Bar& b = lane.bars[i];
-        if (b.t0 > view.t1) break;
-        if (b.t1 < view.t0 || !filter.pass(b, lane.comm)) continue;
-        const float x0 = std::max(float(view.x_of(b.t0)), xl);
-        const float x1 = std::min(float(view.x_of(b.t1)), xr);
+        if (b.t0 - lead > view.t1) break;
+        const Segment seg = bar_segment(b, part);
+        if ((part != BarPart::call && seg.empty()) || seg.t1 < view.t0 || seg.t0 > view.t1 ||
+            !filter.pass(b, lane.comm))
+            continue;
+        const uint32_t rgba = part == BarPart::call     ? b.rgba
+                              : part == BarPart::queued ? queued_rgba(b.rgba)
+                                                        : exposed_rgba;
+        const float x0 = std::max(float(view.x_of(seg.t0)), xl);
+        const float x1 = std::min(float(view.x_of(seg.t1)), xr);
         const int d = b.depth;
-        const double dur = b.t1 - b.t0;
+        const double dur = seg.t1 - seg.t0;
         const bool thin = x1 - x0 < 1.0f;
         if (has_open[d] && thin && x0 <= open[d].x1 + 1.0f) {  // joins the open run
             open[d].x1 = std::max(open[d].x1, x1);
             open[d].merged += 1;
             if (dur > open_longest[d]) {
                 open_longest[d] = dur;
-                open[d].rgba = b.rgba;
+                open[d].rgba = rgba;
                 open[d].bar = uint32_t(i);
             }
             continue;
         }
         flush(d);
-        open[d] = DrawRect{x0, x1, b.rgba, uint32_t(i), 1, uint8_t(d)};
+        open[d] = DrawRect{x0, x1, rgba, uint32_t(i), 1, uint8_t(d)};
         open_longest[d] = dur;
         has_open[d] = true;
         if (!thin) flush(d);  // a wide bar stands alone

@@ -12,6 +12,14 @@
 // call of rank r on group G and the k-th call of rank s on G are one
 // collective. Send and recv pair the same way on the ordered group [src, dst].
 //
+// Overlap: an asynchronous collective (trace_overlap.h) is drawn in three parts,
+// each a BarPart that layout_lane() lays out like the bars themselves:
+//
+//     comm   ------[=========call=========]        queued: a thin line from issued_us to ts
+//                          [##exposed##]           exposed: a strip at the END of the call,
+//                                                  exposed_us long (the rank waits from its
+//                                                  wait() until the call completes)
+//
 // Drawing: a 64-rank trace has ~3,000 bars per lane, far more than the pixels
 // of a zoomed-out window. layout_lane() walks only the bars in view and merges
 // runs of bars narrower than a pixel into one rect, so a frame draws at most
@@ -24,6 +32,7 @@
 #include <vector>
 
 #include "comm/trace/trace.h"
+#include "comm/trace/trace_overlap.h"
 #include "viz/model/palette.h"
 
 namespace ss::viz {
@@ -38,7 +47,26 @@ struct Bar {
     uint8_t payload = 0;      ///< collectives: int(Payload)
     uint8_t depth = 0;        ///< spans: nesting depth (0 = outermost), capped at kMaxDepth
     int32_t step = -1;        ///< the label's (or span args') training step, -1 if none
+    double issued = 0;        ///< collectives: when the rank issued it (issued_time_us); t0 for a blocking call
+    double exposed0 = 0;      ///< collectives: start of the exposed part, t1 - exposed_time_us; t0 if all exposed
 };
+
+/// The part of a bar to lay out: the event itself, or a collective's overlap parts.
+enum class BarPart {
+    call,     ///< [t0, t1]: the event
+    queued,   ///< [issued, t0]: issued but not yet running (empty for a blocking call)
+    exposed,  ///< [exposed0, t1]: the rank was blocked in it (empty when it all hid under compute)
+};
+
+/// A time interval, µs.
+struct Segment {
+    double t0 = 0, t1 = 0;  ///< start and end
+    /// True if it has no length (nothing to draw).
+    bool empty() const { return !(t1 > t0); }
+};
+
+/// The interval @p part of @p b covers.
+Segment bar_segment(const Bar& b, BarPart part);
 
 /// Deepest nesting level drawn separately; deeper spans share this row.
 constexpr int kMaxDepth = 3;
@@ -50,6 +78,7 @@ struct Lane {
     std::vector<Bar> bars;     ///< sorted by t0 (ties: longer first, so parents precede children)
     int depths = 1;            ///< rows needed: 1 + deepest depth
     double max_dur = 0;        ///< longest bar: how far before the view a bar in view can start
+    double max_queue = 0;      ///< longest queued part (t0 - issued): how far before t0 a bar's line can reach
 };
 
 /// The time span of one training step, over all ranks.
@@ -68,6 +97,9 @@ struct TimelineModel {
     std::array<uint64_t, kPayloads> payload_calls{};  ///< collective events per payload
     std::vector<StepSpan> steps;      ///< sorted by step
     std::vector<std::vector<uint32_t>> instances;  ///< instance -> its events (one per group member)
+    /// Some collective carries issued_us or exposed_us (has_overlap_fields): the timeline draws
+    /// the queued and exposed parts. Without them every call is blocking and exposed whole.
+    bool has_overlap = false;
 
     /// The compute (comm = false) or comm lane of @p rank.
     const Lane& lane(int rank, bool comm) const { return lanes[size_t(2 * rank + (comm ? 1 : 0))]; }
@@ -118,8 +150,13 @@ struct DrawRect {
 
 /// Appends to @p out the rects of @p lane's bars that pass @p filter within @p view.
 /// Bars narrower than a pixel whose pixels touch are merged (per depth row).
+/// With @p part queued or exposed, the rects are those parts of the bars (bars without
+/// one are skipped), in the colours queued_rgba() and exposed_color() give.
 void layout_lane(const Lane& lane, const TimeView& view, const TimelineFilter& filter,
-                 std::vector<DrawRect>& out);
+                 std::vector<DrawRect>& out, BarPart part = BarPart::call);
+
+/// The colour of a queued line: the bar's colour @p rgba, at a lower alpha (lighter on the lane).
+uint32_t queued_rgba(uint32_t rgba);
 
 /// Paints the rects of row @p depth into one row of @p width pixels starting at screen x
 /// @p x0 (RGBA as packed): pixel i covers [x0 + i, x0 + i + 1) and takes the colour of the

@@ -1,8 +1,9 @@
 // trace.h — the Tracer: what every rank did, and when, in one Chrome trace.
 //
 // Each rank owns a Tracer. Comm records every collective in it (op, group,
-// bytes, label, start, duration, and the device time where the backend
-// measured it with CUDA events); the engine records compute spans with
+// bytes, label, start, duration, the device time where the backend measured
+// it with CUDA events, and for an asynchronous call when it was issued and how
+// much of it the rank spent blocked: trace_overlap.h); the engine records compute spans with
 // ScopedSpan; the rank's Ledger reports every change of its memory. At the end
 // write_chrome_trace() puts all ranks in ONE file in Chrome Trace Event Format,
 // which Perfetto (ui.perfetto.dev), chrome://tracing and shardscope-viz open:

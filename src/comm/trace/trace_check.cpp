@@ -38,6 +38,9 @@ std::string trace_problem(const Trace& t, const std::string& source, int max_ran
             why << "ts or dur is not a finite number";
         } else if (e.dur_us < 0) {
             why << "dur " << e.dur_us << " is negative";
+        } else if (!(e.issued_us == -1 || (std::isfinite(e.issued_us) && e.issued_us >= 0)) ||
+                   !(e.exposed_us == -1 || (std::isfinite(e.exposed_us) && e.exposed_us >= 0))) {
+            why << "issued_us or exposed_us is neither -1 (not recorded) nor a finite number >= 0";
         } else if (e.kind == TraceEvent::Kind::collective) {
             for (int r : e.group)
                 if (bad_rank(r)) {

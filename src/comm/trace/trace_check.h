@@ -7,7 +7,7 @@
 //   1. the file exists, is a regular file, and is at most max_bytes   (one stat, before reading)
 //   2. it has at least one event
 //   3. every rank, pid or group member, is in [0, max_ranks)          ("2000000001 ranks")
-//   4. every ts and dur is finite, every dur >= 0
+//   4. every ts and dur is finite, every dur >= 0; issued_us and exposed_us are -1 or finite >= 0
 //   5. every collective's bytes <= 2^53, and their sum fits in 64 bits  (totals that cannot overflow)
 //
 // A trace that `shardscope train --trace` wrote passes all of them.

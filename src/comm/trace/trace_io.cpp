@@ -62,6 +62,9 @@ json event_json(const TraceEvent& ev) {
             if (ev.peer >= 0) a["peer"] = ev.peer;
             // Only where the backend measured it (nccl), so other traces stay as they were.
             if (ev.gpu_us >= 0) a["gpu_us"] = round_us(ev.gpu_us);
+            // Only where Comm recorded them (asynchronous calls; trace_overlap.h says how they are read).
+            if (ev.issued_us >= 0) a["issued_us"] = round_us(ev.issued_us);
+            if (ev.exposed_us >= 0) a["exposed_us"] = round_us(ev.exposed_us);
             j["args"] = std::move(a);
             break;
         }
@@ -211,6 +214,10 @@ void read_collective_args(const FieldReader& a, TraceEvent& ev) {
     if (a.has("dtype")) ev.dtype = a.str("dtype");
     if (a.has("peer")) ev.peer = int(a.integer("peer"));
     if (a.has("gpu_us")) ev.gpu_us = a.non_negative("gpu_us");
+    // Absent in older traces and for blocking calls: -1, which readers take as ts_us and dur_us.
+    // A value past ts_us or dur_us is kept as written; the readers clamp it (trace_overlap.h).
+    if (a.has("issued_us")) ev.issued_us = a.non_negative("issued_us");
+    if (a.has("exposed_us")) ev.exposed_us = a.non_negative("exposed_us");
 }
 
 }  // namespace

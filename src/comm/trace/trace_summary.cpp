@@ -1,3 +1,4 @@
+// trace_summary.cpp — the collectives of a trace added up per (axis, op, payload), then the overlap table.
 #include "comm/trace/trace_summary.h"
 
 #include <cstdio>
@@ -82,11 +83,13 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
     s.world = trace.world();
     std::map<std::tuple<std::string, int, std::string, int>, CollectiveTotals> rows;
     std::map<int, CollectiveTotals> by_payload;
+    std::vector<TraceEvent> picked;  // the filtered collectives, for the overlap table
     for (const TraceEvent& ev : trace.events) {
         if (filter.rank >= 0 && ev.rank != filter.rank) continue;
         if (filter.step >= 0 && event_step(ev) != filter.step) continue;
         if (ev.kind == TraceEvent::Kind::span) ++s.spans;
         if (ev.kind != TraceEvent::Kind::collective) continue;
+        picked.push_back(ev);
         ++s.collectives;
         if (ev.gpu_us >= 0) ++s.gpu_timed;
         CollectiveTotals& row = rows[{ev.axis, op_order(ev.name), ev.name, int(ev.label.payload)}];
@@ -101,6 +104,8 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
     }
     for (auto& [key, row] : rows) s.rows.push_back(row);
     for (auto& [key, row] : by_payload) s.by_payload.push_back(row);
+    s.overlap = overlap_by_step(picked);
+    s.emulated_links = emulated_links_note(trace.other_data);
     return s;
 }
 
@@ -117,6 +122,8 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
     };
     put("%s: %d ranks, %llu collective events, %llu compute spans\n\n", source.c_str(), s.world,
         (unsigned long long)s.collectives, (unsigned long long)s.spans);
+    // Before any number: the times below are the emulation's sleeps, not a network's.
+    if (!s.emulated_links.empty()) out += s.emulated_links + "\n\n";
     if (s.rows.empty()) {
         out += "no collectives in this trace\n";
         return out;
@@ -144,6 +151,13 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
     if (s.gpu_timed > 0)
         put("times: CUDA events (device time) where measured (%llu of %llu events), else host wall time.\n",
             (unsigned long long)s.gpu_timed, (unsigned long long)s.collectives);
+    out += "\noverlap\n" + format_overlap_table(s.overlap);
+    out +=
+        "\ncomm = the union of the rank's calls [ts, ts + dur] (calls in flight together count once);\n"
+        "exposed = the time the rank was blocked in them (exposed_us; a blocking call's whole dur),\n"
+        "at most comm; hidden = 1 - exposed / comm, the share that ran under compute (Holistic Trace\n"
+        "Analysis' comm/compute overlap). async = calls issued before they ran. setup = before step 1.\n"
+        "See src/comm/trace/trace_overlap.h.\n";
     return out;
 }
 

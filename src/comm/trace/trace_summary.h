@@ -13,6 +13,11 @@
 // ranks' bandwidths. An event's time is its gpu_us where the backend measured
 // one with CUDA events (nccl: the collective on the device), else its dur (the
 // host's wall time inside the call, which also counts staging and the host's wait).
+//
+// Then the overlap table (trace_overlap.h): per rank and step, the time in
+// collectives (their union), the part of it the rank was blocked, and the
+// share hidden under compute. A run whose links were emulated (otherData
+// "emulated_links") says so above every table: its times are not measured.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +26,7 @@
 
 #include "comm/label.h"
 #include "comm/trace/trace.h"
+#include "comm/trace/trace_overlap.h"
 
 namespace ss {
 
@@ -49,6 +55,8 @@ struct TraceSummary {
     std::vector<CollectiveTotals> rows;        ///< per (axis, op, payload), sorted
     std::vector<CollectiveTotals> by_payload;  ///< per payload (axis and op empty)
     CollectiveTotals total;                    ///< everything
+    std::vector<OverlapRow> overlap;           ///< per rank and step (overlap_by_step of the filtered events)
+    std::string emulated_links;                ///< otherData.emulated_links, "" for a run on real links
 };
 
 /// Which events to add up (-1: all).
@@ -66,10 +74,11 @@ void check_trace_filter(const Trace& trace, const TraceFilter& filter);
 /// Adds up the collectives of @p trace that pass @p filter.
 TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {});
 
-/// The summary as the table `shardscope trace summary` prints; @p exact prints
+/// The summary as the tables `shardscope trace summary` prints; @p exact prints
 /// bytes as exact integers instead of KiB/MiB. The "moved" column is
 /// bytes x busbw factor: what each rank really sends on a ring (the ZeRO
-/// paper's communication volume).
+/// paper's communication volume). The overlap table follows; the emulated-links
+/// line, where the run had one, comes first.
 std::string format_trace_summary(const TraceSummary& summary, const std::string& source, bool exact = false);
 
 /// "12.3 MiB" (B, KiB, MiB, GiB).
