@@ -283,6 +283,10 @@ TEST_CASE("emulated links: each call takes its alpha-beta time, within 10%, over
                                      {CallOp::send, 200000},         {CallOp::barrier, 0}};
     for (int world : {2, 4}) {
         for (const Case& c : cases) {
+          // The best of three runs: the formula is a lower bound, and a loaded
+          // machine can only add to it (a rank thread not scheduled at once).
+          double best = 1e9;
+          for (int rep = 0; rep < 3; ++rep) {
             Span span;
             run_threads(world, [&](Comm& comm) {
                 const Group g = comm.world_group();
@@ -306,16 +310,18 @@ TEST_CASE("emulated links: each call takes its alpha-beta time, within 10%, over
                 comm.wait(h);
                 if (c.op != CallOp::send || me == 1) span.add(t0, std::chrono::steady_clock::now());
             }, opts);
+            best = std::min(best, span.seconds());
+          }
             const char* op = call_op_name(c.op);
             const int n = c.op == CallOp::send ? 2 : world;
             std::vector<int> ranks(n);
             for (int i = 0; i < n; ++i) ranks[i] = i;
             const double expect = links.seconds(op, collective_bytes(op, c.count, 4, n), ranks);
-            INFO(op << " world " << world << " count " << c.count << ": " << span.seconds() * 1e3 << " ms, formula "
+            INFO(op << " world " << world << " count " << c.count << ": " << best * 1e3 << " ms, formula "
                     << expect * 1e3 << " ms");
             REQUIRE(expect >= 0.02);
-            REQUIRE(span.seconds() >= 0.99 * expect);
-            REQUIRE(span.seconds() <= 1.10 * expect);
+            REQUIRE(best >= 0.99 * expect);
+            REQUIRE(best <= 1.10 * expect);
         }
     }
 }

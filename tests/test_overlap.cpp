@@ -5,6 +5,7 @@
 // overlap is for: with emulated links a started call hides under compute.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,8 @@
 #include <string>
 
 #include "cli_run.h"
+#include "comm/trace/trace.h"
+#include "comm/trace/trace_overlap.h"
 #include "core/check.h"
 #include "train/train.h"
 
@@ -61,9 +64,10 @@ TrainOptions tiny(int ranks) {
 }  // namespace
 
 TEST_CASE("overlap on and off: the same bits for DDP, naive and bucketed, fp32 and bf16", "[overlap]") {
-    for (DType dt : {DType::f32, DType::bf16})
+    for (int ranks : {1, 2})  // one rank too: nothing to reduce, but the bf16 gradients are still stored
+      for (DType dt : {DType::f32, DType::bf16})
         for (double bucket : {0.0, 0.05}) {
-            TrainOptions o = tiny(2);
+            TrainOptions o = tiny(ranks);
             o.dtype = dt;
             o.bucket_mb = bucket;
             o.ga = 2;
@@ -124,13 +128,15 @@ TEST_CASE("overlap on and off: the same bits with pipelines, TP and SP composed"
 
 TEST_CASE("emulated links: bucketed DDP hides its all-reduces under backward with overlap on, not off",
           "[overlap][links]") {
-    // 2 ranks of `tiny`, 0.02 GB/s: its ~0.4 MB of gradients take ~20 ms on the link,
-    // in buckets of 0.05 MiB that start as backward completes them. Off, the rank
-    // waits for every bucket where it is made: exposed = all of it. On, only what
-    // the rest of backward (and the last bucket) does not cover is exposed. The
-    // bound is loose (a half) because tiny's backward is short; the benchmark
-    // (`shardscope bench overlap`) measures the real figures.
-    double exposed_fraction[2];
+    // 2 ranks of `small`, MBS 4, 1 GB/s and 6 us, buckets of 0.25 MiB that start as
+    // backward completes them (issue 16's benchmark row). Off, every bucket blocks
+    // the rank where it is made: nothing hides. On, what hides is what the rest of
+    // backward covers. Two ranks on a 2-core box finish backward at different
+    // times, and the one that finishes first waits for the other in its last
+    // all-reduce (that wait is exposed, as it would be on a cluster), so the test
+    // takes the rank that waited least: the benchmark (`shardscope bench overlap`)
+    // reports every rank.
+    double best_hidden[2] = {0, 0};
     for (int on = 0; on < 2; ++on) {
         TrainOptions o = tiny(2);
         o.model = model_preset("small");
@@ -139,16 +145,16 @@ TEST_CASE("emulated links: bucketed DDP hides its all-reduces under backward wit
         o.link = "1,6";
         o.overlap = on == 1;
         o.steps = 3;
+        o.trace = out_path("links_trace.json");
         TrainReport r = train(o, nullptr);
-        double comm = 0, exposed = 0;
-        for (size_t i = 1; i < r.steps.size(); ++i) comm += r.steps[i].comm_ms, exposed += r.steps[i].exposed_comm_ms;
-        exposed_fraction[on] = exposed / comm;
-        INFO("overlap " << on << ": comm " << comm << " ms, exposed " << exposed << " ms");
-        REQUIRE(comm > 0);
         REQUIRE(r.to_json().at("emulated_links").get<std::string>().find("emulated links") != std::string::npos);
+        for (const OverlapRow& row : overlap_by_step(read_chrome_trace(o.trace).events))
+            if (row.step == kOverlapTotal) best_hidden[on] = std::max(best_hidden[on], row.hidden_fraction());
+        INFO("overlap " << on << ": the best rank hid " << best_hidden[on]);
     }
-    REQUIRE(exposed_fraction[0] > 0.9);  // off: every call blocks the rank
-    REQUIRE(exposed_fraction[1] < 0.5);  // on: most of it hides
+    INFO("hidden: off " << best_hidden[0] << ", on " << best_hidden[1]);
+    REQUIRE(best_hidden[0] < 0.1);  // off: every call blocks the rank
+    REQUIRE(best_hidden[1] > 0.5);  // on: most of it hides (seen: 0.95)
 }
 
 TEST_CASE("bad overlap and link flags are refused, naming the fix", "[overlap][errors]") {

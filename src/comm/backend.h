@@ -138,6 +138,11 @@ public:
     /// issue order, blocking and started ones alike.
     virtual std::unique_ptr<Request> start(const Call& call);
 
+    /// This rank is leaving its work by an exception while started calls are in
+    /// flight: end the waits of every rank now, since this one will not come to
+    /// its next call (threads: as a failure; the rank's own error follows).
+    virtual void rank_failing() {}
+
     /// Runs @p call now with the blocking calls above (what the default start() does).
     void run(const Call& call);
 };

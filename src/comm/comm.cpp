@@ -2,6 +2,7 @@
 #include "comm/comm.h"
 
 #include <algorithm>
+#include <exception>
 #include <cstdint>
 #include <sstream>
 #include <utility>
@@ -18,6 +19,7 @@ struct PendingCall {
     double issued_us = 0;              ///< Comm::now_us() at start_*
     double trace_issued_us = 0;        ///< the tracer's clock at start_* (when tracing)
     bool waited = false;               ///< wait() or wait_all() has taken it
+    Backend* backend = nullptr;        ///< whose call it is (for a handle dropped unwaited)
 };
 
 
@@ -305,9 +307,28 @@ void Comm::barrier(const Group& group, const Label& label) {
 // ---- the started calls: check, Backend::start, and later wait ------------------------
 
 CommHandle::CommHandle() = default;
-CommHandle::~CommHandle() = default;
+// A handle dropped before its wait (its owner is being destroyed, or the rank is
+// leaving by an exception) still lets the call finish, since the call reads and
+// writes buffers that die next to the handle. Comm's wait_all records it later.
+static void finish_dropped(PendingCall* p) {
+    if (!p || p->waited) return;
+    if (std::uncaught_exceptions() > 0) p->backend->rank_failing();  // nobody waits for this rank's next call
+    try {
+        p->request->wait();
+    } catch (...) {
+        // Its error reaches the rank through wait_all, or the run has failed already.
+    }
+}
+
+CommHandle::~CommHandle() { finish_dropped(call_.get()); }
 CommHandle::CommHandle(CommHandle&&) noexcept = default;
-CommHandle& CommHandle::operator=(CommHandle&&) noexcept = default;
+CommHandle& CommHandle::operator=(CommHandle&& o) noexcept {
+    if (this != &o) {
+        finish_dropped(call_.get());
+        call_ = std::move(o.call_);
+    }
+    return *this;
+}
 
 CommHandle Comm::launch(Call c) {
     check(c);
@@ -315,6 +336,7 @@ CommHandle Comm::launch(Call c) {
     p->issued_us = now_us();
     p->trace_issued_us = tracer_ ? tracer_->now_us() : 0;
     p->call = std::move(c);
+    p->backend = backend_.get();
     p->request = backend_->start(p->call);
     in_flight_.push_back(p);
     CommHandle h;

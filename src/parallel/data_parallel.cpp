@@ -71,9 +71,10 @@ public:
 
     void grads_ready(int u) override {
         DpStrategy::grads_ready(u);  // Megatron-SP's sums come first
-        if (!overlap_ || !s.last_micro || replicas_.ddp_group().size() == 1) return;
+        if (!overlap_ || !s.last_micro) return;
         const Unit& unit = s.units[size_t(u)];
         s.store_grads(unit.begin, unit.size());
+        if (replicas_.ddp_group().size() == 1) return;
         for (const ParamSpec& t : s.layout.specs) {
             if (t.offset < unit.begin || t.offset >= unit.end) continue;
             Label label{Payload::grad, t.layer, Phase::bwd, -1, s.this_step()};

@@ -120,7 +120,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
     const std::vector<PipeAction>& actions = schedule_.ranks[size_t(stage_)];
     constexpr size_t kLookahead = 4;
     std::map<size_t, CommHandle> posted;  // action index -> its receive, in flight
-    std::vector<std::pair<CommHandle, Tensor>> sending;  // sends in flight, and what they send (a copy, if freed)
+    std::vector<std::pair<Tensor, CommHandle>> sending;  // what is being sent, and its send (destroyed first)
     auto recv_buffer = [&](const PipeAction& a) -> Tensor& {
         const Key k{a.micro, a.chunk};
         auto& into = a.op == PipeOp::recv_act ? inputs : out_grads;
@@ -173,7 +173,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
                 Tensor out(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
                 device_copy(out.f32(), part_output(acts.at(k)), sizeof(float) * n);
                 CommHandle h = comm_.start_send(out.f32(), n, DType::f32, rank_of(vs + 1), label, "pp");
-                sending.emplace_back(std::move(h), std::move(out));
+                sending.emplace_back(std::move(out), std::move(h));
                 break;
             }
             case PipeOp::recv_grad: {
@@ -211,12 +211,12 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
                 Tensor g = std::move(in_grads.at(k));
                 in_grads.erase(k);
                 CommHandle h = comm_.start_send(g.f32(), n, DType::f32, rank_of(vs - 1), label, "pp");
-                sending.emplace_back(std::move(h), std::move(g));
+                sending.emplace_back(std::move(g), std::move(h));
                 break;
             }
         }
     }
-    for (auto& [h, buf] : sending) comm_.wait(h);
+    for (auto& [buf, h] : sending) comm_.wait(h);
     sending.clear();
     SS_CHECK(acts.empty() && inputs.empty() && out_grads.empty() && in_grads.empty(),
              "pipeline schedule left work undone on pp rank " << stage_);

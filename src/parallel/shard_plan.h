@@ -57,11 +57,13 @@ ShardPlan make_shard_plan(const std::vector<Unit>& units, int n, int index);
 /// is finished, since the call reads and writes them while the rank computes.
 struct UnitInFlight {
     int unit = -1;            ///< which unit
-    CommHandle handle;        ///< the started call (comm.h)
     Tensor whole;             ///< all_gather: the unit being gathered (padded, Mem::comm)
     Tensor send;              ///< reduce_scatter: what is on the wire (the unit's gradients, or their bf16 copy)
     Tensor mine;              ///< reduce_scatter: my chunk of the average, as it arrives
     float* my_acc = nullptr;  ///< reduce_scatter_add: where my chunk is added once it has arrived
+    /// The started call (comm.h). Declared last, so destroyed first: a handle
+    /// dropped unwaited lets its call finish before the buffers above are freed.
+    CommHandle handle;
 };
 
 /// A shard group with its plan: the collectives of one unit over it.

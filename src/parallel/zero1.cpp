@@ -43,10 +43,13 @@ public:
     }
     void settle() override { gather_.settle(); }
 
-    // Overlap: unit u's reduce-scatter starts once the last backward has completed it.
+    // Overlap: unit u's reduce-scatter starts once the last backward has completed
+    // it. Not wte's when a pipeline's other end holds a tied copy: its gradient is
+    // summed over the two stages after backward (pipeline.h, sync_tied_grads).
     void grads_ready(int u) override {
         DpStrategy::grads_ready(u);  // Megatron-SP's sums come first
         if (!overlap_ || !s.last_micro) return;
+        if (u == 0 && s.layout.part.embedding != s.layout.part.head) return;
         if (gshard_.empty()) gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
         const Unit& unit = s.units[size_t(u)];
         s.store_grads(unit.begin, unit.size());
@@ -55,18 +58,21 @@ public:
 
     void step() override {
         const int step = s.this_step();
-        if (overlap_) {  // the reduce-scatters started in backward
-            for (UnitInFlight& f : in_flight_) s.comm.wait(f.handle);
-            in_flight_.clear();
-        } else {  // ZeRO-1 keeps all gradients: store them, then reduce-scatter each unit
-            s.store_grads();
-            gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
-            for (size_t u = 0; u < s.units.size(); ++u) {
-                UnitInFlight f = send_copy(int(u));
-                s.shard.reduce_scatter(int(u), f.send.data(), RankState::at(gshard_, s.shard.plan.units[u].local),
-                                       s.storage, Label{Payload::grad, s.units[u].layer, Phase::step, -1, step});
-            }
+        // ZeRO-1 keeps all gradients: store them, then reduce-scatter each unit
+        // (overlap: the units not started in backward).
+        std::vector<bool> started(s.units.size(), false);
+        for (const UnitInFlight& f : in_flight_) started[size_t(f.unit)] = true;
+        if (gshard_.empty()) gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
+        for (size_t u = 0; u < s.units.size(); ++u) {
+            if (started[u]) continue;
+            const Unit& unit = s.units[u];
+            s.store_grads(unit.begin, unit.size());
+            UnitInFlight f = send_copy(int(u));
+            s.shard.reduce_scatter(int(u), f.send.data(), RankState::at(gshard_, s.shard.plan.units[u].local),
+                                   s.storage, Label{Payload::grad, s.units[u].layer, Phase::step, -1, step});
         }
+        for (UnitInFlight& f : in_flight_) s.comm.wait(f.handle);  // the reduce-scatters started in backward
+        in_flight_.clear();
         replicas_.all_reduce_grads(gshard_, step);
         gather_.step(gshard_);
         gshard_ = Tensor();

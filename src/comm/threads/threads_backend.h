@@ -50,6 +50,8 @@ public:
     SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
     /// Queues @p call on its group's progress thread (progress.h) and returns at once.
     std::unique_ptr<Request> start(const Call& call) override;
+    /// Every rank's waits end now (World::mark_failing).
+    void rank_failing() override;
 
 private:
     // This rank's view of one group: where it sits and how far it has got.

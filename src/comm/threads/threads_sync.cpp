@@ -60,6 +60,8 @@ std::unique_ptr<Request> ThreadsBackend::start(const Call& call) {
                             describe_call(call_op_name(call.op), call.group, call.label));
 }
 
+void ThreadsBackend::rank_failing() { world_.mark_failing(rank_); }
+
 void ThreadsBackend::drain(int kind, const std::vector<int>& ranks) { progress_.drain({kind, ranks}); }
 
 // Emulated links (CommOptions::link_seconds): the call ends no earlier than the

@@ -49,9 +49,23 @@ GroupState& World::group(const std::vector<int>& ranks) {
 void World::fail(int rank, const std::string& msg) {
     {
         std::lock_guard<std::mutex> lock(fail_mu_);
-        if (failed_.load()) return;  // only the first failure is the story
+        // Only the first failure is the story (a rank marked failing tells its own).
+        if (failed_.load() && !(failing_ && rank == failed_rank_)) return;
+        failing_ = false;
         failed_rank_ = rank;
         failed_msg_ = msg;
+        failed_.store(true);
+    }
+    wake_all();
+}
+
+void World::mark_failing(int rank) {
+    {
+        std::lock_guard<std::mutex> lock(fail_mu_);
+        if (failed_.load()) return;
+        failing_ = true;
+        failed_rank_ = rank;
+        failed_msg_ = "(its error is on its way: it is leaving its work with calls in flight)";
         failed_.store(true);
     }
     wake_all();

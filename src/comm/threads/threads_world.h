@@ -129,6 +129,9 @@ public:
     /// Records that @p rank failed with @p msg (only the first failure is kept),
     /// and wakes every waiting rank so it stops at once.
     void fail(int rank, const std::string& msg);
+    /// @p rank is throwing out of its work with started calls in flight: every wait
+    /// ends now (as for a failure), and that rank's fail() still gives the message.
+    void mark_failing(int rank);
     /// Has any rank failed?
     bool failed() const { return failed_.load(); }
     /// "rank 1 failed: boom".
@@ -160,6 +163,7 @@ private:
     mutable std::mutex fail_mu_;
     std::atomic<bool> failed_{false};
     int failed_rank_ = -1;
+    bool failing_ = false;  // mark_failing: the message is still to come
     std::string failed_msg_;
 
     struct Waiting {
