@@ -31,8 +31,9 @@
 // Asynchronous calls. Every call also has a start form (Comm::start_*): the
 // backend is handed the whole call as a Call and returns a Request, which the
 // rank waits for later. The default start() runs the call at once, on the
-// caller's thread, and returns it finished: correct for any backend, with
-// nothing hidden. A backend that can progress calls while the rank computes
+// caller's thread, and returns it finished (a recv runs in wait() instead,
+// where the data is needed, so that posting it early cannot wait for a send
+// the rank has yet to make): correct for any backend, with nothing hidden. A backend that can progress calls while the rank computes
 // overrides it (threads: a progress thread per group, threads/progress.h).
 // Either way the calls on one group run in the order they were issued, the
 // blocking ones included, so results are bit-identical to the blocking form.

@@ -86,8 +86,10 @@ class CommHandle {
 public:
     CommHandle();
     ~CommHandle();
-    CommHandle(CommHandle&&) noexcept;
-    CommHandle& operator=(CommHandle&&) noexcept;
+    /// Takes @p other's call; @p other is left empty.
+    CommHandle(CommHandle&& other) noexcept;
+    /// Finishes this handle's own call if it is still pending, then takes @p other's.
+    CommHandle& operator=(CommHandle&& other) noexcept;
     /// True while the handle holds a call not yet waited for.
     bool pending() const { return call_ != nullptr; }
 

@@ -45,7 +45,8 @@ struct Job {
     std::condition_variable cv; ///< notified when done
     bool done = false;          ///< finished, well or not
     std::exception_ptr error;   ///< what it threw
-    std::chrono::steady_clock::time_point started, finished;  ///< when it ran
+    std::chrono::steady_clock::time_point started;   ///< when it began to run
+    std::chrono::steady_clock::time_point finished;  ///< when it ended
 };
 
 /// The progress threads of one rank.
