@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/comm.h"
+#include "rank_failures.h"
 #include "comm/threads/threads_backend.h"
 #include "comm/trace/trace.h"
 #include "core/check.h"
@@ -62,21 +63,6 @@ float get(DType dt, const std::vector<char>& b, size_t i) {
     float f;
     std::memcpy(&f, b.data() + 4 * i, 4);
     return f;
-}
-
-// What went wrong on each rank, checked by the test thread afterwards.
-struct Failures {
-    std::mutex mu;
-    std::vector<std::string> list;
-    void add(const std::string& s) {
-        std::lock_guard<std::mutex> l(mu);
-        if (list.size() < 20) list.push_back(s);
-    }
-};
-
-void require_none(Failures& f) {
-    for (const auto& s : f.list) UNSCOPED_INFO(s);
-    REQUIRE(f.list.empty());
 }
 
 // Tolerance of a reduction over n values in [-1, 1] against the serial sum in double.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "comm/comm.h"
+#include "rank_failures.h"
 #include "comm/links.h"
 #include "comm/threads/threads_backend.h"
 #include "comm/trace/trace.h"
@@ -36,20 +37,6 @@ std::vector<float> make(size_t n, int rank, int salt) {
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) v[i] = value(rank, i, salt);
     return v;
-}
-
-struct Failures {
-    std::mutex mu;
-    std::vector<std::string> list;
-    void add(const std::string& s) {
-        std::lock_guard<std::mutex> l(mu);
-        if (list.size() < 20) list.push_back(s);
-    }
-};
-
-void require_none(Failures& f) {
-    for (const auto& s : f.list) UNSCOPED_INFO(s);
-    REQUIRE(f.list.empty());
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {

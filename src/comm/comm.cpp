@@ -381,7 +381,7 @@ CommHandle Comm::start_recv(void* buf, size_t count, DType dt, int peer, const L
                        label});
 }
 
-void Comm::finish(PendingCall& p, double wait_start_us, double exposed_us) {
+void Comm::finish(PendingCall& p, double exposed_us) {
     const double wait_end_us = now_us();
     // The backend's clock (steady_clock) in this Comm's microseconds.
     auto us = [&](std::chrono::steady_clock::time_point t) {
@@ -397,7 +397,6 @@ void Comm::finish(PendingCall& p, double wait_start_us, double exposed_us) {
     const Call& c = p.call;
     trace(call_op_name(c.op), c.group, c.count, c.dt, c.label, run0 + shift, run1 - run0, p.trace_issued_us,
           exposed_us, c.peer);
-    (void)wait_start_us;
 }
 
 void Comm::wait(CommHandle& handle) {
@@ -410,7 +409,7 @@ void Comm::wait(CommHandle& handle) {
     if (it != in_flight_.end()) in_flight_.erase(it);
     const double t0 = now_us();
     p->request->wait();  // throws the call's error
-    finish(*p, t0, now_us() - t0);
+    finish(*p, now_us() - t0);
 }
 
 void Comm::wait_all() {
@@ -420,7 +419,7 @@ void Comm::wait_all() {
         p->waited = true;
         const double t0 = now_us();
         p->request->wait();
-        finish(*p, t0, now_us() - t0);
+        finish(*p, now_us() - t0);
     }
 }
 

@@ -97,6 +97,10 @@ struct ModelPart {
     static ModelPart whole() { return ModelPart{}; }
     /// True when it is the whole model of @p L blocks.
     bool is_whole(int L) const { return first == 0 && (count < 0 || count == L) && embedding && head; }
+    /// True when wte is tied to a copy on another stage (the first or the last of a
+    /// pipeline, not both): its gradient is summed over the two after backward
+    /// (parallel/pipeline.h, sync_tied_grads).
+    bool wte_tied_elsewhere() const { return embedding != head; }
 };
 
 /// Every parameter of a model, in HF state-dict order, over one flat buffer.

@@ -222,7 +222,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
              "pipeline schedule left work undone on pp rank " << stage_);
     // The tied embedding: the first stage's wte and the last stage's copy take the summed gradient.
     for (auto& c : chunks_)
-        if (c->layout().part.embedding != c->layout().part.head) sync_tied_grads(comm_, emb_, *c);
+        if (c->layout().part.wte_tied_elsewhere()) sync_tied_grads(comm_, emb_, *c);
     return loss_sum;
 }
 

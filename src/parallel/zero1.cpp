@@ -49,11 +49,11 @@ public:
     void grads_ready(int u) override {
         DpStrategy::grads_ready(u);  // Megatron-SP's sums come first
         if (!overlap_ || !s.last_micro) return;
-        if (u == 0 && s.layout.part.embedding != s.layout.part.head) return;
+        if (u == 0 && s.layout.part.wte_tied_elsewhere()) return;
         if (gshard_.empty()) gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
         const Unit& unit = s.units[size_t(u)];
         s.store_grads(unit.begin, unit.size());
-        in_flight_.push_back(start_unit(u, Phase::bwd));
+        in_flight_.push_back(start_unit(u));
     }
 
     void step() override {
@@ -91,12 +91,13 @@ private:
         std::memcpy(f.send.data(), RankState::at(s.grads, us.begin), size_t(us.end - us.begin) * dtype_size(s.storage));
         return f;
     }
-    UnitInFlight start_unit(int u, Phase phase) {
+    // Unit u's reduce-scatter, started in backward.
+    UnitInFlight start_unit(int u) {
         UnitInFlight f = send_copy(u);
         const ShardPlan::UnitShard& us = s.shard.plan.units[size_t(u)];
         f.handle = s.comm.start_reduce_scatter(f.send.data(), RankState::at(gshard_, us.local), size_t(us.chunk),
                                                s.storage, s.shard.group, ReduceOp::avg,
-                                               Label{Payload::grad, s.units[size_t(u)].layer, phase, -1, s.this_step()});
+                                               Label{Payload::grad, s.units[size_t(u)].layer, Phase::bwd, -1, s.this_step()});
         return f;
     }
 

@@ -1,8 +1,6 @@
 // options.cpp — every check of `shardscope train`'s options, once (options.h).
 #include "train/options.h"
 
-#include "kernels/cpu/matmul_rate.h"
-
 #include <cmath>
 
 #include "comm/launch_env.h"
@@ -10,6 +8,7 @@
 #include "core/check.h"
 #include "core/device.h"
 #include "core/names.h"
+#include "kernels/cpu/matmul_rate.h"
 #include "parallel/pipeline.h"
 #include "train/run_files.h"
 
