@@ -1,12 +1,14 @@
 // test_model.cpp — GPT-2 on one rank against PyTorch (tests/golden/), the
 // parameter layout, the initialisation, the Ledger's byte counts and training.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "core/rng.h"
 #include "model/checkpoint.h"
 #include "model/gpt2.h"
+#include "model/model_parallel.h"
 #include "model/safetensors.h"
 #include "optim/adamw.h"
 #include "train/train.h"
@@ -263,4 +265,64 @@ TEST_CASE("bf16 storage trains like fp32 (loss within bf16 rounding)", "[model][
     // most from rounding, which changes a loss of ~5.5 by far less than 0.05.
     for (int i = 0; i < 5; ++i) REQUIRE(std::fabs(a.steps[i].loss - b.steps[i].loss) < 0.05f);
     REQUIRE(b.steps[0].loss == Approx(a.steps[0].loss).epsilon(0.01));
+}
+
+namespace {
+
+// UnitHooks over plain buffers that records the order the passes take units in.
+struct RecordingHooks final : UnitHooks {
+    const std::vector<Unit>& units;
+    std::vector<float>& param_buf;
+    std::vector<float>& grad_buf;
+    std::vector<int> taken;  // params(u) calls, in order
+    RecordingHooks(const std::vector<Unit>& u, std::vector<float>& p, std::vector<float>& g)
+        : units(u), param_buf(p), grad_buf(g) {}
+    const float* params(int u, bool) override {
+        taken.push_back(u);
+        return param_buf.data() + units[size_t(u)].begin;
+    }
+    void release(int, bool) override {}
+    float* grads(int u) override { return grad_buf.data() + units[size_t(u)].begin; }
+    void grads_ready(int) override {}
+};
+
+// Each unit once, in first-taken order.
+std::vector<int> first_taken(const std::vector<int>& taken) {
+    std::vector<int> out;
+    for (int u : taken)
+        if (std::find(out.begin(), out.end(), u) == out.end()) out.push_back(u);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("unit_order is the order the passes take units in: the whole model and every pipeline part",
+          "[model][zero3]") {
+    // ZeRO-3's prefetch (parallel/zero3.cpp) gathers the units unit_order says come next.
+    GPT2Config cfg = model_preset("tiny");
+    cfg.L = 4;
+    const int B = 1, T = 8;
+    std::vector<int> tokens(size_t(B * T)), targets(size_t(B * T));
+    for (int i = 0; i < B * T; ++i) tokens[size_t(i)] = i % cfg.V, targets[size_t(i)] = (i + 1) % cfg.V;
+    ModelPart first{0, 2, true, false}, middle{1, 2, false, false}, last{2, 2, false, true};
+    for (const ModelPart& part : {ModelPart::whole(), first, middle, last}) {
+        const ParamLayout lay = make_param_layout(cfg, 1, 0, part);
+        const std::vector<Unit> units = make_units(lay);
+        std::vector<float> p(size_t(lay.total)), g(size_t(lay.total), 0.0f);
+        init_params(lay, cfg, 1, 0, lay.total, p.data());
+        RecordingHooks hooks(units, p, g);
+        Ledger ledger;
+        const ModelParallel mp = ModelParallel::none();
+        const PartPass pass{cfg, lay, hooks, mp, ledger};
+        Activations acts;
+        std::vector<float> x(size_t(B * T * cfg.C), 0.1f), dy(x.size(), 0.01f), dx(x.size());
+        part_forward(pass, tokens.data(), targets.data(), part.embedding ? nullptr : x.data(), B, T, acts);
+        INFO("part first " << part.first << " count " << part.count << " embedding " << part.embedding << " head "
+                           << part.head);
+        REQUIRE(first_taken(hooks.taken) == unit_order(lay, false));
+        hooks.taken.clear();
+        part_backward(pass, tokens.data(), targets.data(), acts, 1.0f / (B * T), part.head ? nullptr : dy.data(),
+                      part.embedding ? nullptr : dx.data());
+        REQUIRE(first_taken(hooks.taken) == unit_order(lay, true));
+    }
 }

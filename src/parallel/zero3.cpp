@@ -32,7 +32,7 @@
 //
 // The K units in flight are booked in Mem::comm from the moment their gather
 // starts: prefetch trades memory for time. With MBS 1 a unit's compute can
-// be shorter than its gather, and then no depth hides it (docs/tutorials).
+// be shorter than its gather, and then no depth hides it (tutorials/12-overlap.md).
 #include "parallel/zero.h"
 
 #include <algorithm>
