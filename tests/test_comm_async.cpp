@@ -40,7 +40,8 @@ std::vector<float> make(size_t n, int rank, int salt) {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    // (memcmp with an empty vector's null data() is undefined, even for 0 bytes)
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
