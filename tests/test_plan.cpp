@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "plan/memory.h"
 #include "plan/models.h"
+#include "plan/overlap.h"
 #include "plan/time.h"
 #include "plan/plan.h"
 #include "plan/report.h"
@@ -139,11 +140,18 @@ TEST_CASE("pipeline bubble: (p-1)/m, and (p-1)/(v m) interleaved (Narayanan et a
     in.ga = 8;
     PlanResult r = plan(in);
     REQUIRE(r.time.bubble_fraction == Approx(3.0 / 8));
-    REQUIRE(r.time.pipeline == Approx((8 + 3) * r.time.t_mb));
+    // Sends posted early (overlap on) hide in the steady state; the fill and drain wait for them.
+    REQUIRE(r.time.t_posted_mb > 0);
+    REQUIRE(r.time.pipeline == Approx(8 * r.time.t_mb + 3 * (r.time.t_mb + r.time.t_posted_mb)));
     in.layout.schedule = Schedule::interleaved;
     in.layout.pp_virtual = 2;
     r = plan(in);
     REQUIRE(r.time.bubble_fraction == Approx(3.0 / 16));
+    REQUIRE(r.time.pipeline == Approx(8 * r.time.t_mb + 1.5 * (r.time.t_mb + r.time.t_posted_mb)));
+    // Overlap off: every micro-batch waits for its sends, (m + (p-1)/v) x t_mb.
+    in.overlap = false;
+    r = plan(in);
+    REQUIRE(r.time.t_posted_mb == 0);
     REQUIRE(r.time.pipeline == Approx((8 + 1.5) * r.time.t_mb));
 }
 
@@ -409,4 +417,79 @@ TEST_CASE("shardscope plan: errors exit 1 with the message, --json writes every 
                     r["memory"]["comm"].get<int64_t>());
         REQUIRE(r["comm"].size() > 0);
     }
+}
+
+TEST_CASE("links: emulated links count latency over a ring, as comm/links.h does", "[plan][comm]") {
+    REQUIRE(collective_hops("all_reduce", 8, true) == 14);
+    REQUIRE(collective_hops("all_gather", 8, true) == 7);
+    REQUIRE(collective_hops("reduce_scatter", 4, true) == 3);
+    REQUIRE(collective_hops("send", 2, true) == 1);
+    REQUIRE(collective_hops("all_reduce", 8) == 6);  // a tree: 2 log2 8
+    Link ring{1e9, 6e-6, true};
+    REQUIRE(collective_seconds("all_reduce", 1000000, 1, 4, ring) == Approx(6 * 6e-6 + 1e6 * 1.5 / 1e9));
+}
+
+// The replay of one data-parallel step (plan/overlap.h), worked by hand.
+TEST_CASE("overlap replay: DDP buckets start in backward; only the tail waits", "[plan][overlap]") {
+    DpStep s;
+    s.zero = 0;
+    s.units = {{0, 0, 0, 0, {0.5}}, {1, 2, 0, 0, {1.0}}, {1, 2, 0, 0, {1.0}}};
+    // Forward 2; backward: unit 2 (0..2 after forward) ends at 4, its bucket runs 4-5; unit 1
+    // ends at 6, its bucket 6-7; unit 0 (no compute) at 6, its bucket 7-7.5: exposed 1.5.
+    DpStepTime t = replay_dp_step(s);
+    CHECK(t.compute == Approx(6));
+    CHECK(t.comm == Approx(2.5));
+    CHECK(t.exposed == Approx(1.5));
+    CHECK(t.total == Approx(7.5));
+    CHECK(t.exposed_each_mb == 0);  // once per step
+    s.overlap = false;
+    t = replay_dp_step(s);
+    CHECK(t.exposed == Approx(2.5));
+    CHECK(t.total == Approx(8.5));
+    // With GA only the last micro-batch all-reduces.
+    s.overlap = true;
+    s.ga = 3;
+    t = replay_dp_step(s);
+    CHECK(t.comm == Approx(2.5));
+    CHECK(t.total == Approx(2 * 6 + 7.5));
+}
+
+TEST_CASE("overlap replay: ZeRO-3 prefetch hides a gather behind each unit's compute", "[plan][overlap]") {
+    DpStep s;
+    s.zero = 3;
+    s.prefetch = 1;
+    // emb, two blocks, ln_f + head; every gather and reduce-scatter 1 s.
+    s.units = {{0, 0, 1, 1, {}}, {10, 20, 1, 1, {}}, {10, 20, 1, 1, {}}, {1, 2, 1, 1, {}}};
+    // By hand: forward waits for unit 0's gather and then unit 1's (prefetched at 1, done at 2):
+    // 2 s exposed; backward waits for unit 0's gather (pass start) and unit 3's: 2 s more; the
+    // last two reduce-scatters (67-68, 68-69) after the last compute (67): 2 s. 63 s of compute.
+    DpStepTime t = replay_dp_step(s);
+    CHECK(t.compute == Approx(63));
+    CHECK(t.comm == Approx(12));  // 4 + 4 gathers, 4 reduce-scatters
+    CHECK(t.exposed == Approx(6));
+    CHECK(t.total == Approx(69));
+    CHECK(t.exposed_each_mb == Approx(6));
+    s.prefetch = 0;  // every gather waited for where it is needed
+    const DpStepTime none = replay_dp_step(s);
+    CHECK(none.exposed > t.exposed);
+    // 8 gathers, and each backward gather queues behind the reduce-scatter in flight on the
+    // same wire (one queue per group, as the progress thread runs it): 3 of them, and unit 0's
+    // reduce-scatter behind unit 1's at the end, 1 s.
+    CHECK(none.exposed == Approx(8 + 3 + 1));
+    s.overlap = false;
+    const DpStepTime off = replay_dp_step(s);
+    CHECK(off.exposed == Approx(off.comm));
+    CHECK(off.total == Approx(63 + 12));
+}
+
+TEST_CASE("overlap replay: ZeRO-1/2 gather the step's parameters under the next forward", "[plan][overlap]") {
+    DpStep s;
+    s.zero = 2;
+    s.units = {{0, 0, 1, 1, {}}, {10, 20, 1, 1, {}}, {1, 2, 1, 1, {}}};
+    // The three gathers run 0-1, 1-2, 2-3: forward waits for unit 0's and unit 1's (2 s), then computes.
+    DpStepTime t = replay_dp_step(s);
+    CHECK(t.exposed - t.exposed_each_mb == Approx(2));
+    s.overlap = false;
+    const DpStepTime off = replay_dp_step(s);
+    CHECK(off.total == Approx(off.compute + 6));
 }

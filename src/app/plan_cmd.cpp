@@ -20,6 +20,7 @@
 #include "plan/models.h"
 #include "plan/report.h"
 #include "plan/search.h"
+#include "train/plan_for_run.h"
 
 namespace ss::app {
 
@@ -35,6 +36,7 @@ struct PlanFlags {
     double gpu_mem_gb = 0, flops_tflops = 0, efficiency = 0, hbm_gbs = 0;
     double intra_gbs = 0, inter_gbs = 0, intra_us = -1, inter_us = -1;
     bool search = false, no_overlap = false, tp_across_nodes = false;
+    std::string link, link_intra, link_inter, emulate;  // cpu-local: the links an emulated run has (comm/links.h)
     int top = 10;
     std::string json;
 };
@@ -58,6 +60,18 @@ Hardware make_hardware(const PlanFlags& f) {
     if (f.inter_us >= 0) h.inter.alpha = f.inter_us * 1e-6, custom = true;
     SS_CHECK(h.efficiency > 0 && h.efficiency <= 1, "--efficiency must be in (0, 1] (got " << h.efficiency << ")");
     if (custom) h.label += " (adjusted)";
+    // cpu-local with emulated links: the links a `train --link ...` run on this machine has.
+    const bool links = !f.link.empty() || !f.link_intra.empty() || !f.link_inter.empty() || !f.emulate.empty();
+    if (links) {
+        SS_CHECK(f.hw == "cpu-local", "--link, --link-intra, --link-inter and --emulate describe the emulated links "
+                                      "of a threads run on this machine: use them with --hw cpu-local (for a "
+                                      "cluster's links give --intra-gbs, --inter-gbs, --intra-us, --inter-us)");
+        // --emulate scales by the calibrated matmul rate, the rate this prediction computes at.
+        const int gpn = f.link_intra.empty() ? 0 : f.in.gpus_per_node;
+        const EmulatedLinks e = make_emulated_links(f.link, f.link_intra, f.link_inter, gpn, f.emulate, f.in.gpus,
+                                                    h.flops / 1e9);
+        h = emulated_hardware(h, e, f.in.gpus);
+    }
     return h;
 }
 
@@ -117,6 +131,12 @@ void add_plan_command(CLI::App& root) {
         ->capture_default_str();
     cmd->add_option("--bucket-mb", f->in.bucket_mb, "Gradient bucket in MiB")->capture_default_str();
     cmd->add_flag("--no-overlap", f->no_overlap, "Nothing hides under compute (every collective on the critical path)");
+    cmd->add_option("--prefetch", f->in.prefetch, "ZeRO-3: units gathered ahead of use (0: none)")->capture_default_str();
+    cmd->add_option("--link", f->link, "--hw cpu-local: the emulated link of `train --link GBPS[,US]`");
+    cmd->add_option("--link-intra", f->link_intra, "--hw cpu-local: `train --link-intra GBPS,US` (with --gpus-per-node)");
+    cmd->add_option("--link-inter", f->link_inter, "--hw cpu-local: `train --link-inter GBPS,US`");
+    cmd->add_option("--emulate", f->emulate, "--hw cpu-local: `train --emulate PRESET`, time-scaled by the calibrated "
+                                             "matmul rate");
     cmd->add_flag("--search", f->search, "Rank every valid layout by predicted tokens/s");
     cmd->add_option("--top", f->top, "--search: how many layouts to print")->capture_default_str();
     cmd->add_flag("--tp-across-nodes", f->tp_across_nodes, "--search: allow TP groups larger than a node");
@@ -135,6 +155,7 @@ void add_plan_command(CLI::App& root) {
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--zero", at_least(0, 3));
     limit(*cmd, "--bucket-mb", at_least(0));
+    limit(*cmd, "--prefetch", at_least(0));
     cmd->callback([f, tp, pp, sp, rep, zero] {
         PlanInput& in = f->in;
         in.model = resolve_model(f->model);

@@ -7,8 +7,13 @@
 
 namespace ss {
 
-int collective_hops(const std::string& op, int n) {
+int collective_hops(const std::string& op, int n, bool ring) {
     if (n <= 1) return 0;
+    if (ring) {
+        if (op == "all_reduce") return 2 * (n - 1);
+        if (op == "send" || op == "recv") return 1;
+        return n - 1;  // all_gather, reduce_scatter, broadcast, all_to_all
+    }
     const int log2n = int(std::ceil(std::log2(double(n))));
     if (op == "all_reduce") return 2 * log2n;
     if (op == "all_to_all") return n - 1;
@@ -18,7 +23,7 @@ int collective_hops(const std::string& op, int n) {
 
 double collective_seconds(const std::string& op, int64_t bytes, int64_t calls, int n, const Link& link) {
     if (calls == 0 || n <= 1) return 0;
-    return double(calls) * collective_hops(op, n) * link.alpha + double(bytes) * busbw_factor(op, n) / link.busbw;
+    return double(calls) * collective_hops(op, n, link.ring) * link.alpha + double(bytes) * busbw_factor(op, n) / link.busbw;
 }
 
 bool axis_in_node(int stride, int n, int gpus_per_node) {
@@ -148,12 +153,13 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         const int v = l.schedule == Schedule::interleaved ? l.pp_virtual : 1;
         const int64_t x = N * h * ae / (seqpar ? t : 1);  // with SP a stage passes its 1/t of the tokens
         const int stride = dp * c * t;
+        const Overlap posted = Overlap::pipeline;  // PipelineRank::set_overlap: receives posted ahead, sends in flight
         // Every model chunk sends to the next stage, except the very last chunk.
         const int64_t sends = int64_t(last ? v - 1 : v) * ga, recvs = int64_t(first ? v - 1 : v) * ga;
-        k.add("pp", stride, 2, "send", act, Phase::fwd, sends, sends * x, none, "activations to the next stage", p);
-        k.add("pp", stride, 2, "recv", act, Phase::fwd, recvs, recvs * x, none, "activations from the previous stage", p);
-        k.add("pp", stride, 2, "send", act_grad, Phase::bwd, recvs, recvs * x, none, "their gradients back", p);
-        k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, none, "gradients from the next stage", p);
+        k.add("pp", stride, 2, "send", act, Phase::fwd, sends, sends * x, posted, "activations to the next stage", p);
+        k.add("pp", stride, 2, "recv", act, Phase::fwd, recvs, recvs * x, posted, "activations from the previous stage", p);
+        k.add("pp", stride, 2, "send", act_grad, Phase::bwd, recvs, recvs * x, posted, "their gradients back", p);
+        k.add("pp", stride, 2, "recv", act_grad, Phase::bwd, sends, sends * x, posted, "gradients from the next stage", p);
         // The tied wte lives on both ends (Megatron's embedding group). ZeRO 1-3 sum the
         // fp32 accumulator (stages 2, 3: the rank's shard of it); DDP the synced gradients.
         const int64_t wte = int64_t(padded_vocab(m.V, t, m.vocab_divisible_by)) / t * h, shards = int64_t(mesh.dp_shard) * c;
@@ -173,9 +179,15 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const int64_t bucket = std::max<int64_t>(1, int64_t(in.bucket_mb * 1048576.0));
     const Payload grad = Payload::grad, param = Payload::param;
     switch (l.zero) {
-        case 0:  // all_reduce counts its buffer: Psi e in all, whatever the buckets
-            k.add(dp_axis, t, dp * c, "all_reduce", grad, Phase::bwd, (P * es + bucket - 1) / bucket, P * es,
-                  Overlap::bwd, "DDP: average the gradients, bucket by bucket", 0, true);
+        case 0: {  // all_reduce counts its buffer: Psi e in all, whatever the buckets
+            // No buckets (the engine's naive DDP): one call per tensor, 12 in a block,
+            // wte and wpe, ln_f's two (and the last stage's copy of wte).
+            const int64_t tensors = 12 * layers + (first ? 2 : 0) + (last ? (p > 1 ? 3 : 2) : 0);
+            const int64_t calls = in.bucket_mb > 0 ? (P * es + bucket - 1) / bucket : tensors;
+            k.add(dp_axis, t, dp * c, "all_reduce", grad, Phase::bwd, calls, P * es, Overlap::bwd,
+                  in.bucket_mb > 0 ? "DDP: average the gradients, bucket by bucket"
+                                   : "DDP: average the gradients, tensor by tensor", 0, true);
+        }
             break;
         case 1:  // the engine reduce-scatters in the step; DeepSpeed and Megatron in backward buckets
             k.add(shard_axis, t, n, "reduce_scatter", grad, engine ? Phase::step : Phase::bwd, units, shard_bytes,

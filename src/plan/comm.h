@@ -44,6 +44,7 @@ enum class Overlap {
     fwd,        ///< under the forward compute of the same micro-batch (ZeRO-3 prefetch)
     bwd,        ///< under the backward compute (gradient buckets, ZeRO-2/3 reduce-scatter)
     attention,  ///< under the attention compute of the same layer (ring attention)
+    pipeline,   ///< posted early (--overlap on): only the pipeline's fill and drain wait for it (PP send/recv)
 };
 
 /// The collectives of one kind one rank issues in one step.
@@ -64,11 +65,13 @@ struct CommCall {
 
 /// Hops of one call in the latency term: 2 ceil(log2 n) for all_reduce, ceil(log2 n)
 /// for all_gather, reduce_scatter and broadcast (tree / PAT algorithms), n - 1 for
-/// all_to_all, 1 for send and recv.
-int collective_hops(const std::string& op, int n);
+/// all_to_all, 1 for send and recv. With @p ring (emulated links, comm/links.h):
+/// 2(n-1) for all_reduce, n - 1 for all_gather, reduce_scatter, broadcast and all_to_all.
+int collective_hops(const std::string& op, int n, bool ring = false);
 
 /// Alpha-beta time of @p calls calls moving @p bytes in all on a group of @p n
-/// ranks over @p link: calls x hops x alpha + bytes x busbw_factor(op, n) / busbw.
+/// ranks over @p link: calls x hops x alpha + bytes x busbw_factor(op, n) / busbw
+/// (hops as collective_hops counts them for link.ring).
 double collective_seconds(const std::string& op, int64_t bytes, int64_t calls, int n, const Link& link);
 
 /// True when every group of an axis with @p n ranks, spaced @p stride ranks apart

@@ -25,6 +25,10 @@ namespace ss {
 struct Link {
     double busbw = 0;  ///< bus bandwidth in bytes/s (nccl-tests' busbw: algbw x factor)
     double alpha = 0;  ///< seconds per hop (latency term of the alpha-beta model)
+    /// Latency hops as a ring counts them (all_reduce 2(n-1), all_gather n-1), as
+    /// emulated links do (comm/links.h); false: a tree's (2 log2 n, log2 n), as NCCL's
+    /// tree and PAT algorithms reach on real clusters (plan/comm.h collective_hops).
+    bool ring = false;
 };
 
 /// A device and its links.

@@ -63,8 +63,9 @@ struct PlanInput {
     int64_t gbs = 0;           ///< target global batch size (0: MBS x GA x DP, whatever it is)
     DType dtype = DType::bf16; ///< bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)
     ActModel act_model = ActModel::paper;  ///< whose activation layout to count
-    bool overlap = true;       ///< data-parallel traffic overlaps backward/forward compute where it can
-    double bucket_mb = 25;     ///< DDP / ZeRO gradient bucket (MiB; PyTorch DDP's default is 25)
+    bool overlap = true;       ///< traffic starts early and hides under compute where it can (plan/overlap.h)
+    int prefetch = 1;          ///< ZeRO-3 with overlap: units gathered ahead of use (the engine's --prefetch)
+    double bucket_mb = 25;     ///< DDP gradient bucket (MiB; PyTorch DDP's default is 25); 0: one all_reduce per tensor
 
     /// The sequence length used: T, or the model's maxT when T = 0.
     int seq() const { return T > 0 ? T : model.maxT; }

@@ -54,6 +54,7 @@ const char* overlap_name(Overlap o) {
         case Overlap::fwd: return "forward";
         case Overlap::bwd: return "backward";
         case Overlap::attention: return "attention";
+        case Overlap::pipeline: return "fill/drain";
     }
     return "?";
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/overlap.h"
+
 namespace ss {
 
 double narayanan_flops(double B, double s, double l, double h, double V, Recompute recompute) {
@@ -21,11 +23,77 @@ struct StageTime {
     double compute = 0;   // forward + backward FLOPs / rate
     double fwd = 0;       // forward compute
     double bwd = 0;       // backward compute (with recompute)
-    double critical = 0;  // TP, SP, PP traffic that nothing hides
+    double critical = 0;  // TP, SP traffic that nothing hides (and PP's with overlap off)
+    double posted = 0;    // PP traffic posted early: only the fill and drain wait for it
     double dp = 0;        // per-micro-batch ZeRO traffic that did not hide
     double dp_once = 0;   // once-per-step data-parallel traffic that did not hide under one micro-batch
     double step = 0;      // the optimizer step's traffic
+    // One rank's whole model (pp = 1): the step replayed unit by unit (overlap.h);
+    // dp and dp_once then come from it.
+    bool replayed = false;
+    DpStepTime replay;
 };
+
+// The data-parallel and ZeRO collectives the replay takes over (plan_comm's "dp",
+// "dp+sp", "dp_shard", "dp_shard+sp" calls of parameters and gradients).
+bool replayed_call(const CommCall& c) {
+    return (c.payload == Payload::grad || c.payload == Payload::param) && c.axis.rfind("dp", 0) == 0 &&
+           c.axis.rfind("dp_rep", 0) != 0;
+}
+
+// The step of a rank holding the whole model, unit by unit, for the replay
+// (overlap.h): compute from the same FLOPs as stage_time, and each unit's
+// collectives with plan_comm's bytes on the link of their axis.
+DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, double layer_fwd, double layer_bwd,
+                  double head_fwd, double head_bwd) {
+    const PlanLayout& l = in.layout;
+    const ModelSlice slice = model_slice(in.model, mesh.tp, 1, 0);
+    const int c = mesh.sp, t = mesh.tp, gpn = in.gpus_per_node > 0 ? in.gpus_per_node : in.hw.gpus_per_node;
+    const int n = mesh.dp_shard * c, all = mesh.dp() * c;  // ZeRO's shard group; DDP's whole data-parallel group
+    const int64_t es = int64_t(dtype_size(in.dtype));
+    const Link shard_link = axis_in_node(t, n, gpn) ? in.hw.intra : in.hw.inter;
+    const Link dp_link = axis_in_node(t, all, gpn) ? in.hw.intra : in.hw.inter;
+    DpStep s;
+    s.zero = l.zero;
+    s.ga = gbs.ga;
+    s.overlap = in.overlap;
+    s.prefetch = in.prefetch;
+    const size_t units = slice.units.size();
+    s.units.resize(units);
+    for (size_t u = 0; u < units; ++u) {
+        UnitWork& w = s.units[u];
+        const bool block = u > 0 && u + 1 < units, head = u + 1 == units;
+        w.fwd = block ? layer_fwd : head ? head_fwd : 0;
+        w.bwd = block ? layer_bwd : head ? head_bwd : 0;
+        const int64_t bytes = int64_t(n) * ((slice.units[u] + n - 1) / n) * es;  // padded to n chunks
+        w.gather = collective_seconds("all_gather", bytes, 1, n, shard_link);
+        w.reduce = collective_seconds("reduce_scatter", bytes, 1, n, shard_link);
+    }
+    if (l.zero == 0) {
+        // DDP's buckets (parallel/data_parallel.cpp make_grad_buckets): filled from the end of
+        // the flat buffer, each closed once it holds bucket_mb; one start when the units holding
+        // it are complete. Naive (bucket_mb 0): one all_reduce per tensor as its unit completes
+        // (a block has 12 tensors, the embeddings and ln_f 2 each).
+        const double bucket = in.bucket_mb * 1048576.0;
+        double filled = 0;
+        for (size_t k = units; k-- > 0;) {
+            UnitWork& w = s.units[k];
+            const double bytes = double(slice.units[k] * es);
+            if (bucket <= 0) {
+                const int tensors = k > 0 && k + 1 < units ? 12 : 2;
+                for (int i = 0; i < tensors; ++i)
+                    w.all_reduces.push_back(collective_seconds("all_reduce", int64_t(bytes / tensors), 1, all, dp_link));
+                continue;
+            }
+            filled += bytes;
+            for (; filled >= bucket; filled -= bucket)
+                w.all_reduces.push_back(collective_seconds("all_reduce", int64_t(bucket), 1, all, dp_link));
+            if (k == 0 && filled > 0)
+                w.all_reduces.push_back(collective_seconds("all_reduce", int64_t(filled), 1, all, dp_link));
+        }
+    }
+    return s;
+}
 
 StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, int stage, double rate) {
     // The head multiplies by all Vp rows of the padded wte (model/config.h, padded_vocab).
@@ -47,13 +115,17 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     st.bwd = (2 * (layers * layer_fwd + head_fwd) + redo) / rate;
     st.compute = st.fwd + st.bwd;
     const double ga = gbs.ga;
+    // A rank with the whole model replays its data-parallel traffic unit by unit (overlap.h).
+    st.replayed = mesh.pp == 1 && mesh.dp() * mesh.sp > 1;
     double ring = 0, zero_fwd = 0, zero_bwd = 0, once_fwd = 0, once_bwd = 0;
     for (const CommCall& c : plan_comm(in, mesh, gbs, stage)) {
         if (c.op == "recv") continue;  // a send and its recv cross a duplex link at the same time
+        if (st.replayed && replayed_call(c)) continue;
         const double s = c.each_microbatch ? c.seconds / ga : c.seconds;
         switch (c.overlap) {
             case Overlap::none: (c.each_microbatch ? st.critical : st.step) += s; break;
             case Overlap::attention: ring += s; break;
+            case Overlap::pipeline: st.posted += s; break;
             case Overlap::fwd: (c.each_microbatch ? zero_fwd : once_fwd) += s; break;
             case Overlap::bwd: (c.each_microbatch ? zero_bwd : once_bwd) += s; break;
         }
@@ -65,6 +137,14 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     const double core = layers * core_fwd * (3 + (r == Recompute::none ? 0 : 1)) / rate;
     st.critical += std::max(0.0, ring - core);
     st.dp = std::max(0.0, zero_fwd - st.fwd) + std::max(0.0, zero_bwd - st.bwd);
+    if (st.replayed) {
+        // The critical path's traffic runs inside the units' compute: spread it over the blocks.
+        const double share = layers > 0 ? st.critical / 2 / layers : 0;
+        const double lf = layer_fwd / rate + share, lb = (2 * layer_fwd + redo / layers) / rate + share;
+        st.replay = replay_dp_step(dp_step_of(in, mesh, gbs, lf, lb, head_fwd / rate, 2 * head_fwd / rate));
+        st.dp = st.replay.exposed_each_mb / ga;
+        st.dp_once += st.replay.exposed - st.replay.exposed_each_mb;
+    }
     return st;
 }
 
@@ -94,7 +174,10 @@ TimePlan plan_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gb
     tp.t_mb = slow.compute + slow.critical + slow.dp;
     const int p = mesh.pp, m = gbs.ga;
     const double v = in.layout.schedule == Schedule::interleaved ? in.layout.pp_virtual : 1;
-    tp.bubble = (p - 1) / v * tp.t_mb;
+    // Sends and receives posted early (--overlap on) cost nothing in the steady state, where
+    // every stage has work while they travel; the fill and the drain wait for each hop.
+    tp.t_posted_mb = slow.posted;
+    tp.bubble = (p - 1) / v * (tp.t_mb + tp.t_posted_mb);
     tp.bubble_fraction = (p - 1) / (v * m);
     tp.pipeline = m * tp.t_mb + tp.bubble;
     tp.dp_exposed = slow.dp_once;

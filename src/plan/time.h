@@ -50,8 +50,9 @@ struct TimePlan {
     double t_critical_mb = 0;  ///< TP / SP / PP traffic on that micro-batch's critical path
     double t_dp_mb = 0;        ///< per micro-batch data-parallel traffic that did not hide
     double t_mb = 0;           ///< one micro-batch: compute + critical + dp
-    double pipeline = 0;       ///< (m + (p-1)/v) x t_mb
-    double bubble = 0;         ///< (p-1)/v x t_mb
+    double t_posted_mb = 0;    ///< PP send/recv of one micro-batch posted early (--overlap on): the fill and drain wait for it
+    double pipeline = 0;       ///< m x t_mb + (p-1)/v x (t_mb + t_posted_mb)
+    double bubble = 0;         ///< (p-1)/v x (t_mb + t_posted_mb)
     double bubble_fraction = 0;  ///< (p-1) / (v m)
     double dp_exposed = 0;     ///< once-per-step data-parallel traffic that did not hide under one micro-batch
     double step_comm = 0;      ///< once-per-step traffic nothing hides (tied embeddings, the loss; all of it with overlap off)

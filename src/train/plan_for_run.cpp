@@ -2,12 +2,28 @@
 
 namespace ss {
 
-PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration) {
+Hardware emulated_hardware(Hardware hw, const EmulatedLinks& links, int world) {
+    if (!links.on) return hw;
+    auto link = [&](const EmulatedLink& e) {
+        Link l;
+        l.busbw = e.gbps * 1e9 / links.time_scale;
+        l.alpha = e.us * 1e-6 * links.time_scale;
+        l.ring = true;
+        return l;
+    };
+    hw.intra = link(links.intra);
+    hw.inter = link(links.inter);
+    hw.gpus_per_node = links.gpus_per_node > 0 ? links.gpus_per_node : world;
+    hw.label += " with " + links.describe();
+    return hw;
+}
+
+PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, const EmulatedLinks& links) {
     PlanInput in;
     in.model = o.model;
     in.T = o.T;
     in.gpus = o.ranks;
-    in.hw = hardware_preset("cpu-local", calibration);
+    in.hw = emulated_hardware(hardware_preset("cpu-local", calibration), links, o.ranks);
     in.layout.tp = o.tp;
     in.layout.sequence_parallel = o.sequence_parallel;
     in.layout.sp = o.sp;
@@ -23,7 +39,9 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration) 
     in.ga = o.ga;
     in.dtype = o.dtype;
     in.act_model = ActModel::engine;
-    if (o.bucket_mb > 0) in.bucket_mb = o.bucket_mb;
+    in.bucket_mb = o.bucket_mb;  // 0: naive DDP, one all_reduce per tensor
+    in.overlap = o.overlap;
+    in.prefetch = o.prefetch;
     return in;
 }
 

@@ -13,9 +13,17 @@
 namespace ss {
 
 /// The PlanInput matching @p opts (ranks, dp_shard, dp_rep, zero, tp, Megatron-SP, sp and
-/// its mode, mbs, ga, T, dtype, bucket size), with --hw cpu-local read from @p calibration
-/// and ActModel::engine. Local SGD (replica_sync_every > 1) is not modelled: its traffic is
+/// its mode, mbs, ga, T, dtype, bucket size, overlap and prefetch), with --hw cpu-local read
+/// from @p calibration and ActModel::engine; with @p links on, its links are those
+/// (emulated_hardware). Local SGD (replica_sync_every > 1) is not modelled: its traffic is
 /// predicted as the synchronous replicas'.
-PlanInput plan_input_for(const TrainOptions& opts, const std::string& calibration = "out/calibration.json");
+PlanInput plan_input_for(const TrainOptions& opts, const std::string& calibration = "out/calibration.json",
+                         const EmulatedLinks& links = {});
+
+/// @p hw (cpu-local) with the links a run emulates, in the CPU's time: bandwidth
+/// gbps x 1e9 / time_scale bytes/s, latency us x 1e-6 x time_scale s, hops counted
+/// on a ring as the emulation counts them, and links.gpus_per_node ranks per node
+/// (one node of @p world ranks with one tier). @p hw unchanged when links are off.
+Hardware emulated_hardware(Hardware hw, const EmulatedLinks& links, int world);
 
 }  // namespace ss

@@ -189,11 +189,11 @@ void print_run_header(std::ostream& out, const TrainReport& r) {
 // (under mpirun --ranks keeps its default of 1). A run the planner cannot
 // model (it is stricter than the engine, e.g. PP not dividing L with an uneven
 // --pp-split) still keeps its trace: the prediction says why it is missing.
-static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world) {
+static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, const EmulatedLinks& links) {
     TrainOptions ran = opts;
     ran.ranks = world;
     try {
-        return plan_json(plan(plan_input_for(ran)));
+        return plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
     } catch (const Error& e) {
         return {{"unavailable", std::string("the planner cannot model this run: ") + e.what()}};
     }
@@ -201,7 +201,7 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world) 
 
 nlohmann::json trace_other_data(const TrainReport& r) {
     nlohmann::json other = r.to_json();
-    other["prediction"] = prediction_for_trace(r.opts, r.world);
+    other["prediction"] = prediction_for_trace(r.opts, r.world, r.links);
     other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                      {"tp", r.tp}};
     if (r.pp > 1) {  // the schedule as data, for a viewer to draw: each pp rank's actions in order
