@@ -10,6 +10,9 @@
 //     elsewhere  rank 1 waits in a barrier instead (the report says where)
 //     throw      rank 2 throws (its message; the job ends at once)
 //     recv       rank 1 waits for a message rank 0 never sends
+//     start            rank 0 starts an all_reduce rank 1 never makes; its wait names rank 1
+//     throw_in_flight  rank 2 throws with a started all_reduce in flight (the others make it)
+//     throw_stuck      rank 1 throws with a started all_reduce in flight that rank 0 never makes
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -62,8 +65,35 @@ int main(int argc, char** argv) {
             if (comm.rank() == 0) sleep_s(60);
             if (comm.rank() == 1) comm.recv(&x, 1, 0, {Payload::act, -1, Phase::fwd, 2}, "pp");
         }, CommOptions{1, {}, {}});
+    } else if (mode == "start") {
+        run_mpi([](Comm& comm) {
+            float x = 1;
+            if (comm.rank() == 1) sleep_s(60);  // until rank 0's MPI_Abort ends it
+            CommHandle h = comm.start_all_reduce(&x, 1, DType::f32, Group{"tp", {0, 1}}, ReduceOp::sum,
+                                                 {Payload::grad, 4, Phase::bwd});
+            comm.wait(h);
+        }, CommOptions{1, {}, {}}, {Group{"tp", {0, 1}}});
+    } else if (mode == "throw_in_flight") {
+        run_mpi([](Comm& comm) {
+            std::vector<float> x(100, 1.0f);
+            for (int step = 0; step < 10; ++step) {
+                CommHandle h = comm.start_all_reduce(x.data(), x.size(), DType::f32, comm.world_group(),
+                                                     ReduceOp::sum, {Payload::grad, -1, Phase::bwd, -1, step});
+                if (comm.rank() == 2 && step == 3) throw Error("loss is NaN at step 3");
+                comm.wait(h);
+            }
+        }, CommOptions{60, {}, {}});
+    } else if (mode == "throw_stuck") {
+        run_mpi([](Comm& comm) {
+            float x = 1;
+            if (comm.rank() == 0) sleep_s(60);  // until rank 1's MPI_Abort ends it
+            CommHandle h = comm.start_all_reduce(&x, 1, DType::f32, Group{"tp", {0, 1}}, ReduceOp::sum,
+                                                 {Payload::grad, 6, Phase::bwd});
+            throw Error("rank 1 failed with a call in flight");
+        }, CommOptions{1, {}, {}}, {Group{"tp", {0, 1}}});
     } else {
-        std::fprintf(stderr, "usage: mpirun -np N %s skip|stuck|elsewhere|throw|recv\n", argv[0]);
+        std::fprintf(stderr, "usage: mpirun -np N %s skip|stuck|elsewhere|throw|recv|start|throw_in_flight|throw_stuck\n",
+                     argv[0]);
         return 2;
     }
     std::fprintf(stderr, "rank %d: the job did not fail\n", mpi_world_rank());

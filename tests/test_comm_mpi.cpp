@@ -1,12 +1,10 @@
 // test_comm_mpi.cpp — the mpi backend against serial references, under `mpirun -np 4`.
 //
-// Every process runs every test case, in the same order, because they call
-// collectives together. Inside a run_mpi body nothing may throw (a throw there
-// ends the whole job through MPI_Abort), so each rank collects what went wrong
-// in a list and CHECKs it after run_mpi returns; assertions come after a test
-// case's last collective, so a failing rank never skips a collective the
-// others wait in. Only rank 0 prints Catch's report, unless another rank
-// fails; the exit code is non-zero if any rank failed (main, at the end).
+// Every process runs every test case, in the same order (mpi_catch.h: each rank
+// collects what went wrong, and the job has one report and one exit code);
+// assertions come after a test case's last collective, so a failing rank never
+// skips a collective the others wait in. The start_* forms are compared with
+// these blocking ones in test_comm_async_mpi.cpp.
 //
 // The failure paths (timeouts, a rank that skips a call or throws) end in
 // MPI_Abort, which would end this test too: mpi_failure.sh runs them as jobs
@@ -32,8 +30,11 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "mesh/process_mesh.h"
+#include "mpi_catch.h"
 
 using namespace ss;
+using ss::test::Failures;
+using ss::test::check_none;
 
 namespace {
 
@@ -89,19 +90,6 @@ double tolerance(DType dt, int n, double ref) {
 }
 
 const std::vector<size_t> kCounts = {0, 1, 7, 1000, 4099};
-
-// What went wrong on this rank (checked after run_mpi returns).
-struct Failures {
-    std::vector<std::string> list;
-    void add(const std::string& s) {
-        if (list.size() < 20) list.push_back("rank " + std::to_string(mpi_world_rank()) + ": " + s);
-    }
-};
-
-void check_none(const Failures& f) {
-    for (const auto& s : f.list) UNSCOPED_INFO(s);
-    CHECK(f.list.empty());
-}
 
 std::string where(const char* op, const Group& g, DType dt, size_t count) {
     std::ostringstream os;
@@ -499,24 +487,5 @@ int main(int argc, char** argv) {
                          kWorld, kWorld, argv[0]);
         return 2;
     }
-    Catch::Session session;
-    if (int rc = session.applyCommandLine(argc, argv)) return rc;
-    // Ranks other than 0 write their report to a file, shown only if they fail.
-    std::string log;
-    if (rank != 0) {
-        log = std::string(SS_BINARY_DIR) + "/test_out/comm_mpi/rank" + std::to_string(rank) + ".log";
-        std::filesystem::create_directories(std::filesystem::path(log).parent_path());
-        session.configData().outputFilename = log;
-    }
-    const int failed = session.run();
-    int any = 0;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (failed && rank != 0) {
-        std::ifstream in(log);
-        std::stringstream text;
-        text << in.rdbuf();
-        std::fprintf(stderr, "---- rank %d failed ----\n%s\n", rank, text.str().c_str());
-    }
-    if (rank == 0 && any && !failed) std::fprintf(stderr, "another rank failed (its report follows)\n");
-    return any ? 1 : 0;
+    return test::run_catch_on_every_rank(argc, argv, "comm_mpi");
 }

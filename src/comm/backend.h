@@ -33,10 +33,14 @@
 // rank waits for later. The default start() runs the call at once, on the
 // caller's thread, and returns it finished (a recv runs in wait() instead,
 // where the data is needed, so that posting it early cannot wait for a send
-// the rank has yet to make): correct for any backend, with nothing hidden. A backend that can progress calls while the rank computes
-// overrides it (threads: a progress thread per group, threads/progress.h).
-// Either way the calls on one group run in the order they were issued, the
-// blocking ones included, so results are bit-identical to the blocking form.
+// the rank has yet to make): correct for any backend, with nothing hidden
+// (nccl uses it). A backend that can progress calls while the rank computes
+// overrides it: threads, a progress thread per group (threads/progress.h);
+// mpi, the call's MPI non-blocking collective posted at start and finished in
+// wait() (mpi/mpi_backend.cpp; Open MPI moves it mostly inside MPI calls, so
+// the overlap is partial). Either way the calls on one group run in the order
+// they were issued, the blocking ones included, so results are bit-identical
+// to the blocking form.
 #pragma once
 
 #include <chrono>

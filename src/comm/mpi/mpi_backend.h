@@ -40,6 +40,17 @@
 // size and group, so a run is repeatable; the order is not the threads
 // backend's ring, so the two may differ in the last bits.)
 //
+// Asynchronous form. Comm::start_* posts the same non-blocking MPI collective
+// and returns; Comm::wait finishes it through the same Watch (same timeout, same
+// report). The call's fp32 scratch belongs to its request, so several may be in
+// flight at once. Progress is partial, and this is Open MPI's nature, not a
+// choice: with no progress thread (the process is MPI_THREAD_FUNNELED, and the
+// backend starts none), a non-blocking collective advances only while the rank
+// is inside an MPI call. What overlaps is the peers' arrival and whatever
+// moves during the rank's other MPI calls; a large transfer mostly moves in
+// wait(). The trace's exposed_us shows how much stayed in the wait.
+// mpi_backend.cpp says what happens to calls in flight when a rank fails.
+//
 // Run it (every process runs the same program; MPI gives each its rank):
 //
 //     mpirun --allow-run-as-root --oversubscribe -np 4 build/shardscope train ... --backend mpi
@@ -181,6 +192,17 @@ public:
 
     const char* name() const override { return "mpi"; }
     SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
+
+    /// Posts @p call's MPI non-blocking collective and returns at once; the
+    /// Request's wait() finishes it through the Watch (same timeout and report as
+    /// the blocking form) and copies the result out. send runs at once (it never
+    /// waits); recv is deferred to wait(). See mpi_backend.cpp for why, and for
+    /// how much of a call actually moves before its wait.
+    std::unique_ptr<Request> start(const Call& call) override;
+    /// The rank is leaving by an exception with calls in flight: their waits
+    /// (CommHandle's destructor, ~Comm) still finish them, and one that cannot
+    /// ends the job at once (MPI_Abort) rather than return to free buffers MPI writes.
+    void rank_failing() override;
 
     /// The MPI state (the session of mpi_session.h, a communicator per group):
     /// internal, defined in mpi_backend.cpp.
