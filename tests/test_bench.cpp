@@ -147,6 +147,62 @@ TEST_CASE("bench layouts: an odd world cannot be split in two", "[cli][bench][er
     REQUIRE_THAT(r.output, Contains("--ranks 3: bench layouts splits the world into DP x 2"));
 }
 
+TEST_CASE("bench layouts --link: the seed's three layouts on emulated links, predicted with them", "[cli][bench]") {
+    const std::string json = tmp("layouts_links.json");
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 4 --zero 0 "
+                                 "--link 50,1 --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("EMULATED links (not measured): --link 50,1") &&
+                               Contains("emulated links (not measured): 50 GB/s, 1 us on every link") &&
+                               Contains("; EMULATED links"));
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["rows"].size() == 3);  // DP 4, DP 2 x SP 2 (Ulysses), DP 2 x TP 2
+    REQUIRE_THAT(j["emulated_links"].get<std::string>(), Contains("not measured"));
+    for (const auto& row : j["rows"]) REQUIRE(row["planned_tokens_per_s"].get<double>() > 0);
+}
+
+TEST_CASE("bench layouts: --emulate brings its own links", "[cli][bench][errors]") {
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --emulate h100x4-ib400 --link 1");
+    INFO(r.output);
+    REQUIRE(r.code == 1);
+    REQUIRE_THAT(r.output, Contains("--emulate h100x4-ib400 brings its own links: leave out --link 1"));
+}
+
+TEST_CASE("bench overlap: every strategy on and off, measured beside predicted, on emulated links", "[cli][bench]") {
+    const std::string json = tmp("overlap.json");
+    CliResult r = run_shardscope("bench overlap --model tiny --steps 1 --warmup 1 --ranks 2 --link 5,1 --cost-rounds 1 "
+                                 "--json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("EMULATED links (not measured): --link 5,1") &&
+                               Contains("2 ranks: DDP without emulated links") &&
+                               Contains("(b) the machinery's cost, no emulated links"));
+    const std::string num = R"(\s+[0-9.]+)";
+    for (const char* name : {"DDP \\(bucketed\\)", "ZeRO-1", "ZeRO-2", "ZeRO-3 prefetch 0", "ZeRO-3 prefetch 1",
+                             "ZeRO-3 prefetch 2", "PP 2 \\(1F1B, GA 4\\)"})
+        for (const char* on : {"off", "on"}) {
+            INFO(name << " overlap " << on);
+            REQUIRE(count_lines(r.output, std::string(name) + "\\s+2\\s+" + on + " \\|" + num + num + num +
+                                              "\\s+[0-9]+% \\|" + num + num + "\\s+-?[0-9.]+\\s+[-+][0-9]+%") == 1);
+        }
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["emulated"].get<bool>());
+    REQUIRE(j["rows"].size() == 14);
+    for (const auto& row : j["rows"]) {
+        REQUIRE(row["step_ms"].get<double>() > 0);
+        REQUIRE(row["predicted_step_ms"].get<double>() > 0);
+    }
+    REQUIRE(j["cost"]["on_traced_ms"].get<double>() > 0);
+}
+
+TEST_CASE("bench overlap: world sizes are even, 2 to 8", "[cli][bench][errors]") {
+    CliResult r = run_shardscope("bench overlap --model tiny --steps 1 --warmup 0 --ranks 3");
+    INFO(r.output);
+    REQUIRE(r.code == 1);
+    REQUIRE_THAT(r.output, Contains("--ranks 3: give even world sizes from 2 to 8"));
+}
+
 TEST_CASE("bench pipeline: PP 1 beside PP 2 and 4 with each schedule, the bubble beside its formula", "[cli][bench]") {
     const std::string json = tmp("pipeline.json");
     CliResult r = run_shardscope("bench pipeline --model tiny --layers 4 --mbs 2 --ga 4 --steps 1 --warmup 1 "

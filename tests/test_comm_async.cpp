@@ -236,15 +236,22 @@ namespace {
 
 // The time from the LAST rank's start of a call to the last rank's end: what the
 // link formula gives, since no byte moves before every member has arrived.
+// From the moment the emulated time starts to the last rank's end. A collective's
+// time starts when its last member arrives (the latest start); a message's when
+// it is sent (the sender's start), however late the receiver comes to wait.
 struct Span {
     std::mutex mu;
-    std::chrono::steady_clock::time_point start{}, end{};
+    std::chrono::steady_clock::time_point start{}, end{}, sent{};
     void add(std::chrono::steady_clock::time_point s, std::chrono::steady_clock::time_point e) {
         std::lock_guard<std::mutex> l(mu);
         start = std::max(start, s);
         end = std::max(end, e);
     }
-    double seconds() const { return ::seconds(end - start); }
+    void sender(std::chrono::steady_clock::time_point s) {
+        std::lock_guard<std::mutex> l(mu);
+        sent = s;
+    }
+    double seconds() const { return ::seconds(end - (sent != decltype(sent){} ? sent : start)); }
 };
 
 }  // namespace
@@ -290,6 +297,7 @@ TEST_CASE("emulated links: each call takes its alpha-beta time, within 10%, over
                     case CallOp::all_to_all: h = comm.start_all_to_all(a.data(), b.data(), c.count, DType::f32, g, {}); break;
                     case CallOp::broadcast: h = comm.start_broadcast(a.data(), c.count, DType::f32, 0, g, {}); break;
                     case CallOp::send:  // rank 0 to rank 1; the time is the receiver's
+                        if (me == 0) span.sender(std::chrono::steady_clock::now());
                         if (me == 0) comm.send(a.data(), c.count, 1, {}, "pp");
                         if (me == 1) h = comm.start_recv(b.data(), c.count, DType::f32, 0, {}, "pp");
                         break;

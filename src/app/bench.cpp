@@ -3,7 +3,7 @@
 //   shardscope bench                     small, MBS 8, one rank, one thread, vs PyTorch
 //   shardscope bench --model tiny --steps 5 --no-torch
 //   shardscope bench --calibrate         measure this machine for the planner (= bench calibrate)
-//   shardscope bench dp | trace | comm | layouts | calibrate | plan | pipeline | gpu   (bench.h lists their files)
+//   shardscope bench dp | trace | comm | layouts | calibrate | plan | pipeline | overlap | gpu   (bench.h lists their files)
 //
 // Machines here are noisy, so the figure that matters is the RATIO of this
 // engine's tokens/s to PyTorch's on the same model, batch and machine,
@@ -161,6 +161,7 @@ void add_bench_command(CLI::App& root) {
     add_bench_calibrate_command(*cmd);
     add_bench_plan_command(*cmd);
     add_bench_pipeline_command(*cmd);
+    add_bench_overlap_command(*cmd);
     add_bench_gpu_command(*cmd);
     // After the subcommands: they would inherit a footer set before them.
     cmd->footer(

@@ -9,6 +9,8 @@
 //                             (also `shardscope bench --calibrate`)
 //   shardscope bench plan     planner speed; predicted vs measured steps  bench_plan.cpp
 //   shardscope bench pipeline PP 1 vs PP 2, 4 per schedule; the bubble    bench_pipeline.cpp
+//   shardscope bench overlap  exposed communication on emulated links,   bench_overlap.cpp
+//                             overlap on and off, beside the planner
 //   shardscope bench gpu      tokens/s and MFU on the GPU; N ranks on it  bench_gpu.cpp
 //
 // Every figure is taken after warm-up steps that are not counted, as the
@@ -85,6 +87,8 @@ void limit_bench_flags(CLI::App& cmd);
 void add_bench_gpu_command(CLI::App& bench);
 /// Adds `dp` under @p bench: DDP and ZeRO scaling beside PyTorch DDP (bench_dp.cpp).
 void add_bench_dp_command(CLI::App& bench);
+/// `bench overlap` (bench_overlap.cpp).
+void add_bench_overlap_command(CLI::App& bench);
 /// Adds `trace` under @p bench: step time with --trace off and on (bench_trace.cpp).
 void add_bench_trace_command(CLI::App& bench);
 /// Adds `layouts` under @p bench: DP N vs DP N/2 x (SP, TP) 2, ZeRO 0 and 3 (bench_layouts.cpp).

@@ -27,6 +27,15 @@
 // On a machine with fewer cores than ranks the ranks take turns, so absolute
 // tokens/s say little; the ratios to DP N still compare the layouts' work and
 // traffic, but not how they would overlap on N real devices.
+//
+// With --emulate PRESET (e.g. h100x4-ib400: 8 ranks are 2 nodes of 4) every
+// collective takes the time the preset's links would, time-scaled by this
+// CPU's matmul rate (src/comm/links.h), so the run has that cluster's ratio of
+// compute to communication: the seed's benchmark at small scale. Only DP N,
+// DP N/2 x SP 2 (Ulysses) and DP N/2 x TP 2 run then, and the planner predicts
+// with the same links. A small model on such a cluster is latency-bound
+// (each hop's alpha, scaled, is a large part of a CPU step), so steps take
+// seconds: give few --steps.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -50,6 +59,7 @@ struct BenchLayoutsFlags {
     std::vector<int> zero = {0, 3};
     std::string calibration = "out/calibration.json";
     std::string json;
+    std::string emulate, link;  // emulated links (comm/links.h)
 };
 
 // One layout of the world.
@@ -71,6 +81,8 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
     SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
     for (int z : f.zero) SS_CHECK(z >= 0 && z <= 3, "--zero " << z << ": ZeRO stages are 0, 1, 2, 3");
+    SS_CHECK(f.emulate.empty() || f.link.empty(), "--emulate " << f.emulate << " brings its own links: leave out "
+                                                              "--link " << f.link);
     TrainOptions base;
     base.model = f.model.resolve();
     base.T = f.seq;
@@ -79,6 +91,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     base.blas_threads = 1;
     base.quiet = true;
     base.ranks = f.ranks;
+    base.emulate = f.emulate;
+    base.link = f.link;
+    const bool emulated = !f.emulate.empty() || !f.link.empty();
     const GPT2Config& m = base.model;
     const int T = base.T > 0 ? base.T : m.maxT;
     const int cores = machine_cores(), n = f.ranks, half = f.ranks / 2;
@@ -88,9 +103,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         const std::string dp = "DP " + std::to_string(half) + " x ";
         rows.push_back({"DP " + std::to_string(n), 1, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
         rows.push_back({dp + "SP 2 (Ulysses)", 1, 2, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
-        rows.push_back({dp + "SP 2 (ring)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0});
+        if (!emulated) rows.push_back({dp + "SP 2 (ring)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0});
         rows.push_back({dp + "TP 2", 2, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
-        rows.push_back({dp + "TP 2 + Megatron-SP", 2, 1, z, SpMode::ulysses, true, 0, 0, {}, {}, 0});
+        if (!emulated) rows.push_back({dp + "TP 2 + Megatron-SP", 2, 1, z, SpMode::ulysses, true, 0, 0, {}, {}, 0});
     }
     auto options = [&](const LayoutRow& r) {
         TrainOptions o = base;
@@ -104,15 +119,16 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     // The planner gives each rank a core while ranks <= cores; with a calibration that found
     // fewer available to this process (bench calibrate), predict with those (bench_plan.cpp).
     const int avail = calibrated_cores_available(f.calibration);
-    for (LayoutRow& r : rows) {
+    // With the links the run emulated (those of its first run: --emulate measures this CPU).
+    auto predict = [&](LayoutRow& r, const EmulatedLinks& links) {
         try {
-            PlanInput in = plan_input_for(options(r), f.calibration);
+            PlanInput in = plan_input_for(options(r), f.calibration, links);
             if (avail > 0) in.hw.cores = avail;
             r.planned_tps = plan(in).time.tokens_per_s;
         } catch (const Error&) {
             r.planned_tps = 0;  // the planner cannot model it: the column shows "-"
         }
-    }
+    };
 
     std::printf("bench layouts: %d ranks (threads backend), %s (L=%d C=%d H=%d V=%d), T %d, fp32, MBS %d per rank, "
                 "1 BLAS thread per rank\n", n, m.name.c_str(), m.L, m.C, m.H, m.V, T, f.mbs);
@@ -127,12 +143,21 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     if (n > cores)
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns), so absolute "
                     "tokens/s mean little; the ratios to DP %d are the figure\n", cores, n, n);
+    if (emulated)
+        std::printf("  EMULATED links (not measured): %s %s; the planner predicts with the same links\n",
+                    f.emulate.empty() ? "--link" : "--emulate", f.emulate.empty() ? f.link.c_str() : f.emulate.c_str());
     std::printf("  load before: %s\n", load_average().c_str());
     std::fflush(stdout);
 
+    std::string emulated_note;  // what the links were, as the runs describe them
     for (int round = 1; round <= f.rounds; ++round) {
         for (LayoutRow& r : rows) {
             TrainReport rep = train(options(r), nullptr);
+            if (round == 1) predict(r, rep.links);
+            if (round == 1 && rep.links.on && &r == &rows.front()) {
+                emulated_note = rep.links.describe();
+                std::printf("  %s\n", emulated_note.c_str());
+            }
             std::vector<double> ms = measured_steps_ms(rep, f.warmup);
             r.gbs = rep.gbs;
             r.dp = rep.dp;
@@ -146,7 +171,8 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
                 "vs DP", "planned t/s", "plan/meas");
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
-                          {"rounds", f.rounds}, {"planner_cores", avail}, {"rows", nlohmann::json::array()}};
+                          {"rounds", f.rounds}, {"planner_cores", avail}, {"rows", nlohmann::json::array()},
+                          {"emulated_links", emulated_note}};
     auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };
     const LayoutRow* dp_row = nullptr;
     for (const LayoutRow& r : rows) {
@@ -170,7 +196,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     }
     std::printf("  load after: %s\n", load_average().c_str());
     std::printf("vs DP: tokens/s over DP %d's at the same ZeRO stage (the GBS column shows what TP/SP buy for it); "
-                "plan/meas: planned / measured tokens/s\n", n);
+                "plan/meas: planned / measured tokens/s%s\n", n, emulated ? "; EMULATED links" : "");
     std::fflush(stdout);
     if (!f.json.empty()) write_json_file(f.json, out);
 }
@@ -193,6 +219,9 @@ void add_bench_layouts_command(CLI::App& bench) {
     cmd->add_option("--zero", f->zero, "ZeRO stages to run every layout with")->delimiter(',')->capture_default_str();
     cmd->add_option("--calibration", f->calibration, "The planner's cpu-local calibration (bench calibrate)")
         ->capture_default_str();
+    cmd->add_option("--emulate", f->emulate, "Emulate a cluster's links, time-scaled to this CPU (h100x4-ib400: "
+                                             "8 ranks as 2 nodes of 4; see `train --emulate`)");
+    cmd->add_option("--link", f->link, "Emulate one link for every group, GBPS[,US]");
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_layouts(*f); });
