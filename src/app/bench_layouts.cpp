@@ -32,8 +32,9 @@
 // collective takes the time the preset's links would, time-scaled by this
 // CPU's matmul rate (src/comm/links.h), so the run has that cluster's ratio of
 // compute to communication: the seed's benchmark at small scale. Only DP N,
-// DP N/2 x SP 2 (Ulysses) and DP N/2 x TP 2 run then, and the planner predicts
-// with the same links. A small model on such a cluster is latency-bound
+// DP N/2 x SP 2 (Ulysses) and DP N/2 x TP 2 run then, DDP in 25 MiB buckets
+// (PyTorch's default; one call per tensor would pay the latency 28 times), and
+// the planner predicts with the same links. A small model on such a cluster is latency-bound
 // (each hop's alpha, scaled, is a large part of a CPU step), so steps take
 // seconds: give few --steps.
 #include <CLI/CLI.hpp>
@@ -94,6 +95,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     base.emulate = f.emulate;
     base.link = f.link;
     const bool emulated = !f.emulate.empty() || !f.link.empty();
+    // On a cluster's links DDP runs in buckets (PyTorch's default 25 MiB), not one call per
+    // tensor: each call pays the links' latency, which dominates a small model there.
+    if (emulated) base.bucket_mb = 25;
     const GPT2Config& m = base.model;
     const int T = base.T > 0 ? base.T : m.maxT;
     const int cores = machine_cores(), n = f.ranks, half = f.ranks / 2;
@@ -144,7 +148,8 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns), so absolute "
                     "tokens/s mean little; the ratios to DP %d are the figure\n", cores, n, n);
     if (emulated)
-        std::printf("  EMULATED links (not measured): %s %s; the planner predicts with the same links\n",
+        std::printf("  EMULATED links (not measured): %s %s; DDP in 25 MiB buckets; the planner predicts with the same "
+                    "links\n",
                     f.emulate.empty() ? "--link" : "--emulate", f.emulate.empty() ? f.link.c_str() : f.emulate.c_str());
     std::printf("  load before: %s\n", load_average().c_str());
     std::fflush(stdout);

@@ -17,13 +17,21 @@
 //
 //     (m + (p - 1) / v) x t_mb         bubble fraction (p - 1) / (v m)
 //
-// (GPipe and 1F1B have the same bubble; interleaving divides it by v.) Data-
-// parallel traffic hides under compute where it can (Overlap in comm.h):
-// ZeRO-2/3's per-unit traffic under each micro-batch's forward or backward,
-// gradient buckets (DDP, ZeRO-1, replicas) under the last backward, ZeRO-1/2's
-// parameter all-gather under the next forward; only what exceeds that compute
-// is added, and so is the traffic nothing hides and the optimizer
-// (memory-bound: ~30 bytes per parameter it updates).
+// (GPipe and 1F1B have the same bubble; interleaving divides it by v.) With
+// overlap on, PP's sends and receives are posted early: the steady state hides
+// them, the fill and the drain wait for each hop, so the bubble becomes
+// (p - 1) / v x (t_mb + t_posted_mb).
+//
+// Data-parallel traffic hides under compute where it can (Overlap in comm.h).
+// A rank holding the whole model (pp = 1) replays its step unit by unit with
+// the engine's rules (plan/overlap.h: DDP buckets in the last backward, ZeRO-1/2
+// gathers under the next forward, ZeRO-3's prefetch depth and reduce-scatters,
+// one queue per group); what the rank waits for is added. A pipeline stage
+// keeps the aggregate rule: ZeRO-2/3's per-unit traffic under each
+// micro-batch's forward or backward, gradient buckets (DDP, ZeRO-1, replicas)
+// under the last backward, ZeRO-1/2's parameter all-gather under the next
+// forward, only what exceeds that compute added. Then the traffic nothing
+// hides and the optimizer (memory-bound: ~30 bytes per parameter it updates).
 // MFU = model FLOPs (no recompute) / (step time x GPUs x peak) (Chowdhery et al. 2022, app. B).
 #pragma once
 
