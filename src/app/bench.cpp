@@ -71,6 +71,16 @@ std::string load_average() {
     return one + " " + five + " " + fifteen;
 }
 
+void add_bench_run_flags(CLI::App& cmd, ModelFlags& model, int& mbs, int& seq, int& steps, int& warmup, int& rounds,
+                         const std::string& each, const std::string& mbs_help, const std::string& rounds_help) {
+    add_model_flags(cmd, model);
+    cmd.add_option("--mbs", mbs, mbs_help)->capture_default_str();
+    cmd.add_option("--seq", seq, "Sequence length (default: the model's maxT)");
+    cmd.add_option("--steps", steps, "Measured steps per " + each)->capture_default_str();
+    cmd.add_option("--warmup", warmup, "Warm-up steps per " + each + " (not measured)")->capture_default_str();
+    cmd.add_option("--rounds", rounds, rounds_help)->capture_default_str();
+}
+
 void limit_bench_flags(CLI::App& cmd) {
     auto has = [&](const char* flag) { return cmd.get_option_no_throw(flag) != nullptr; };
     for (const char* n : {"--mbs", "--seq", "--steps", "--rounds", "--search-runs", "--iters", "--ga"})

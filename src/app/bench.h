@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/model_flags.h"
 #include "model/config.h"
 
 namespace CLI {
@@ -77,6 +78,13 @@ struct CalibrateOptions {
 /// Measures this machine for the planner's cpu-local preset, prints each field
 /// and how it was measured, writes @p o.out and returns what it wrote.
 nlohmann::json run_bench_calibrate(const CalibrateOptions& o);
+
+/// Adds the flags of a measuring bench's runs: --model and its overrides (model_flags.h),
+/// --mbs, --seq, --steps, --warmup, --rounds. @p each says what one measurement is
+/// ("layout and round", "run", ...); @p mbs_help and @p rounds_help say what the batch and
+/// a round mean for this bench.
+void add_bench_run_flags(CLI::App& cmd, ModelFlags& model, int& mbs, int& seq, int& steps, int& warmup, int& rounds,
+                         const std::string& each, const std::string& mbs_help, const std::string& rounds_help);
 
 /// The ranges of the flags the bench commands share, on those of them that @p cmd
 /// has: --mbs --seq --steps --rounds --search-runs --iters (at least 1), --warmup (at least 0),

@@ -188,14 +188,9 @@ void add_bench_dp_command(CLI::App& bench) {
         "dp", "Data parallelism: DDP (naive, bucketed), ZeRO-1/2/3 on N ranks vs one rank (weak scaling), "
               "beside PyTorch DDP (gloo, 2 processes)");
     auto f = std::make_shared<BenchDpFlags>();
-    add_model_flags(*cmd, f->model);
-    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank (weak scaling: GBS = MBS x ranks)")
-        ->capture_default_str();
-    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per row and round")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per row and round (not measured)")->capture_default_str();
-    cmd->add_option("--rounds", f->rounds, "Rounds; each runs every row once, so load changes fall on all rows")
-        ->capture_default_str();
+    add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "row and round",
+                        "Micro-batch size per rank (weak scaling: GBS = MBS x ranks)",
+                        "Rounds; each runs every row once, so load changes fall on all rows");
     cmd->add_option("--ranks", f->ranks, "World sizes to measure")->delimiter(',')->capture_default_str();
     cmd->add_option("--bucket-mb", f->bucket_mb, "Bucket size of the bucketed DDP row, MiB")->capture_default_str();
     cmd->add_flag("--no-torch", f->no_torch, "Do not run PyTorch (bench/torch_gpt2.py, bench/torch_ddp.py)");

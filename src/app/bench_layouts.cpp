@@ -213,12 +213,8 @@ void add_bench_layouts_command(CLI::App& bench) {
         "layouts", "The same ranks as DP, DP x SP (Ulysses, ring), DP x TP (+ Megatron-SP), ZeRO 0 and 3: "
                    "tokens/s and GBS side by side, beside the planner's prediction");
     auto f = std::make_shared<BenchLayoutsFlags>();
-    add_model_flags(*cmd, f->model);
-    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank (the same in every layout)")->capture_default_str();
-    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per layout and round")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per layout and round (not measured)")->capture_default_str();
-    cmd->add_option("--rounds", f->rounds, "Rounds; each runs every layout once")->capture_default_str();
+    add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "layout and round",
+                        "Micro-batch size per rank (the same in every layout)", "Rounds; each runs every layout once");
     cmd->add_option("--ranks", f->ranks, "World size N (even): DP N against DP N/2 x (TP or SP) 2")
         ->capture_default_str();
     cmd->add_option("--zero", f->zero, "ZeRO stages to run every layout with")->delimiter(',')->capture_default_str();

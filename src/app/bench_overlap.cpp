@@ -227,12 +227,8 @@ void add_bench_overlap_command(CLI::App& bench) {
         "overlap", "DDP, ZeRO-1/2/3 (prefetch 0, 1, 2) and PP 1F1B on emulated links, overlap on and off: "
                    "step, communication and exposed time measured beside the planner's prediction");
     auto f = std::make_shared<BenchOverlapFlags>();
-    add_model_flags(*cmd, f->model);
-    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank")->capture_default_str();
-    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per run")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per run (not measured)")->capture_default_str();
-    cmd->add_option("--rounds", f->rounds, "Runs of each row (their steps pooled)")->capture_default_str();
+    add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "run",
+                        "Micro-batch size per rank", "Runs of each row (their steps pooled)");
     cmd->add_option("--ranks", f->ranks, "World sizes (even, 2 to 8)")->delimiter(',')->capture_default_str();
     cmd->add_option("--link", f->link, "The emulated link of every group, GBPS[,US]")->capture_default_str();
     cmd->add_option("--bucket-mb", f->bucket_mb, "DDP gradient bucket, MiB")->capture_default_str();

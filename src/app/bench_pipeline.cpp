@@ -297,13 +297,9 @@ void add_bench_pipeline_command(CLI::App& bench) {
         "pipeline", "PP 1 beside PP 2 and 4 with each schedule (gpipe, 1f1b, interleaved) on the same batch: "
                     "tokens/s and the bubble, measured against the formula");
     auto f = std::make_shared<BenchPipelineFlags>();
-    add_model_flags(*cmd, f->model);
-    cmd->add_option("--mbs", f->mbs, "Micro-batch size (the same in every layout)")->capture_default_str();
+    add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "layout and round",
+                        "Micro-batch size (the same in every layout)", "Rounds; each runs every layout once");
     cmd->add_option("--ga", f->ga, "Micro-batches per step m (= gradient accumulation)")->capture_default_str();
-    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per layout and round")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per layout and round (not measured)")->capture_default_str();
-    cmd->add_option("--rounds", f->rounds, "Rounds; each runs every layout once")->capture_default_str();
     cmd->add_option("--pp", f->pp, "Pipeline degrees to run beside PP 1")->delimiter(',')->capture_default_str();
     cmd->add_option("--pp-virtual", f->virtual_chunks, "Model chunks per rank of the interleaved rows")
         ->capture_default_str();

@@ -202,12 +202,8 @@ void add_bench_plan_command(CLI::App& bench) {
         "plan", "The planner: time of a 512-GPU --search, and predicted vs measured step time of threads-backend "
                 "layouts (cpu-local)");
     auto f = std::make_shared<BenchPlanFlags>();
-    add_model_flags(*cmd, f->model);
-    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank")->capture_default_str();
-    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per layout and round")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per layout and round (not measured)")->capture_default_str();
-    cmd->add_option("--rounds", f->rounds, "Rounds; each runs every layout once")->capture_default_str();
+    add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "layout and round",
+                        "Micro-batch size per rank", "Rounds; each runs every layout once");
     cmd->add_option("--search-runs", f->search_runs, "Times the 512-GPU search runs (median)")->capture_default_str();
     cmd->add_option("--calibration", f->calibration, "cpu-local calibration (bench calibrate); defaults if absent")
         ->capture_default_str();

@@ -115,13 +115,9 @@ void add_bench_trace_command(CLI::App& bench) {
     auto* cmd = bench.add_subcommand(
         "trace", "Cost of --trace: step time with tracing off and on, alternated, and the overhead in percent");
     auto f = std::make_shared<BenchTraceFlags>();
-    add_model_flags(*cmd, f->model);
-    cmd->add_option("--mbs", f->mbs, "Micro-batch size per rank")->capture_default_str();
-    cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
-    cmd->add_option("--steps", f->steps, "Measured steps per run")->capture_default_str();
-    cmd->add_option("--warmup", f->warmup, "Warm-up steps per run (not measured)")->capture_default_str();
+    add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "run",
+                        "Micro-batch size per rank", "Rounds of (off, on)");
     cmd->add_option("--ranks", f->ranks, "World size (threads backend)")->capture_default_str();
-    cmd->add_option("--rounds", f->rounds, "Rounds of (off, on)")->capture_default_str();
     cmd->add_option("--zero", f->zero, "ZeRO stage of the run (0: DDP)")->capture_default_str();
     cmd->add_option("--bucket-mb", f->bucket_mb, "DDP bucket size, MiB (0: naive)")->capture_default_str();
     cmd->add_option("--trace", f->trace, "Where the traced runs write their trace")->capture_default_str();
