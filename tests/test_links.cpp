@@ -12,7 +12,9 @@
 #include "comm/links.h"
 #include "core/check.h"
 #include "kernels/cpu/matmul_rate.h"
+#include "plan/comm.h"
 #include "plan/hardware.h"
+#include "train/plan_for_run.h"
 
 using namespace ss;
 
@@ -223,4 +225,33 @@ TEST_CASE("measure_cpu_matmul_gflops returns a positive, finite rate") {
     const double gflops = cpu::measure_cpu_matmul_gflops(0.05);
     CHECK(std::isfinite(gflops));
     CHECK(gflops > 0);
+}
+
+TEST_CASE("the planner's cpu-local takes a run's emulated links, in the CPU's time", "[links][plan]") {
+    const Hardware cpu = hardware_preset("cpu-local", "");
+    // Off: unchanged.
+    REQUIRE(emulated_hardware(cpu, EmulatedLinks{}, 8).intra.busbw == cpu.intra.busbw);
+    // Two tiers by hand: GB/s and us as given, latency counted on a ring, 4 ranks a node.
+    Hardware hw = emulated_hardware(cpu, make_emulated_links("", "100,2", "10,5", 4, "", 8, 0), 8);
+    CHECK(hw.intra.busbw == Approx(100e9));
+    CHECK(hw.intra.alpha == Approx(2e-6));
+    CHECK(hw.inter.busbw == Approx(10e9));
+    CHECK(hw.inter.alpha == Approx(5e-6));
+    CHECK(hw.intra.ring);
+    CHECK(hw.gpus_per_node == 4);
+    // --emulate: every time x scale, so bandwidth / scale and latency x scale.
+    const EmulatedLinks e = make_emulated_links("", "", "", 0, "h100x4-ib400", 8, 30);
+    const double scale = 989.4e12 / 30e9;
+    REQUIRE(e.time_scale == Approx(scale));
+    hw = emulated_hardware(cpu, e, 8);
+    CHECK(hw.intra.busbw == Approx(360e9 / scale));
+    CHECK(hw.inter.alpha == Approx(6e-6 * scale));
+    // The planner's time of a call is then the emulation's, for every op.
+    for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send"}) {
+        const int n = std::string(op) == "send" ? 2 : 4;
+        std::vector<int> ranks(static_cast<size_t>(n), 0);
+        for (int i = 0; i < n; ++i) ranks[size_t(i)] = 4 + i;  // inside node 1
+        INFO(op);
+        CHECK(collective_seconds(op, 1 << 20, 1, n, hw.intra) == Approx(e.seconds(op, 1 << 20, ranks)));
+    }
 }
