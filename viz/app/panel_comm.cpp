@@ -67,15 +67,51 @@ void row(const CollectiveTotals& t, const char* axis, const char* op, bool show_
     ImGui::TextUnformatted(fmt_gbs(t.busbw_gbs()).c_str());
 }
 
+// The rank and step the one-rank lines below read: the filter's, else rank 0 and the
+// second step (the first is warm-up), or the only one.
+TraceFilter one_rank_step(const ViewerState& s) {
+    const CommUi& ui = s.comm;
+    const auto& steps = s.vm->timeline.steps;
+    TraceFilter f;
+    f.rank = ui.filter.rank >= 0 ? ui.filter.rank : 0;
+    f.step = ui.filter.step >= 0 ? ui.filter.step : (steps.size() >= 2 ? steps[1].step : (steps.empty() ? -1 : steps[0].step));
+    return f;
+}
+
+// One rank, one step: how much of its communication hid under its compute
+// (src/comm/trace/trace_overlap.h, the table `trace summary` prints under "overlap").
+void draw_overlap_line(ViewerState& s) {
+    const ViewModel& vm = *s.vm;
+    CommUi& ui = s.comm;
+    const TraceFilter f = one_rank_step(s);
+    if (f.rank != ui.overlap_for.rank || f.step != ui.overlap_for.step || vm.trace.events.size() != ui.overlap_events) {
+        ui.overlap = OverlapRow{};
+        for (const OverlapRow& r : overlap_by_step(vm.trace.events))
+            if (r.rank == f.rank && r.step == f.step) ui.overlap = r;
+        ui.overlap_for = f;
+        ui.overlap_events = vm.trace.events.size();
+    }
+    const OverlapRow& o = ui.overlap;
+    if (o.calls == 0) {
+        ImGui::TextDisabled("rank %d, step %d: no collectives", f.rank, f.step);
+        return;
+    }
+    ImGui::Text("rank %d, step %d: comm %.2f ms, exposed %.2f ms, %.0f%% hidden under compute (%s of %s calls "
+                "started ahead)", f.rank, f.step, o.comm_us / 1e3, o.exposed_us / 1e3, 100 * o.hidden_fraction(),
+                fmt_int(o.async_calls).c_str(), fmt_int(o.calls).c_str());
+    help_marker("comm = the union of the rank's calls in the step (two in flight at once count once); exposed = "
+                "the time it was blocked in a call or a wait; hidden = 1 - exposed / comm (Holistic Trace "
+                "Analysis: comm/compute overlap). `shardscope trace summary FILE` prints it for every rank and "
+                "step; the timeline marks exposed time in dark red. With emulated links the times are "
+                "emulated, not measured.");
+}
+
 // One rank, one step, measured beside the planner's prediction (src/plan/comm.h) by payload.
 void draw_measured_vs_predicted(ViewerState& s) {
     const ViewModel& vm = *s.vm;
     CommUi& ui = s.comm;
     const Prediction& pred = vm.run.predicted;
-    TraceFilter f;
-    f.rank = ui.filter.rank >= 0 ? ui.filter.rank : 0;
-    const auto& steps = vm.timeline.steps;
-    f.step = ui.filter.step >= 0 ? ui.filter.step : (steps.size() >= 2 ? steps[1].step : (steps.empty() ? -1 : steps[0].step));
+    const TraceFilter f = one_rank_step(s);
     if (f.rank != ui.compared_for.rank || f.step != ui.compared_for.step) {
         try {
             ui.one_step = summarize_trace(vm.trace, f);
@@ -187,7 +223,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
     int predicted_rows = 0;
     for (int p = 0; p < kPayloads; ++p) predicted_rows += pred.comm_bytes[size_t(p)] > 0 ? 1 : 0;
     const float line = ImGui::GetTextLineHeightWithSpacing();
-    const float note_h = line + (pred.present ? line * float(predicted_rows + 4) : 0.0f);
+    const float note_h = 2 * line + (pred.present ? line * float(predicted_rows + 4) : 0.0f);
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersOuterH | ImGuiTableFlags_ScrollX;
@@ -211,6 +247,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
         row(sum.total, "total", "", false, true);
         ImGui::EndTable();
     }
+    draw_overlap_line(s);
     if (pred.present) draw_measured_vs_predicted(s);
     source_note("drawn by viz/app/panel_comm.cpp from src/comm/trace/trace_summary.cpp (summarize_trace)");
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/trace/trace_overlap.h"
 #include "comm/trace/trace_summary.h"
 #include "viz/app/live.h"
 #include "viz/app/pixel_texture.h"
@@ -52,6 +53,9 @@ struct CommUi {
     TraceSummary summary;        ///< the filtered totals
     TraceFilter compared_for{-2, -2};  ///< rank and step of `one_step`
     TraceSummary one_step;       ///< one rank, one step: what the planner's prediction is for
+    TraceFilter overlap_for{-2, -2};  ///< rank and step of `overlap`
+    size_t overlap_events = 0;   ///< events in the trace when `overlap` was computed (a live trace grows)
+    OverlapRow overlap;          ///< one rank, one step: its communication and what of it was exposed
 };
 
 /// Grid panel.
