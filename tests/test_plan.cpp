@@ -493,3 +493,25 @@ TEST_CASE("overlap replay: ZeRO-1/2 gather the step's parameters under the next 
     const DpStepTime off = replay_dp_step(s);
     CHECK(off.total == Approx(off.compute + 6));
 }
+
+TEST_CASE("hpZ: the backward's gathers stay inside a node, and each GPU keeps 1/K more", "[plan][hpz]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 64, 1);  // 8 nodes of 8
+    in.layout.zero = 3;
+    const PlanResult plain = plan(in);
+    in.layout.hpz = 8;
+    const PlanResult r = plan(in);
+    bool fwd_across = false, bwd_inside = false;
+    for (const CommCall& c : r.comm) {
+        if (c.op == "all_gather" && c.phase == Phase::fwd) fwd_across = c.group == 64 && !c.intra_node;
+        if (c.op == "all_gather" && c.phase == Phase::bwd) bwd_inside = c.axis == "hpz" && c.group == 8 && c.intra_node;
+    }
+    CHECK(fwd_across);
+    CHECK(bwd_inside);
+    // The secondary partition: 1/K of the (padded) parameters, 2 bytes each in bf16.
+    CHECK(r.memory.hpz == 64 * r.memory.slice.shard(64) / 8 * 2);
+    CHECK(r.memory.total == plain.memory.total + r.memory.hpz);
+    CHECK(r.time.step < plain.time.step);  // one of the three passes off the network
+    in.layout.hpz = 3;
+    REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("--hpz 3: hpZ needs --zero 3 and K >= 2 dividing"));
+}
+

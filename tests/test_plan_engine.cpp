@@ -63,6 +63,11 @@ PlanLayout ring(PlanLayout l) {
     return l;
 }
 
+PlanLayout hpz(PlanLayout l, int k) {
+    l.hpz = k;
+    return l;
+}
+
 const EngineLayout kLayouts[] = {
     {"DDP x2", 2, L(1, 2, 1, 0), 1, true},
     {"DDP x4, GA 2", 4, L(1, 4, 1, 0), 2, true},
@@ -92,6 +97,9 @@ const EngineLayout kLayouts[] = {
     {"PP 2 x Ulysses SP 2 x ZeRO-3 2", 8, L(1, 2, 1, 3, 2, 2), 2, false},
     {"PP 2 x TP 2 + Megatron-SP, full recompute", 4, recompute(megatron_sp(L(2, 1, 1, 0, 2)), Recompute::full), 2, false},
     {"PP 2 x DDP 2, selective recompute", 4, recompute(L(1, 2, 1, 0, 2), Recompute::selective), 2, false},
+    {"ZeRO-3 x4 + hpZ 2, GA 2", 4, hpz(L(1, 4, 1, 3), 2), 2, true},
+    {"TP 2 x ZeRO-3 4 + hpZ 2", 8, hpz(L(2, 4, 1, 3), 2), 1, false},
+    {"PP 2 x ZeRO-3 4 + hpZ 2", 8, hpz(L(1, 4, 1, 3, 2), 2), 2, false},
 };
 
 GPT2Config test_model(bool odd) {
@@ -122,6 +130,7 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     o.dp_shard = l.dp_shard;
     o.dp_rep = l.dp_rep;
     o.zero = l.zero;
+    o.hpz = l.hpz;
     o.ga = el.ga;
     o.mbs = 2;
     o.T = o.model.maxT;
@@ -175,6 +184,10 @@ void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType d
         CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::params)]) == states.params);
         CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::grads)]) == states.grads);
         CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::optim)]) == states.optim);
+        if (o.hpz > 0)  // hpZ's secondary partition: 1/K of the padded slice (the stage plan's, for stage 0)
+            CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::hpz)]) ==
+                  int64_t(n) * model_slice(o.model, p.mesh.tp, p.mesh.pp, stage).shard(n) / o.hpz *
+                      int64_t(dtype_size(dtype)));
         // 2. Traffic of step 2, exactly as the trace counts it.
         const std::map<std::string, int64_t> want = planned(plan_comm(in, p.mesh, p.gbs, stage));
         const std::map<std::string, int64_t> got = traced(t, rank, 2);

@@ -115,8 +115,8 @@ TEST_CASE("mpirun without --backend mpi is refused by every process, naming the 
     REQUIRE(!std::ifstream(dir + "/latest").good());  // refused before any step
 }
 
-// --overlap on and off: the same bits as separate processes too (the mpi backend runs
-// started calls at once, so this checks the strategies' order of calls, not MPI).
+// --overlap on and off: the same bits as separate processes too (the mpi backend posts
+// started calls as MPI's non-blocking collectives and finishes them at wait).
 TEST_CASE("overlap on and off: the same bits under mpirun -np 4", "[overlap][mpi]") {
     for (const std::string flags : {"--zero 0 --bucket-mb 0.05", "--zero 1 --ga 2", "--zero 2", "--zero 3 --prefetch 2",
                                     "--pp 2 --ga 4 --layers 4", "--tp 2 --zero 3"}) {
@@ -137,3 +137,20 @@ TEST_CASE("overlap on and off: the same bits under mpirun -np 4", "[overlap][mpi
     }
 }
 
+// hpZ under mpirun: its groups of K are MPI communicators prepared up front (train.cpp),
+// and the run gives ZeRO-3's bits.
+TEST_CASE("hpZ gives ZeRO-3's bits under mpirun -np 4", "[zero][hpz][mpi]") {
+    std::string bytes[2];
+    for (int on = 0; on < 2; ++on) {
+        const std::string save = out_path(std::string("hpz_") + char('0' + on) + ".safetensors");
+        CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
+                                SS_SHARDSCOPE_EXE + " train --backend mpi --model tiny --mbs 2 --steps 3 --quiet --zero 3 " +
+                                (on ? "--hpz 2 " : "") + "--save " + save);
+        INFO(r.output);
+        REQUIRE(r.code == 0);
+        std::ifstream f(save, std::ios::binary);
+        bytes[on] = std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    REQUIRE(!bytes[0].empty());
+    REQUIRE(bytes[0] == bytes[1]);
+}

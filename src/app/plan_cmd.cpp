@@ -123,6 +123,7 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--dp-shard", l.dp_shard, "Ranks ZeRO shards over (default: the rest of the world)");
     auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");
     auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
+    cmd->add_option("--hpz", l.hpz, "ZeRO-3: ZeRO++ hpZ over groups of K (usually the GPUs per node); 0: off");
     add_schedule_flag(*cmd, l.schedule);
     cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();
     add_recompute_flag(*cmd, l.recompute);
@@ -154,6 +155,7 @@ void add_plan_command(CLI::App& root) {
     for (const char* axis : {"--dp-shard", "--dp-rep"})
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--zero", at_least(0, 3));
+    limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
     limit(*cmd, "--bucket-mb", at_least(0));
     limit(*cmd, "--prefetch", at_least(0));
     cmd->callback([f, tp, pp, sp, rep, zero] {

@@ -78,6 +78,9 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--prefetch", opts->prefetch,
                     "ZeRO-3 with --overlap on: units whose all-gather starts ahead of use (0: none)")
         ->capture_default_str();
+    cmd->add_option("--hpz", opts->hpz,
+                    "ZeRO++ hpZ with --zero 3: each rank keeps 1/K of every unit after its forward gather, and the "
+                    "backward gathers inside groups of K ranks (K dividing the shard group; usually the ranks per node)");
     cmd->add_option("--link", opts->link,
                     "Emulate one link for every group, GBPS[,US] (GB/s and microseconds of latency), on the threads "
                     "backend; the run says so everywhere (src/comm/links.h)");
@@ -127,6 +130,7 @@ void add_train_command(CLI::App& root) {
     limit(*cmd, "--pp-split", at_least(1), "blocks per stage");
     limit(*cmd, "--bucket-mb", at_least(0), "0: one all-reduce per tensor");
     limit(*cmd, "--prefetch", at_least(0), "0 gathers each unit when it is needed");
+    limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
     limit(*cmd, "--gpus-per-node", at_least(1), "ranks per emulated node");
     limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
     limit(*cmd, "--save-every", at_least(0), "0: never");

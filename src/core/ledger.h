@@ -24,6 +24,7 @@ enum class Mem {
     acts,       ///< activations saved for the backward pass
     comm,       ///< communication buffers, ZeRO-3's gathered parameters
     workspace,  ///< scratch: fp32 compute copies, temporaries
+    hpz,        ///< ZeRO++ hpZ: the secondary partition, 1/K of each unit, kept from its first forward to the step
     count
 };
 

@@ -20,10 +20,18 @@ std::unique_ptr<DpStrategy> make_strategy(const ZeroConfig& zc, RankState& s, co
         case 0: return zc.bucketed ? make_ddp_bucketed(s, r, zc.bucket_mb, zc.overlap) : make_ddp_naive(s, r, zc.overlap);
         case 1: return make_zero1(s, r, zc.overlap);
         case 2: return make_zero2(s, r, zc.overlap);
-        default: return make_zero3(s, r, zc.overlap, zc.prefetch);
+        default: return make_zero3(s, r, zc.overlap, zc.prefetch, zc.hpz);
     }
 }
 }  // namespace
+
+Group hpz_group(const Group& shard, int me, int k) {
+    const int i = shard.index_of(me);
+    SS_CHECK(i >= 0 && k >= 1 && shard.size() % k == 0,
+             "hpz_group: rank " << me << " in a shard group of " << shard.size() << " with K = " << k);
+    const auto first = shard.ranks.begin() + (i / k) * k;
+    return Group{"hpz", std::vector<int>(first, first + k)};
+}
 
 ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
                      Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,

@@ -55,7 +55,17 @@ struct ZeroConfig {
     /// (--prefetch; 0 = gather each unit when it is needed). Prefetched units are
     /// booked in Mem::comm from the start of their gather: memory traded for time.
     int prefetch = 1;
+    /// Stage 3: ZeRO++ hpZ (Wang et al. 2023, arXiv:2306.10209, sec. 3.2): after a unit's
+    /// forward gather each rank keeps 1/K of it (the secondary partition, Mem::hpz), and the
+    /// backward gathers the unit from those inside a group of K consecutive members of the
+    /// shard group (hpz_group). 0: off. The arithmetic is ZeRO-3's, so the bits are too.
+    int hpz = 0;
 };
+
+/// The hpZ group of K ranks that global rank @p me belongs to inside @p shard (members
+/// chunked by K in group order: K consecutive ranks, one node when K is the ranks per
+/// node), on the axis "hpz".
+Group hpz_group(const Group& shard, int me, int k);
 
 /// A data-parallel strategy: where the passes get each unit's parameters and
 /// put its gradients (UnitHooks), and the step. The defaults are the passes over
@@ -103,8 +113,9 @@ std::unique_ptr<DpStrategy> make_ddp_bucketed(RankState& s, const Replicas& r, d
 std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r, bool overlap);
 /// ZeRO-2: and gradients (zero2.cpp).
 std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r, bool overlap);
-/// ZeRO-3: and parameters (zero3.cpp); @p prefetch units gathered ahead when @p overlap.
-std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch);
+/// ZeRO-3: and parameters (zero3.cpp); @p prefetch units gathered ahead when @p overlap;
+/// @p hpz > 0: ZeRO++ hpZ over groups of that many ranks (ZeroConfig::hpz).
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch, int hpz);
 
 /// ZeRO-1/2's parameters after the step (zero1.cpp): AdamW on my chunks, then every
 /// unit all-gathered so all ranks hold all parameters again. Blocking (overlap off),

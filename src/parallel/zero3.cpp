@@ -33,10 +33,29 @@
 // The K units in flight are booked in Mem::comm from the moment their gather
 // starts: prefetch trades memory for time. With MBS 1 a unit's compute can
 // be shorter than its gather, and then no depth hides it (tutorials/12-overlap.md).
+//
+// hpZ (--hpz K, ZeRO++: Wang et al. 2023, arXiv:2306.10209, sec. 3.2). The
+// primary partition stays: params, grads and optimizer states over all N. The
+// forward gather over N also leaves each rank 1/K of the unit, its slice of a
+// group of K consecutive members (one node when K is the ranks per node): the
+// secondary partition, Mem::hpz. The backward gathers the unit from those,
+// inside the group, so the second gather never crosses nodes:
+//
+//   N = 8, K = 4:    forward   all_gather over 8 ranks -> whole u; keep slice (i mod 4) of 4
+//                    backward  all_gather over ranks {0..3} or {4..7} of those slices -> whole u
+//                    gradients reduce_scatter over 8, as ZeRO-3
+//
+// Padding: u is padded to N chunks of c; a secondary slice is N/K of them, so
+// the K slices put back the same padded unit, and the bits are ZeRO-3's. The
+// parameters do not change within a step, so a unit's slice, kept at its first
+// forward, serves every micro-batch's backward (a pipeline runs several
+// forwards before their backwards) and is freed at the step.
 #include "parallel/zero.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <memory>
 
 #include "kernels/dispatch.h"
 
@@ -46,12 +65,14 @@ namespace {
 
 class Zero3 final : public DpStrategy {
 public:
-    Zero3(RankState& state, const Replicas& replicas, bool overlap, int prefetch)
+    Zero3(RankState& state, const Replicas& replicas, bool overlap, int prefetch, int hpz)
         : DpStrategy(state),
           replicas_(replicas),
           overlap_(overlap),
           prefetch_(overlap ? prefetch : 0),
-          order_{unit_order(state.layout, false), unit_order(state.layout, true)} {}
+          order_{unit_order(state.layout, false), unit_order(state.layout, true)} {
+        if (hpz > 0) node_ = std::make_unique<ShardGroup>(secondary_group(hpz));
+    }
 
     // Gather unit u from its N chunks just before it is used (comm), and
     // widen it for the math (workspace) in a bf16 run. With prefetch, u's
@@ -63,9 +84,12 @@ public:
             s.comm.wait(pre->second.handle);
             g = std::move(pre->second.whole);
             prefetched_.erase(pre);
+        } else if (from_secondary(u, backward)) {
+            g = node_->all_gather(u, secondary_[u].data(), s.storage, label(u, backward));
         } else {
             g = s.shard.all_gather(u, my_chunk(u), s.storage, label(u, backward));
         }
+        if (node_ && !backward && !secondary_.count(u)) keep_secondary(u, g);
         prefetch_after(u, backward);
         if (s.storage == DType::f32) return g.f32();
         Tensor& w = gathered_f32_[u] = Tensor(s.ledger, Mem::workspace, {g.numel()}, DType::f32, false);
@@ -100,6 +124,7 @@ public:
     // Step my shard: the gradient shard (averaged across replicas, replicas.h)
     // updates the parameter shard in place.
     void step() override {
+        secondary_.clear();  // hpZ: the parameters change here; the next forward keeps new slices
         s.store_grads();
         replicas_.all_reduce_grads(s.grads, s.this_step());
         s.optim->step(s.params.data(), s.grads.data(), s.storage);
@@ -125,8 +150,36 @@ private:
         for (auto next = at + 1; next != order.end() && next - at <= prefetch_; ++next) {
             const int v = *next;
             if (gathered_.count(v) || prefetched_.count(v)) continue;
-            prefetched_.emplace(v, s.shard.start_all_gather(v, my_chunk(v), s.storage, label(v, backward)));
+            prefetched_.emplace(v, from_secondary(v, backward)
+                                       ? node_->start_all_gather(v, secondary_[v].data(), s.storage, label(v, backward))
+                                       : s.shard.start_all_gather(v, my_chunk(v), s.storage, label(v, backward)));
         }
+    }
+
+    // hpZ: the group of K and its partition of each padded unit into K slices of N/K chunks.
+    ShardGroup secondary_group(int k) const {
+        const int n = s.shard.plan.n, me = s.comm.rank();
+        ShardGroup g{s.comm, hpz_group(s.shard.group, me, k), s.shard.plan, s.ledger};
+        g.plan.n = k;
+        g.plan.index = s.shard.plan.index % k;
+        int64_t local = 0;
+        for (ShardPlan::UnitShard& us : g.plan.units) {
+            us.chunk *= n / k;
+            us.local = local;
+            local += us.chunk;
+        }
+        g.plan.shard_size = local;
+        return g;
+    }
+    // hpZ: unit u's backward gathers it from the secondary partition.
+    bool from_secondary(int u, bool backward) const { return backward && node_ && secondary_.count(u); }
+    // hpZ: keep my slice of the gathered unit @p whole (padded) until its backward.
+    void keep_secondary(int u, const Tensor& whole) {
+        const int64_t slice = node_->plan.units[size_t(u)].chunk;
+        const size_t es = dtype_size(s.storage);
+        Tensor& mine = secondary_[u] = Tensor(s.ledger, Mem::hpz, {slice}, s.storage, false);
+        std::memcpy(mine.data(), static_cast<const char*>(whole.data()) + size_t(node_->plan.index * slice) * es,
+                    size_t(slice) * es);
     }
 
     const Replicas& replicas_;
@@ -136,12 +189,14 @@ private:
     std::map<int, Tensor> gathered_, gathered_f32_;  // the units in use (comm / workspace)
     std::map<int, UnitInFlight> prefetched_;         // gathers started ahead of use
     std::vector<UnitInFlight> reducing_;             // reduce-scatters in flight, oldest first
+    std::unique_ptr<ShardGroup> node_;               // hpZ: the group of K and its partition (null: off)
+    std::map<int, Tensor> secondary_;                // hpZ: my slice of each unit, first forward to the step (Mem::hpz)
 };
 
 }  // namespace
 
-std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch) {
-    return std::make_unique<Zero3>(s, r, overlap, prefetch);
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch, int hpz) {
+    return std::make_unique<Zero3>(s, r, overlap, prefetch, hpz);
 }
 
 }  // namespace ss

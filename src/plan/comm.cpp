@@ -207,8 +207,12 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             const int64_t emb_units = no_emb ? 2 : 0;  // wte and wpe are units of their own on a stage
             const int64_t emb_bytes =
                 no_emb ? int64_t(n) * es * ((slice.units[0] + n - 1) / n + (slice.units[1] + n - 1) / n) : 0;
-            k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * (units - emb_units),
-                  ga * (shard_bytes - emb_bytes), Overlap::bwd, "ZeRO-3: gather it again for its backward");
+            if (l.hpz > 0)  // ZeRO++ hpZ: from the secondary partition, inside a group of K (often a node)
+                k.add("hpz", t, l.hpz, "all_gather", param, Phase::bwd, ga * (units - emb_units),
+                      ga * (shard_bytes - emb_bytes), Overlap::bwd, "hpZ: gather it again for its backward, inside K");
+            else
+                k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * (units - emb_units),
+                      ga * (shard_bytes - emb_bytes), Overlap::bwd, "ZeRO-3: gather it again for its backward");
         }
             k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
                   "ZeRO-3: each unit's gradients to their owners");

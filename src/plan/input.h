@@ -45,6 +45,7 @@ struct PlanLayout {
     int dp_rep = 0;                      ///< replicas of the shard group (0: the rest, usually 1)
     bool sequence_parallel = false;      ///< Megatron SP on the tp axis (Korthikanti et al. 2022, sec. 4.2.2)
     int zero = 0;                        ///< ZeRO stage: 0 (DDP), 1, 2, 3
+    int hpz = 0;                         ///< ZeRO-3: ZeRO++ hpZ's group of K ranks (backward gathers inside it); 0 off
     Schedule schedule = Schedule::one_f_one_b;  ///< pipeline schedule (pp > 1)
     int pp_virtual = 1;                  ///< model chunks per stage (interleaved schedule)
     Recompute recompute = Recompute::none;      ///< activation recomputation

@@ -204,7 +204,9 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
             // Two gradient buckets: one filling, one in flight.
             m.comm = std::min<int64_t>(int64_t(2 * in.bucket_mb * 1048576.0), m.slice.elems * es);
         }
-        m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm;
+        // hpZ keeps 1/K of every unit padded to N chunks: N ceil(u / N) / K elements each.
+        if (in.layout.hpz > 0) m.hpz = int64_t(n) * m.slice.shard(n) / in.layout.hpz * es;
+        m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm + m.hpz;
         m.capacity = in.hw.memory;
         if (stage == 0 || m.total > best.total) best = m;
         if (mesh.pp == 1) break;

@@ -62,6 +62,10 @@ DpStepTime replay_dp_step(const DpStep& s) {
         for (int backward = 0; backward < 2; ++backward) {
             const std::vector<int>& order = backward ? bwd_order : fwd_order;
             std::map<int, double> prefetched;  // ZeRO-3: gathers in flight, by unit
+            auto gather = [&](int u) {
+                const UnitWork& w = s.units[size_t(u)];
+                return backward && w.gather_bwd >= 0 ? w.gather_bwd : w.gather;
+            };
             // ZeRO-3 takes unit order[i]: wait for its gather (or gather it), start the next ones'.
             auto take = [&](size_t i) {
                 const int u = order[i];
@@ -70,10 +74,10 @@ DpStepTime replay_dp_step(const DpStep& s) {
                     c.wait(pre->second);
                     prefetched.erase(pre);
                 } else {
-                    c.blocking(s.units[size_t(u)].gather);
+                    c.blocking(gather(u));
                 }
                 for (size_t j = i + 1; j < order.size() && j - i <= size_t(prefetch); ++j)
-                    if (!prefetched.count(order[j])) prefetched[order[j]] = c.start(s.units[size_t(order[j])].gather);
+                    if (!prefetched.count(order[j])) prefetched[order[j]] = c.start(gather(order[j]));
             };
             std::deque<double> reducing;  // ZeRO-2/3 reduce_scatters in flight; DDP, ZeRO-1: every call started
             // Unit u's gradients are complete.

@@ -40,9 +40,10 @@ namespace ss {
 struct UnitWork {
     double fwd = 0;      ///< compute of its forward, one micro-batch
     double bwd = 0;      ///< compute of its backward, one micro-batch (with recompute)
-    double gather = 0;   ///< one all_gather of its parameters (ZeRO 1-3)
+    double gather = 0;   ///< one all_gather of its parameters (ZeRO 1-3; ZeRO-3's forward)
     double reduce = 0;   ///< one reduce_scatter of its gradients (ZeRO 1-3)
     std::vector<double> all_reduces;  ///< DDP: the all_reduces that can start once it is complete in backward
+    double gather_bwd = -1;  ///< ZeRO-3: its backward's all_gather (hpZ: inside the group of K); < 0: as `gather`
 };
 
 /// A data-parallel step to replay.

@@ -123,6 +123,10 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     }
     l.dp_shard = shape.dp_shard;
     l.dp_rep = shape.dp_rep;
+    const int shard_n = shape.dp_shard * shape.sp;
+    SS_CHECK(l.hpz == 0 || (l.zero == 3 && l.hpz >= 2 && shard_n % l.hpz == 0 && l.hpz < shard_n),
+             "--hpz " << l.hpz << ": hpZ needs --zero 3 and K >= 2 dividing the ZeRO shard group of " << shard_n
+                      << " ranks (dp_shard x sp), smaller than it; usually K is the GPUs per node");
     GbsPlan gbs = make_gbs(world, shape, in.mbs, in.ga, in.gbs, T);
     in.ga = gbs.ga;
     in.gbs = gbs.gbs;

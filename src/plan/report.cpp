@@ -114,6 +114,9 @@ std::string format_plan(const PlanResult& r) {
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
     row("comm buffers", double(mem.comm),
         l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets");
+    if (mem.hpz > 0)
+        row("hpz", double(mem.hpz), fmt("%d Psi / %d   ZeRO++ hpZ: the secondary partition, 1/K of the parameters", es,
+                                        l.hpz));
     row("total", double(mem.total),
         fmt("of %s: %s", decimal_bytes(mem.capacity).c_str(), mem.fits() ? "fits" : "DOES NOT FIT"));
     o << "\n";
@@ -225,6 +228,7 @@ nlohmann::json plan_json(const PlanResult& r) {
                    {"acts_layer_microbatches", mem.acts.layer_sets},
                    {"acts_formula", mem.acts.formula},
                    {"comm", mem.comm},
+                   {"hpz", mem.hpz},
                    {"total", mem.total},
                    {"capacity", mem.capacity},
                    {"fits", mem.fits()}};

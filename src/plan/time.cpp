@@ -35,10 +35,10 @@ struct StageTime {
 };
 
 // The data-parallel and ZeRO collectives the replay takes over (plan_comm's "dp",
-// "dp+sp", "dp_shard", "dp_shard+sp" calls of parameters and gradients).
+// "dp+sp", "dp_shard", "dp_shard+sp" and hpZ's "hpz" calls of parameters and gradients).
 bool replayed_call(const CommCall& c) {
-    return (c.payload == Payload::grad || c.payload == Payload::param) && c.axis.rfind("dp", 0) == 0 &&
-           c.axis.rfind("dp_rep", 0) != 0;
+    return (c.payload == Payload::grad || c.payload == Payload::param) &&
+           ((c.axis.rfind("dp", 0) == 0 && c.axis.rfind("dp_rep", 0) != 0) || c.axis == "hpz");
 }
 
 // The step of a rank holding the whole model, unit by unit, for the replay
@@ -52,6 +52,8 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
     const int n = mesh.dp_shard * c, all = mesh.dp() * c;  // ZeRO's shard group; DDP's whole data-parallel group
     const int64_t es = int64_t(dtype_size(in.dtype));
     const Link shard_link = axis_in_node(t, n, gpn) ? in.hw.intra : in.hw.inter;
+    const int k = l.hpz > 0 ? l.hpz : n;  // ZeRO-3's backward gathers: over the shard group, or hpZ's K
+    const Link bwd_link = axis_in_node(t, k, gpn) ? in.hw.intra : in.hw.inter;
     const Link dp_link = axis_in_node(t, all, gpn) ? in.hw.intra : in.hw.inter;
     DpStep s;
     s.zero = l.zero;
@@ -67,6 +69,7 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
         w.bwd = block ? layer_bwd : head ? head_bwd : 0;
         const int64_t bytes = int64_t(n) * ((slice.units[u] + n - 1) / n) * es;  // padded to n chunks
         w.gather = collective_seconds("all_gather", bytes, 1, n, shard_link);
+        w.gather_bwd = collective_seconds("all_gather", bytes, 1, k, bwd_link);
         w.reduce = collective_seconds("reduce_scatter", bytes, 1, n, shard_link);
     }
     if (l.zero == 0) {

@@ -126,6 +126,20 @@ void check_pipeline(const TrainOptions& o, RunShape& s) {
     make_pipe_schedule(pipe_spec(o, o.pp));  // throws for a schedule it cannot make (too few micro-batches)
 }
 
+// ZeRO++ hpZ (parallel/zero3.cpp): a secondary partition over K ranks of the shard group.
+void check_hpz(const TrainOptions& o, const MeshShape& m) {
+    if (o.hpz == 0) return;
+    const int n = m.dp_shard * m.sp;  // ZeRO's shard group (sp ranks hold the same parameters)
+    SS_CHECK(o.zero == 3, "--hpz " << o.hpz << " is ZeRO++'s secondary partition of ZeRO-3's parameters: give "
+                                   << "--zero 3 too (this run has --zero " << o.zero << ")");
+    SS_CHECK(o.hpz >= 2, "--hpz " << o.hpz << ": give K >= 2, the ranks of a node that keep the secondary "
+                                  << "partition (DeepSpeed's zero_hpz_partition_size; 1 is hpZ off: leave --hpz out)");
+    SS_CHECK(n % o.hpz == 0 && o.hpz < n,
+             "--hpz " << o.hpz << " must divide the ZeRO shard group of " << n << " ranks (dp_shard "
+                      << m.dp_shard << " x sp " << m.sp << ") and be smaller than it; usually K is the ranks per "
+                      << "node (--gpus-per-node)");
+}
+
 // Data parallelism and ZeRO.
 void check_dp(const TrainOptions& o) {
     SS_CHECK(o.zero >= 0 && o.zero <= 3, "--zero " << o.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
@@ -183,6 +197,7 @@ RunShape check_train_options(const TrainOptions& o) {
     s.mesh = fill_dp(s.world, MeshShape{o.pp, o.dp_rep, o.dp_shard, o.sp, o.tp});
     ProcessMesh mesh(s.world, s.mesh);  // throws a clear error for a bad layout
     check_dp(o);
+    check_hpz(o, s.mesh);
     s.emulated_links = check_links(o, s.world);
     s.gbs = int64_t(o.mbs) * o.ga * s.mesh.dp();
     check_files(o);

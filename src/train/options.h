@@ -81,6 +81,7 @@ struct TrainOptions {
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
     bool overlap = true;           ///< --overlap on|off: start data-parallel and pipeline traffic early (bit-identical)
     int prefetch = 1;              ///< ZeRO-3 with overlap: units gathered ahead of use (0: none)
+    int hpz = 0;                   ///< --hpz K: ZeRO++ hpZ, ZeRO-3's backward gathers inside groups of K (0: off)
 
     // -- emulated links, threads backend (src/comm/links.h) --
     std::string link;              ///< --link GBPS[,US]: one link for every group

@@ -31,6 +31,7 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.layout.dp_shard = o.dp_shard;
     in.layout.dp_rep = o.dp_rep;
     in.layout.zero = o.zero;
+    in.layout.hpz = o.hpz;
     in.layout.pp = o.pp;
     in.layout.schedule = o.schedule;
     in.layout.pp_virtual = o.pp_virtual;

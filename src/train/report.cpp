@@ -91,6 +91,7 @@ nlohmann::json TrainReport::to_json() const {
                       {"comm_ms", s.comm_ms}, {"exposed_comm_ms", s.exposed_comm_ms}});
     j["steps"] = st;
     j["overlap"] = {{"on", opts.overlap}, {"prefetch", opts.prefetch}};
+    if (opts.hpz > 0) j["hpz"] = opts.hpz;  // ZeRO++ hpZ's group size K
     if (links.on) j["emulated_links"] = links.describe();  // link times are emulated, not measured
     json mem;
     for (int c = 0; c < kMemCategories; ++c)
@@ -172,6 +173,7 @@ void print_run_header(std::ostream& out, const TrainReport& r) {
                                : "ZeRO-" + std::to_string(opts.zero) + " over each shard group of " +
                                      (r.sp > 1 ? "dp_shard x sp = " + std::to_string(r.dp_shard * r.sp)
                                                : std::to_string(r.dp_shard)))
+            << (opts.hpz > 0 ? ", hpZ: backward gathers inside groups of " + std::to_string(opts.hpz) : std::string())
             << "\n";
     }
     if (r.world > 1)

@@ -78,6 +78,7 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.replica_sync_every = opts.replica_sync_every;
     zc.overlap = opts.overlap;
     zc.prefetch = opts.prefetch;
+    zc.hpz = opts.hpz;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
     UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
     RingAttention ring(comm, mpu.get_sequence_parallel_group());
@@ -311,6 +312,9 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         const ProcessMesh mesh(r.world, shape.mesh);
         std::vector<Group> groups = mesh_groups(mesh), emb = embedding_groups(mesh);
         groups.insert(groups.end(), emb.begin(), emb.end());
+        if (opts.hpz > 0)  // hpZ's groups of K inside every shard group (zero.h, hpz_group)
+            for (const Group& g : mesh.groups(shape.mesh.sp > 1 ? GroupKind::dp_shard_sp : GroupKind::dp_shard))
+                for (int i = 0; i < g.size(); i += opts.hpz) groups.push_back(hpz_group(g, g.ranks[size_t(i)], opts.hpz));
         if (opts.backend == BackendKind::nccl)
             run_nccl(run_rank, copts, groups);
         else

@@ -23,6 +23,7 @@ Rgb memory_color(Mem m) {
         case Mem::acts: return {80, 190, 150};       // light green (act)
         case Mem::comm: return {150, 210, 240};      // sky blue: gathered params, comm buffers
         case Mem::workspace: return {190, 190, 170};  // khaki grey: scratch
+        case Mem::hpz: return {185, 150, 220};        // lilac: hpZ's secondary partition of the parameters
         case Mem::count: break;
     }
     return {128, 128, 128};
