@@ -19,7 +19,7 @@ void Replicas::all_reduce_grads(Tensor& grad_shard, int step) const {
 }
 
 void Replicas::after_step() {
-    if (s_.rep.size() > 1 && sync_every_ > 1 && s_.steps_done % sync_every_ == 0) average();
+    if (syncs_now()) average();
 }
 
 void Replicas::average() {

@@ -42,7 +42,10 @@ public:
     /// Averages @p grad_shard (storage dtype) across the replicas when sync_grads():
     /// each holds the same shard of a different batch's gradient.
     void all_reduce_grads(Tensor& grad_shard, int step) const;
-    /// After the step: local SGD averages the replicas every K steps.
+    /// True when the step just taken (RankState::steps_done) ends with a sync of the parameters.
+    bool syncs_now() const { return s_.rep.size() > 1 && sync_every_ > 1 && s_.steps_done % sync_every_ == 0; }
+    /// After the step: local SGD averages the replicas every K steps. The parameters
+    /// must be settled (no gather in flight): ZeroModel::step sees to it.
     void after_step();
 
 private:

@@ -81,7 +81,11 @@ void ZeroModel::step() {
     strategy_->settle();  // the last step's gathers, if a pass did not need them all
     strategy_->step();
     ++state_.steps_done;
-    replicas_.after_step();  // local SGD: every K steps
+    // Local SGD, every K steps: the sync reads and writes the parameters, so ZeRO-1/2's
+    // gathers (started in the step, overlap on) must have landed first, or they
+    // would overwrite the synchronised parameters when the next forward waits for them.
+    if (replicas_.syncs_now()) strategy_->settle();
+    replicas_.after_step();
 }
 
 // ---- the passes over whole parameters and gradients (DDP, ZeRO-1; DpStrategy's defaults) --
