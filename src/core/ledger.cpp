@@ -14,6 +14,7 @@ const char* mem_name(Mem m) {
         case Mem::acts: return "acts";
         case Mem::comm: return "comm";
         case Mem::workspace: return "workspace";
+        case Mem::outer: return "outer";
         case Mem::count: break;
     }
     return "?";

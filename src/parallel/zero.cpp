@@ -34,7 +34,7 @@ ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc,
       recompute_(recompute),
       state_(cfg, storage, holding_for(zc.stage), comm, std::move(dp_group), std::move(shard_group),
              std::move(rep_group), ledger, hp, tp, part),
-      replicas_(state_, zc.replica_sync_every),
+      replicas_(state_, zc.replica_sync_every, zc.replica_outer, zc.outer),
       strategy_(make_strategy(zc, state_, replicas_)) {}
 
 ZeroModel::~ZeroModel() = default;

@@ -23,6 +23,7 @@ Rgb memory_color(Mem m) {
         case Mem::acts: return {80, 190, 150};       // light green (act)
         case Mem::comm: return {150, 210, 240};      // sky blue: gathered params, comm buffers
         case Mem::workspace: return {190, 190, 170};  // khaki grey: scratch
+        case Mem::outer: return {200, 120, 170};      // reddish purple: DiLoCo's outer state, beside optim's vermillion
         case Mem::count: break;
     }
     return {128, 128, 128};
