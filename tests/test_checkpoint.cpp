@@ -402,3 +402,117 @@ TEST_CASE("--keep-last N keeps the newest N complete checkpoints; 0 keeps all", 
     REQUIRE_THROWS_WITH([] { TrainOptions n = base(1, 8); n.keep_last = -1; train(n, nullptr); }(),
                         Catch::Contains("--keep-last must not be negative"));
 }
+
+namespace {
+
+// Local SGD / DiLoCo on 4 ranks (2 replicas of 2 shards), syncing every 2 steps, 8 steps.
+TrainOptions replicas_run(int zero, ReplicaOuter outer, DType dtype = DType::f32) {
+    TrainOptions o = base(4, 2);
+    o.steps = 8;
+    o.zero = zero;
+    o.dp_shard = 2;
+    o.dp_rep = 2;
+    o.dtype = dtype;
+    o.replica_sync_every = 2;
+    o.replica_outer = outer;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("local SGD and DiLoCo resume at a sync: steps 5-8 and the final parameters are the uninterrupted run's, "
+          "bit for bit", "[checkpoint][diloco]") {
+    // Exact because the checkpoint holds everything the run depends on: the parameters
+    // (equal on every replica at a sync), each replica's own Adam moments, and DiLoCo's
+    // outer state (theta and the momentum).
+    struct Case {
+        int zero;
+        ReplicaOuter outer;
+        DType dtype;
+    };
+    for (const Case& c : {Case{1, ReplicaOuter::nesterov, DType::f32}, Case{3, ReplicaOuter::nesterov, DType::f32},
+                          Case{0, ReplicaOuter::nesterov, DType::f32}, Case{2, ReplicaOuter::nesterov, DType::bf16},
+                          Case{3, ReplicaOuter::avg, DType::f32}}) {
+        TrainOptions full = replicas_run(c.zero, c.outer, c.dtype);
+        INFO("ZeRO-" << c.zero << " " << replica_outer_name(c.outer) << " " << dtype_name(c.dtype));
+        full.save = test_file("test_ckpt_diloco_full.safetensors");
+        const TrainReport uninterrupted = train(full, nullptr);
+        TrainOptions first = full;
+        first.steps = 4;
+        first.save = "";
+        first.save_every = 4;
+        first.checkpoint_dir = dir_for("diloco");
+        train(first, nullptr);
+        const Checkpoint ck = read_checkpoint(find_checkpoint(first.checkpoint_dir), first.model);
+        REQUIRE(ck.replica_m.size() == 1);  // replica 1's moments, beside replica 0's
+        REQUIRE(ck.outer_anchor.empty() == (c.outer == ReplicaOuter::avg));
+        REQUIRE(ck.manifest["replicas"]["outer"] == replica_outer_name(c.outer));
+        REQUIRE(ck.manifest["replicas"]["own_moments"] == 2);
+        TrainOptions rest = full;
+        rest.resume = first.checkpoint_dir;
+        rest.save = test_file("test_ckpt_diloco_rest.safetensors");
+        const TrainReport resumed = train(rest, nullptr);
+        REQUIRE(resumed.first_step == 5);
+        REQUIRE(resumed.steps.size() == 4);
+        for (size_t i = 0; i < resumed.steps.size(); ++i) {
+            INFO("step " << resumed.steps[i].step);
+            REQUIRE(resumed.steps[i].loss == uninterrupted.steps[4 + i].loss);
+        }
+        const StFile a = read_safetensors(full.save), b = read_safetensors(rest.save);
+        for (const auto& [name, t] : a.tensors) REQUIRE(b.get(name).bytes == t.bytes);
+    }
+}
+
+TEST_CASE("DiLoCo's checkpoints cross-resume: into a run without DiLoCo and back, saying what is not continued",
+          "[checkpoint][diloco][reshard]") {
+    auto save_at_4 = [](TrainOptions o, const std::string& name) {
+        o.steps = 4;
+        o.save_every = 4;
+        o.checkpoint_dir = dir_for(name);
+        train(o, nullptr);
+        return o.checkpoint_dir;
+    };
+    auto resume = [](TrainOptions o, const std::string& dir) {
+        o.resume = dir;
+        std::ostringstream out;
+        const TrainReport r = train(o, &out);
+        REQUIRE(r.first_step == 5);
+        REQUIRE(std::isfinite(r.steps.back().loss));
+        return out.str();
+    };
+    const std::string diloco = save_at_4(replicas_run(1, ReplicaOuter::nesterov), "diloco_x");
+    const std::string avg = save_at_4(replicas_run(1, ReplicaOuter::avg), "avg_x");
+
+    // DiLoCo -> local SGD (same replicas): the moments continue, the outer state is dropped.
+    std::string said = resume(replicas_run(3, ReplicaOuter::avg), diloco);
+    CHECK_THAT(said, Catch::Contains("the checkpoint holds DiLoCo's outer state") && Catch::Contains("--replica-outer nesterov"));
+    CHECK_THAT(said, !Catch::Contains("own Adam moments"));
+    // DiLoCo -> one rank: neither the outer state nor replica 1's moments have a place.
+    TrainOptions one = base(1, 8);
+    one.steps = 8;
+    said = resume(one, diloco);
+    CHECK_THAT(said, Catch::Contains("the checkpoint holds DiLoCo's outer state"));
+    CHECK_THAT(said, Catch::Contains("replicas each saved their own Adam moments") && Catch::Contains("from replica 0's moments") &&
+                         Catch::Contains("--dp-rep 2"));
+    // Local SGD -> DiLoCo: the outer step starts from the resumed parameters.
+    said = resume(replicas_run(1, ReplicaOuter::nesterov), avg);
+    CHECK_THAT(said, Catch::Contains("holds no DiLoCo outer state") && Catch::Contains("momentum 0"));
+    // A plain run's checkpoint (no replicas) -> DiLoCo: the same, and the replicas share the moments it saved.
+    TrainOptions plain = base(4, 2);
+    plain.steps = 4;
+    plain.save_every = 4;
+    plain.checkpoint_dir = dir_for("plain_x");
+    train(plain, nullptr);
+    said = resume(replicas_run(3, ReplicaOuter::nesterov), plain.checkpoint_dir);
+    CHECK_THAT(said, Catch::Contains("holds no DiLoCo outer state"));
+    CHECK_THAT(said, !Catch::Contains("own Adam moments"));
+    // A DiLoCo checkpoint with replica 1's moments missing is refused, naming what is gone.
+    const std::string step_dir = find_checkpoint(diloco);
+    std::ifstream manifest(step_dir + "/manifest.json");
+    nlohmann::json m = nlohmann::json::parse(manifest);
+    manifest.close();
+    m["replicas"]["own_moments"] = 3;  // says a third replica saved moments: none did
+    std::ofstream(step_dir + "/manifest.json") << m.dump();
+    REQUIRE_THROWS_WITH(read_checkpoint(step_dir, replicas_run(1, ReplicaOuter::nesterov).model),
+                        Catch::Contains("no file holds exp_avg.rep2") && Catch::Contains("resume from an older one"));
+}

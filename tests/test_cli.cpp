@@ -48,6 +48,23 @@ TEST_CASE("train prints steps, memory and the GBS line, and writes its files", "
     REQUIRE(again.code == 0);
 }
 
+TEST_CASE("--replica-outer: avg writes local SGD's bytes; nesterov says its settings and books Mem::outer", "[cli][diloco]") {
+    const std::string run = "train --model tiny --mbs 2 --steps 4 --ranks 4 --dp-rep 2 --zero 1 --replica-sync-every 2";
+    CliResult plain = run_shardscope(run + " --save " + tmp("lsgd.safetensors"));
+    CliResult avg = run_shardscope(run + " --replica-outer avg --save " + tmp("lsgd_avg.safetensors"));
+    INFO(plain.output << avg.output);
+    REQUIRE(plain.code == 0);
+    REQUIRE(avg.code == 0);
+    const ss::StFile a = ss::read_safetensors(tmp("lsgd.safetensors")), b = ss::read_safetensors(tmp("lsgd_avg.safetensors"));
+    for (const auto& [name, t] : a.tensors) REQUIRE(b.get(name).bytes == t.bytes);
+    REQUIRE_THAT(avg.output, !Contains("DiLoCo"));
+    CliResult nes = run_shardscope(run + " --replica-outer nesterov");
+    INFO(nes.output);
+    REQUIRE(nes.code == 0);
+    REQUIRE_THAT(nes.output, Contains("then an outer Nesterov step (DiLoCo): lr_outer 0.7, momentum 0.9"));
+    REQUIRE_THAT(nes.output, Contains("  outer "));  // the memory table's row for the outer state
+}
+
 TEST_CASE("--dp-rep's help calls replica groups what they are: HSDP / MiCS", "[cli]") {
     // Replica groups partition the model states over dp_shard and replicate
     // the group; ZeRO++'s hpZ keeps ZeRO-3's partition over all of dp (Wang et
@@ -126,6 +143,15 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         {"train --model tiny --dtype fp8", "unknown dtype 'fp8'"},
         {"train --model tiny --vocab-divisible-by 0", "--vocab-divisible-by 0 must be at least 1"},
         {"plan --model gpt2 --vocab-divisible-by -1", "--vocab-divisible-by -1 must be at least 1"},
+        // DiLoCo (src/optim/diloco.h): what to change, before any step.
+        {"train --model tiny --ranks 4 --replica-outer nesterov", "add --dp-rep 2 or more"},
+        {"train --model tiny --ranks 4 --dp-rep 2 --replica-outer nesterov", "give --replica-sync-every H with H > 1"},
+        {"train --model tiny --ranks 4 --dp-rep 2 --replica-sync-every 2 --replica-outer adam",
+         "--replica-outer adam is not a choice; use avg"},
+        {"train --model tiny --ranks 4 --dp-rep 2 --replica-sync-every 2 --replica-outer nesterov --outer-lr 0",
+         "--outer-lr 0 is out of range: it must be above 0"},
+        {"train --model tiny --ranks 4 --dp-rep 2 --replica-sync-every 2 --replica-outer nesterov --outer-momentum 1",
+         "--outer-momentum must lie in [0, 1) (got 1)"},
     };
     for (const Case& c : cases) {
         CliResult r = run_shardscope(c.args);

@@ -53,6 +53,8 @@ void add_checkpoint_command(CLI::App& root) {
                   << m["files"].size() << " shard files, every element of the model present\n";
         std::cout << "model: " << m["model"].dump() << "\nlayout: " << m.value("layout", nlohmann::json()).dump()
                   << "\ndata: " << m.value("data", nlohmann::json()).dump() << "\n";
+        if (m.contains("replicas"))  // how the replicas synced (local SGD, DiLoCo) and who saved moments
+            std::cout << "replicas: " << m["replicas"].dump() << "\n";
     });
 }
 

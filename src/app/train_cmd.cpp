@@ -65,6 +65,17 @@ void add_train_command(CLI::App& root) {
                     "K > 1: replicas skip the gradient all-reduce and average parameters every K steps (local SGD)")
         ->capture_default_str();
     cmd->add_option_function<std::string>(
+           "--replica-outer", [opts](const std::string& o) { opts->replica_outer = parse_replica_outer(o); },
+           "With --replica-sync-every H > 1, how the replicas sync: avg (local SGD, the average) or nesterov "
+           "(DiLoCo: an outer Nesterov step on the averaged change since the last sync; src/optim/diloco.h)")
+        ->default_str("avg");
+    cmd->add_option("--outer-lr", opts->outer_lr,
+                    "--replica-outer nesterov: the outer learning rate (DiLoCo's 0.7; 1 with --outer-momentum 0 is avg)")
+        ->capture_default_str();
+    cmd->add_option("--outer-momentum", opts->outer_momentum,
+                    "--replica-outer nesterov: the outer Nesterov momentum, in [0, 1) (DiLoCo's 0.9)")
+        ->capture_default_str();
+    cmd->add_option_function<std::string>(
            "--overlap",
            [opts](const std::string& v) {
                SS_CHECK(v == "on" || v == "off", "--overlap " << v << " is not a choice; choose on (start the "
@@ -133,6 +144,7 @@ void add_train_command(CLI::App& root) {
     limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
     limit(*cmd, "--gpus-per-node", at_least(1), "ranks per emulated node");
     limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
+    limit(*cmd, "--outer-lr", above(0), "DiLoCo's is 0.7");  // --outer-momentum's [0, 1): train/options.cpp
     limit(*cmd, "--save-every", at_least(0), "0: never");
     cmd->callback([opts, model, dtype]() {
         opts->model = model->resolve();

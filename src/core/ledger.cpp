@@ -15,6 +15,7 @@ const char* mem_name(Mem m) {
         case Mem::comm: return "comm";
         case Mem::workspace: return "workspace";
         case Mem::hpz: return "hpz";
+        case Mem::outer: return "outer";
         case Mem::count: break;
     }
     return "?";

@@ -4,7 +4,9 @@
 // so `train` can report live and peak bytes per category and the trace can
 // draw memory over time. The categories follow the ZeRO paper's split
 // (arXiv:1910.02054, section 3): model states (params, grads, optim) and
-// residual states (acts, comm buffers, workspace).
+// residual states (acts, comm buffers, workspace); DiLoCo's outer optimizer
+// (parallel/replicas.h) books its own state apart (outer), so that a run shows
+// what the outer step costs beside what AdamW holds.
 //
 // A Ledger belongs to one rank and is used by that rank's thread only: it has
 // no lock.
@@ -25,6 +27,7 @@ enum class Mem {
     comm,       ///< communication buffers, ZeRO-3's gathered parameters
     workspace,  ///< scratch: fp32 compute copies, temporaries
     hpz,        ///< ZeRO++ hpZ: the secondary partition, 1/K of each unit, kept from its first forward to the step
+    outer,      ///< DiLoCo's outer optimizer state (--replica-outer nesterov): the params at the last sync, fp32 momentum
     count
 };
 

@@ -259,8 +259,9 @@ void PipelineRank::checkpoint_pieces(StFile& out) const {
 }
 
 void PipelineRank::load_state(const std::vector<float>& master, const std::vector<float>& m,
-                              const std::vector<float>& v, int adam_t, int steps_done) {
-    for (auto& c : chunks_) c->load_state(master, m, v, adam_t, steps_done);
+                              const std::vector<float>& v, int adam_t, int steps_done,
+                              const std::vector<float>& outer_anchor, const std::vector<float>& outer_momentum) {
+    for (auto& c : chunks_) c->load_state(master, m, v, adam_t, steps_done, outer_anchor, outer_momentum);
 }
 
 std::vector<float> PipelineRank::whole_params() { return sum_parts(&ZeroModel::whole_params, Payload::param); }

@@ -109,7 +109,8 @@ public:
     void checkpoint_pieces(StFile& out) const;
     /// Every chunk loads its part of a checkpoint's whole state (ZeroModel::load_state).
     void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
-                    int adam_t, int steps_done);
+                    int adam_t, int steps_done, const std::vector<float>& outer_anchor = {},
+                    const std::vector<float>& outer_momentum = {});
 
 private:
     std::vector<float> sum_parts(std::vector<float> (ZeroModel::*part)(), Payload payload);

@@ -144,6 +144,28 @@ void RankState::set_local_values(std::vector<float> local) {
     // The master weights start from the stored (rounded) values, as after every step.
     widen(local.data(), params.data(), storage, local.size());
     optim->set_master(holds.optim && !holds.params ? pick_mine(local).data() : local.data());
+    restart_outer_state();
+}
+
+void RankState::optimizer_values(float* dst) const {
+    RankState& self = const_cast<RankState&>(*this);  // read, not changed
+    if (storage == DType::bf16) {
+        std::memcpy(dst, self.optim->master().f32(), size_t(self.optim->master().numel()) * sizeof(float));
+    } else if (holds.optim && !holds.params) {  // ZeRO-1, -2: my pieces of the whole params
+        for (const Piece& p : shard.plan.pieces())
+            std::memcpy(dst + p.local, params.f32() + p.flat_begin, size_t(p.flat_end - p.flat_begin) * sizeof(float));
+    } else {  // DDP, ZeRO-3: the params are what the optimizer updates
+        std::memcpy(dst, params.f32(), size_t(params.numel()) * sizeof(float));
+    }
+}
+
+// DiLoCo's outer state starts where the parameters are: the anchor is what the
+// optimizer holds, the momentum zero (Algorithm 1 of arXiv:2311.08105, before
+// the first outer step). Nothing without DiLoCo.
+void RankState::restart_outer_state() {
+    if (outer_anchor.empty()) return;
+    optimizer_values(outer_anchor.f32());
+    outer_momentum.zero();
 }
 
 void RankState::init(uint64_t seed) {
@@ -170,8 +192,9 @@ void RankState::load(const std::string& path) {
 
 bool RankState::checkpoint_writer() const {
     // Replicas hold the same shards; under DDP every dp (and sp) rank holds everything.
+    // Under local SGD the replicas' Adam moments differ, and every replica writes its own.
     const int me = comm.rank();
-    return rep.index_of(me) <= 0 && (holds.optim || shard.group.index_of(me) <= 0);
+    return (replicas_apart || rep.index_of(me) <= 0) && (holds.optim || shard.group.index_of(me) <= 0);
 }
 
 void RankState::checkpoint_pieces(StFile& out) const {
@@ -179,6 +202,11 @@ void RankState::checkpoint_pieces(StFile& out) const {
     const std::vector<Piece> pieces =
         holds.optim ? shard.plan.pieces() : std::vector<Piece>{Piece{0, layout.total, 0}};
     Tensor& master = self.optim->master();
+    // Local SGD: replica r > 0 writes only its own Adam moments, as "exp_avg.rep<r>",
+    // "exp_avg_sq.rep<r>"; its parameters (and DiLoCo's outer state) equal replica 0's
+    // at a sync, the only steps that save (train/options.cpp).
+    const int replica = std::max(0, rep.index_of(comm.rank()));
+    const std::string rep_suffix = replica > 0 ? ".rep" + std::to_string(replica) : "";
     for (const Piece& p : pieces)
         for (const ParamSpec& s : layout.specs) {
             // Not wte's padding rows (the tensor's last elements): files hold HF rows only.
@@ -187,6 +215,17 @@ void RankState::checkpoint_pieces(StFile& out) const {
             if (lo >= hi) continue;
             if (s.name == "wte.weight" && !layout.part.embedding) continue;  // the head's copy
             const int64_t n = hi - lo, local = p.local + (lo - p.flat_begin);
+            auto put_f32 = [&](const std::string& kind, const Tensor& t) {
+                const float* v = t.f32() + local;
+                out.put(st_from_f32(kind + "/" + s.name, {n}, std::vector<float>(v, v + n)));
+            };
+            out.metadata[s.name] = std::to_string(s.tp) + " " + std::to_string(s.tp_rank) + " " +
+                                   std::to_string(lo - s.offset) + " " + std::to_string(hi - s.offset);
+            if (replica > 0) {
+                put_f32("exp_avg" + rep_suffix, self.optim->m());
+                put_f32("exp_avg_sq" + rep_suffix, self.optim->v());
+                continue;
+            }
             // Stored params: flat positions (whole) or the shard's (ZeRO-3).
             const int64_t where = holds.params ? local : lo;
             StTensor param;
@@ -196,20 +235,19 @@ void RankState::checkpoint_pieces(StFile& out) const {
             const char* src = static_cast<const char*>(params.data()) + size_t(where) * dtype_size(storage);
             param.bytes.assign(src, src + size_t(n) * dtype_size(storage));
             out.put(std::move(param));
-            auto put_f32 = [&](const std::string& kind, const Tensor& t) {
-                const float* v = t.f32() + local;
-                out.put(st_from_f32(kind + "/" + s.name, {n}, std::vector<float>(v, v + n)));
-            };
             put_f32("exp_avg", self.optim->m());
             put_f32("exp_avg_sq", self.optim->v());
             if (storage == DType::bf16) put_f32("master", master);
-            out.metadata[s.name] = std::to_string(s.tp) + " " + std::to_string(s.tp_rank) + " " +
-                                   std::to_string(lo - s.offset) + " " + std::to_string(hi - s.offset);
+            if (!outer_anchor.empty()) {  // DiLoCo
+                put_f32("outer_anchor", outer_anchor);
+                put_f32("outer_momentum", outer_momentum);
+            }
         }
 }
 
 void RankState::load_state(const std::vector<float>& master, const std::vector<float>& m,
-                           const std::vector<float>& v, int adam_t, int steps) {
+                           const std::vector<float>& v, int adam_t, int steps,
+                           const std::vector<float>& outer_anchor_in, const std::vector<float>& outer_momentum_in) {
     const ParamLayout global = make_param_layout(cfg);
     // Whole -> my TP slice and stage (flat layout) -> what the optimizer holds (local).
     auto mine = [&](const std::vector<float>& whole) {
@@ -229,6 +267,14 @@ void RankState::load_state(const std::vector<float>& master, const std::vector<f
     std::copy(vv.begin(), vv.end(), optim->v().f32());
     optim->set_t(adam_t);
     steps_done = steps;
+    if (outer_anchor.empty()) return;  // not DiLoCo: a checkpoint's outer state is not used (train.cpp says so)
+    if (outer_anchor_in.empty() || outer_momentum_in.empty()) {
+        restart_outer_state();  // a checkpoint without it: DiLoCo starts from the loaded parameters
+        return;
+    }
+    std::vector<float> aa = mine(outer_anchor_in), om = mine(outer_momentum_in);
+    std::copy(aa.begin(), aa.end(), outer_anchor.f32());
+    std::copy(om.begin(), om.end(), outer_momentum.f32());
 }
 
 NonFinite RankState::find_nonfinite_grad() const {

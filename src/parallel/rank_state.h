@@ -9,6 +9,7 @@
 //   params     the parameters, in the storage dtype (fp32 or bf16)    Mem::params
 //   grads      the gradients, in the storage dtype                     Mem::grads
 //   optimizer  AdamW's fp32 master weights (bf16 runs), m and v        Mem::optim
+//   outer      DiLoCo's outer state, beside the optimizer's (replicas.h) Mem::outer
 //
 // Mixed precision (--dtype bf16; the ZeRO paper's 2 + 2 + 12 bytes, section
 // 3.1) adds two fp32 workspace copies, both behind one accessor each:
@@ -75,6 +76,15 @@ public:
     Tensor params;              ///< whole (P) or my shard (S), storage dtype
     Tensor grads;               ///< whole (P) or my shard (S), storage dtype
     std::unique_ptr<AdamW> optim;  ///< over all P or over my shard's pieces
+    /// DiLoCo (replicas.h, --replica-outer nesterov): the parameters at the last sync
+    /// (fp32, Mem::outer), laid out as the optimizer's m and v (all P, or my shard's
+    /// pieces where the optimizer is sharded). Empty otherwise.
+    Tensor outer_anchor;
+    /// DiLoCo: the outer Nesterov momentum, laid out as outer_anchor (Mem::outer). Empty otherwise.
+    Tensor outer_momentum;
+    /// Local SGD (replicas.h): the replicas step apart and keep Adam moments of their
+    /// own, so a checkpoint saves every replica's (checkpoint_writer, checkpoint_pieces).
+    bool replicas_apart = false;
 
     int micro = 0;              ///< the micro-batch being run
     bool last_micro = false;    ///< backward of the step's last micro-batch is running
@@ -116,13 +126,21 @@ public:
     /// Where unit @p u's fp32 gradients lie after backward: all of it, or my chunk (grads sharded).
     GradSpan held_grads(int u);
 
+    /// The fp32 values the optimizer updates, in its layout (that of m and v): a bf16
+    /// run's master weights; an fp32 run's parameters (my pieces of them where only
+    /// the optimizer is sharded, ZeRO-1 and -2). Copied to @p dst (optim->m().numel() elements).
+    void optimizer_values(float* dst) const;
+
     /// Counter-based initialisation: each rank fills only what it holds.
     void init(uint64_t seed);
     /// Loads an HF-layout safetensors file: each rank takes only what it holds.
     void load(const std::string& path);
-    /// Loads a checkpoint's whole state (ZeroModel::load_state).
+    /// Loads a checkpoint's whole state (ZeroModel::load_state). DiLoCo's @p outer_anchor and
+    /// @p outer_momentum, when given (whole model, HF flat layout), fill the outer state; when
+    /// empty, a DiLoCo run starts its outer state where the parameters are (momentum 0).
     void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
-                    int adam_t, int steps);
+                    int adam_t, int steps, const std::vector<float>& outer_anchor = {},
+                    const std::vector<float>& outer_momentum = {});
     /// Whether this rank's copy of what it holds is the one a checkpoint saves.
     bool checkpoint_writer() const;
     /// What this rank owns, as checkpoint tensors (ZeroModel::checkpoint_pieces).
@@ -145,6 +163,7 @@ private:
     std::vector<float> pick_mine(const std::vector<float>& full) const;
     std::vector<float> optimizer_share(const std::vector<float>& whole) const;
     void set_local_values(std::vector<float> local);
+    void restart_outer_state();
 
     Tensor compute_;  // bf16, params whole: the fp32 copy of params the passes read (workspace)
     Tensor acc_;      // bf16: the fp32 accumulator of grads' shape (workspace)

@@ -7,9 +7,19 @@
 
 namespace ss {
 
-Replicas::Replicas(RankState& state, int sync_every) : s_(state), sync_every_(sync_every) {
-    // A precondition, not an option check: train/options.cpp refuses a bad --replica-sync-every.
+Replicas::Replicas(RankState& state, int sync_every, ReplicaOuter outer, OuterParams hp)
+    : s_(state), sync_every_(sync_every), outer_(outer), hp_(hp) {
+    // Preconditions, not option checks: train/options.cpp refuses bad --replica-* flags with their messages.
     SS_CHECK(sync_every >= 1, "Replicas: sync_every " << sync_every << " is not a number of steps (1 or more)");
+    SS_CHECK(outer == ReplicaOuter::avg || (s_.rep.size() > 1 && sync_every > 1),
+             "Replicas: the outer Nesterov step needs replicas (" << s_.rep.size() << ") that sync every K > 1 steps ("
+                                                                  << sync_every << ")");
+    s_.replicas_apart = s_.rep.size() > 1 && sync_every > 1;
+    if (outer_ == ReplicaOuter::nesterov) {  // the optimizer's layout: all P, or my shard's pieces
+        const int64_t n = s_.optim->m().numel();
+        s_.outer_anchor = Tensor(s_.ledger, Mem::outer, {n});
+        s_.outer_momentum = Tensor(s_.ledger, Mem::outer, {n});
+    }
 }
 
 void Replicas::all_reduce_grads(Tensor& grad_shard, int step) const {
@@ -19,23 +29,33 @@ void Replicas::all_reduce_grads(Tensor& grad_shard, int step) const {
 }
 
 void Replicas::after_step() {
-    if (s_.rep.size() > 1 && sync_every_ > 1 && s_.steps_done % sync_every_ == 0) average();
+    if (syncs_now()) average();
 }
 
 void Replicas::average() {
     // Local SGD: the replicas stepped on their own batches since the last sync;
     // average what they hold so that they agree again: the fp32 master copy
     // the optimizer updates (bf16 runs) or the fp32 parameters themselves.
-    // Adam's moments stay local.
+    // Adam's moments stay local. DiLoCo then takes its outer step from the mean.
     const int step = s_.steps_done;
+    const bool diloco = outer_ == ReplicaOuter::nesterov;
     if (s_.storage == DType::f32) {
         s_.comm.all_reduce(s_.params.f32(), size_t(s_.params.numel()), s_.rep, ReduceOp::avg,
                            Label{Payload::param, -1, Phase::step, -1, step});
+        if (!diloco) return;
+        if (!(s_.holds.optim && !s_.holds.params)) return outer_step(s_.params.f32());  // DDP, ZeRO-3: in place
+        // ZeRO-1, -2: the outer state covers my chunks; step them, then gather every
+        // unit so that all ranks of the shard group hold the new theta whole.
+        Tensor mine(s_.ledger, Mem::comm, {s_.shard.plan.shard_size});
+        s_.optimizer_values(mine.f32());
+        outer_step(mine.f32());
+        s_.gather_params(mine, step);
         return;
     }
     Tensor& master = s_.optim->master();
     s_.comm.all_reduce(master.f32(), size_t(master.numel()), s_.rep, ReduceOp::avg,
                        Label{Payload::optim, -1, Phase::step, -1, step});
+    if (diloco) outer_step(master.f32());  // theta in fp32; the bf16 params follow below
     if (s_.holds.optim && !s_.holds.params) {  // ZeRO-1, -2: my chunks of whole params
         Tensor pshard(s_.ledger, Mem::comm, {s_.shard.plan.shard_size}, DType::bf16);
         kern::f32_to_bf16(pshard.bf16(), master.f32(), size_t(master.numel()));
@@ -44,6 +64,12 @@ void Replicas::average() {
         kern::f32_to_bf16(s_.params.bf16(), master.f32(), size_t(master.numel()));
         s_.refresh_compute_copy();
     }
+}
+
+// DiLoCo's outer step on the replicas' mean, in place: the mean becomes the new theta.
+void Replicas::outer_step(float* mean) {
+    outer_nesterov_update(s_.outer_anchor.f32(), s_.outer_momentum.f32(), mean, mean,
+                          size_t(s_.outer_anchor.numel()), hp_);
 }
 
 }  // namespace ss

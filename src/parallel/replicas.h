@@ -18,6 +18,21 @@
 // every K steps instead (after_step): each replica then steps on its own
 // batch of MBS x GA x S.
 //
+// DiLoCo (Douillard et al. 2023, arXiv:2311.08105; --replica-outer nesterov):
+// the same sync, but the average is not taken as it is. The replicas keep the
+// parameters of the last sync (theta) and an outer momentum, and take one
+// outer Nesterov step on the averaged change (optim/diloco.h):
+//
+//   every H steps:  mean = all_reduce(avg) of what the optimizer updates   (dp_rep, as local SGD)
+//                   Delta = theta - mean;  m = mu m + Delta;  theta -= lr_outer (Delta + mu m)
+//                   every replica continues from theta
+//
+// No byte more crosses the replicas than with the plain average: theta is the
+// same on every replica, so the mean of the deltas is theta minus the mean.
+// The outer state lies beside AdamW's, in the optimizer's layout (RankState::
+// outer_anchor, outer_momentum; Mem::outer): all P under DDP, my shard under
+// ZeRO-1, -2 and -3, 8 bytes per element it covers.
+//
 // This is not ZeRO++'s hpZ (Wang et al. 2023, arXiv:2306.10209, sec. 3.2):
 // hpZ keeps ZeRO-3's partition of parameters, gradients and optimizer states
 // over all R x S ranks and adds a secondary copy of the parameters,
@@ -25,6 +40,7 @@
 // node. Here the model states themselves are partitioned over S ranks only.
 #pragma once
 
+#include "optim/diloco.h"
 #include "parallel/rank_state.h"
 
 namespace ss {
@@ -32,8 +48,10 @@ namespace ss {
 /// The replicas of a rank's shard group, and how often they synchronise.
 class Replicas {
 public:
-    /// @p sync_every: 1, all-reduce gradients every step; K > 1, average parameters every K steps.
-    Replicas(RankState& state, int sync_every);
+    /// @p sync_every: 1, all-reduce gradients every step; K > 1, synchronise parameters every K
+    /// steps, by @p outer (the average, or DiLoCo's outer step with @p hp). DiLoCo allocates
+    /// its outer state in @p state (Mem::outer); it starts when the parameters are set (init, load).
+    Replicas(RankState& state, int sync_every, ReplicaOuter outer = ReplicaOuter::avg, OuterParams hp = {});
 
     /// Gradients are all-reduced across replicas every step (more than one replica, K = 1).
     bool sync_grads() const { return s_.rep.size() > 1 && sync_every_ == 1; }
@@ -42,13 +60,19 @@ public:
     /// Averages @p grad_shard (storage dtype) across the replicas when sync_grads():
     /// each holds the same shard of a different batch's gradient.
     void all_reduce_grads(Tensor& grad_shard, int step) const;
-    /// After the step: local SGD averages the replicas every K steps.
+    /// True when the step just taken (RankState::steps_done) ends with a sync of the parameters.
+    bool syncs_now() const { return s_.rep.size() > 1 && sync_every_ > 1 && s_.steps_done % sync_every_ == 0; }
+    /// After the step: local SGD averages the replicas every K steps (DiLoCo: the outer step).
+    /// The parameters must be settled (no gather in flight): ZeroModel::step sees to it.
     void after_step();
 
 private:
     void average();
+    void outer_step(float* mean);
     RankState& s_;
     int sync_every_;
+    ReplicaOuter outer_;
+    OuterParams hp_;
 };
 
 }  // namespace ss

@@ -42,7 +42,7 @@ ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc,
       recompute_(recompute),
       state_(cfg, storage, holding_for(zc.stage), comm, std::move(dp_group), std::move(shard_group),
              std::move(rep_group), ledger, hp, tp, part),
-      replicas_(state_, zc.replica_sync_every),
+      replicas_(state_, zc.replica_sync_every, zc.replica_outer, zc.outer),
       strategy_(make_strategy(zc, state_, replicas_)) {}
 
 ZeroModel::~ZeroModel() = default;
@@ -89,7 +89,11 @@ void ZeroModel::step() {
     strategy_->settle();  // the last step's gathers, if a pass did not need them all
     strategy_->step();
     ++state_.steps_done;
-    replicas_.after_step();  // local SGD: every K steps
+    // Local SGD, every K steps: the sync reads and writes the parameters, so ZeRO-1/2's
+    // gathers (started in the step, overlap on) must have landed first, or they
+    // would overwrite the synchronised parameters when the next forward waits for them.
+    if (replicas_.syncs_now()) strategy_->settle();
+    replicas_.after_step();
 }
 
 // ---- the passes over whole parameters and gradients (DDP, ZeRO-1; DpStrategy's defaults) --

@@ -46,6 +46,9 @@ struct ZeroConfig {
     bool bucketed = false;       ///< stage 0: all-reduce in buckets as gradients become ready (else one call per tensor)
     double bucket_mb = 25.0;     ///< stage 0, bucketed: bucket size in MiB (PyTorch DDP's default is 25)
     int replica_sync_every = 1;  ///< 1: replicas all-reduce gradients every step; K > 1: average params every K steps
+    /// K > 1: how the replicas synchronise, the plain average (local SGD) or DiLoCo's outer step (replicas.h).
+    ReplicaOuter replica_outer = ReplicaOuter::avg;
+    OuterParams outer;  ///< DiLoCo's outer learning rate and momentum (optim/diloco.h)
     /// Start the data-parallel collectives as soon as their inputs are ready and wait
     /// only when their results are needed (--overlap on), or call each one blocking
     /// where the plain form does (off). The bits are the same either way: what hides
@@ -192,9 +195,10 @@ public:
     /// is the one saved (replicas and, under DDP, the other dp ranks hold the same).
     bool checkpoint_writer() const { return state_.checkpoint_writer(); }
     /// Adds what this rank owns to @p out as tensors "<kind>/<HF name>" (kind: param,
-    /// master, exp_avg, exp_avg_sq), each the range [lo, hi) of the rank's TP-local
-    /// tensor, with metadata "<HF name>" = "tp tp_rank lo hi". The head's copy of wte
-    /// is left out (the first stage's is the one saved).
+    /// master, exp_avg, exp_avg_sq; DiLoCo: outer_anchor, outer_momentum; local SGD's
+    /// replica r > 0: exp_avg.rep<r>, exp_avg_sq.rep<r> only), each the range [lo, hi)
+    /// of the rank's TP-local tensor, with metadata "<HF name>" = "tp tp_rank lo hi".
+    /// The head's copy of wte is left out (the first stage's is the one saved).
     void checkpoint_pieces(StFile& out) const {
         strategy_->settle();
         state_.checkpoint_pieces(out);
@@ -202,10 +206,13 @@ public:
     /// Loads a checkpoint's state, whole-model HF flat layout (make_param_layout(cfg)):
     /// fp32 master weights (the parameters of an fp32 run), Adam's m and v, its t, and
     /// the steps done. Each rank takes its TP slice / stage / shard, as load() does.
+    /// DiLoCo's outer state comes from @p outer_anchor and @p outer_momentum, or (empty)
+    /// starts at the loaded parameters with momentum 0; a run without DiLoCo ignores them.
     void load_state(const std::vector<float>& master, const std::vector<float>& m, const std::vector<float>& v,
-                    int adam_t, int steps_done) {
+                    int adam_t, int steps_done, const std::vector<float>& outer_anchor = {},
+                    const std::vector<float>& outer_momentum = {}) {
         strategy_->settle();
-        state_.load_state(master, m, v, adam_t, steps_done);
+        state_.load_state(master, m, v, adam_t, steps_done, outer_anchor, outer_momentum);
     }
 
     /// Starts a step: gradient accumulators to zero.

@@ -140,11 +140,27 @@ void check_hpz(const TrainOptions& o, const MeshShape& m) {
                       << "node (--gpus-per-node)");
 }
 
-// Data parallelism and ZeRO.
-void check_dp(const TrainOptions& o) {
+// Data parallelism, ZeRO and the replicas' sync (local SGD, DiLoCo).
+void check_dp(const TrainOptions& o, int dp_rep) {
+
     SS_CHECK(o.zero >= 0 && o.zero <= 3, "--zero " << o.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
     SS_CHECK(o.replica_sync_every >= 1,
              "--replica-sync-every must be at least 1 (got " << o.replica_sync_every << ")");
+    if (o.replica_outer == ReplicaOuter::nesterov) {
+        SS_CHECK(dp_rep > 1, "--replica-outer nesterov (DiLoCo) takes an outer step over the replicas' parameters, "
+                             "and this layout has one replica; add --dp-rep 2 or more (and --replica-sync-every H "
+                             "> 1), or drop --replica-outer");
+        SS_CHECK(o.replica_sync_every > 1,
+                 "--replica-outer nesterov (DiLoCo) steps the replicas apart for H inner steps between outer "
+                 "steps, and --replica-sync-every is 1 (the replicas all-reduce gradients every step); give "
+                 "--replica-sync-every H with H > 1, e.g. 4");
+    }
+    // A non-finite outer rate or a momentum of 1 or more makes theta diverge (the momentum never decays).
+    SS_CHECK(std::isfinite(o.outer_lr) && o.outer_lr > 0.0f,
+             "--outer-lr must be a finite number above 0 (got " << o.outer_lr << "); DiLoCo's is 0.7, and 1 with "
+                                                                << "--outer-momentum 0 is the plain average");
+    SS_CHECK(std::isfinite(o.outer_momentum) && o.outer_momentum >= 0.0f && o.outer_momentum < 1.0f,
+             "--outer-momentum must lie in [0, 1) (got " << o.outer_momentum << "); DiLoCo's is 0.9");
     SS_CHECK(o.bucket_mb >= 0, "--bucket-mb must not be negative (got " << o.bucket_mb << ")");
     SS_CHECK(o.prefetch >= 0, "--prefetch must not be negative (got " << o.prefetch << "); 0 gathers each unit "
                                                                         << "when it is needed");
@@ -169,9 +185,13 @@ void check_files(const TrainOptions& o) {
     SS_CHECK(o.save_every >= 0, "--save-every must not be negative (got " << o.save_every << ")");
     SS_CHECK(o.save_every == 0 || !o.checkpoint_dir.empty(),
              "--save-every " << o.save_every << " needs --checkpoint-dir DIR: where to write the checkpoints");
-    SS_CHECK(o.save_every == 0 || o.replica_sync_every == 1,
-             "--save-every with --replica-sync-every " << o.replica_sync_every << ": between syncs the replicas "
-                 << "hold different parameters and a checkpoint keeps one copy; use --replica-sync-every 1");
+    // Local SGD and DiLoCo save at syncs only: there the replicas agree on the parameters
+    // (and the outer state), and each writes its own Adam moments (rank_state.cpp).
+    SS_CHECK(o.save_every == 0 || o.replica_sync_every == 1 || o.save_every % o.replica_sync_every == 0,
+             "--save-every " << o.save_every << " with --replica-sync-every " << o.replica_sync_every
+                             << ": between syncs the replicas hold different parameters and a checkpoint keeps "
+                             << "one copy of them; save at the syncs, with --save-every a multiple of "
+                             << o.replica_sync_every);
     SS_CHECK(o.init.empty() || o.resume.empty(),
              "--init and --resume both say where the parameters start; give one of them");
     // Every output can be written and none overwrites another or an input: found now, not after the last step.
@@ -196,7 +216,7 @@ RunShape check_train_options(const TrainOptions& o) {
     check_pipeline(o, s);
     s.mesh = fill_dp(s.world, MeshShape{o.pp, o.dp_rep, o.dp_shard, o.sp, o.tp});
     ProcessMesh mesh(s.world, s.mesh);  // throws a clear error for a bad layout
-    check_dp(o);
+    check_dp(o, s.mesh.dp_rep);
     check_hpz(o, s.mesh);
     s.emulated_links = check_links(o, s.world);
     s.gbs = int64_t(o.mbs) * o.ga * s.mesh.dp();

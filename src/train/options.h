@@ -23,6 +23,7 @@
 #include "mesh/process_mesh.h"
 #include "model/config.h"
 #include "model/recompute.h"
+#include "optim/diloco.h"
 #include "schedule/pipeline_schedule.h"
 #include "train/fault.h"
 
@@ -79,6 +80,9 @@ struct TrainOptions {
     SpMode sp_mode = SpMode::ulysses;  ///< how the sp axis splits attention
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
+    ReplicaOuter replica_outer = ReplicaOuter::avg;  ///< K > 1: avg (local SGD) or nesterov (DiLoCo, optim/diloco.h)
+    float outer_lr = 0.7f;         ///< DiLoCo's outer learning rate (the paper's 0.7, arXiv:2311.08105)
+    float outer_momentum = 0.9f;   ///< DiLoCo's outer Nesterov momentum (the paper's 0.9)
     bool overlap = true;           ///< --overlap on|off: start data-parallel and pipeline traffic early (bit-identical)
     int prefetch = 1;              ///< ZeRO-3 with overlap: units gathered ahead of use (0: none)
     int hpz = 0;                   ///< --hpz K: ZeRO++ hpZ, ZeRO-3's backward gathers inside groups of K (0: off)

@@ -59,7 +59,12 @@ std::string TrainReport::replica_batch_line() const {
                   "parameters averaged every %d steps",
                   dp_rep, opts.mbs, opts.ga, dp_shard, (long long)(int64_t(opts.mbs) * opts.ga * dp_shard),
                   opts.replica_sync_every);
-    return buf;
+    if (opts.replica_outer == ReplicaOuter::avg) return buf;
+    char outer[160];  // DiLoCo (optim/diloco.h)
+    std::snprintf(outer, sizeof outer,
+                  ", then an outer Nesterov step (DiLoCo): lr_outer %g, momentum %g", double(opts.outer_lr),
+                  double(opts.outer_momentum));
+    return std::string(buf) + outer;
 }
 
 nlohmann::json TrainReport::to_json() const {
@@ -76,7 +81,10 @@ nlohmann::json TrainReport::to_json() const {
                   {"device", device_name(device_or_default(opts.device))},
                   {"dp", dp}, {"dp_shard", dp_shard}, {"dp_rep", dp_rep},
                   {"tp", tp}, {"sp", sp}, {"pp", pp},
-                  {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every}};
+                  {"zero", opts.zero}, {"bucket_mb", opts.bucket_mb}, {"replica_sync_every", opts.replica_sync_every},
+                  {"replica_outer", replica_outer_name(opts.replica_outer)}};
+    if (opts.replica_outer == ReplicaOuter::nesterov)
+        j["ranks"]["outer"] = {{"lr", opts.outer_lr}, {"momentum", opts.outer_momentum}};
     if (pp > 1)
         j["pipeline"] = {{"pp", pp},           {"schedule", schedule_name(opts.schedule)}, {"pp_virtual", opts.pp_virtual},
                          {"split", pp_split},  {"micro_batches", opts.ga},  {"bubble", bubble},

@@ -30,6 +30,14 @@ const char* const kFormat = "shardscope-checkpoint";
 // 2: every file in the manifest carries its FNV-1a 64 ("fnv1a64", core/checksum.h).
 const int kVersion = 2;
 const char* const kKinds[] = {"param", "master", "exp_avg", "exp_avg_sq"};
+// Saved beside them by some runs only, each either absent or covering the whole model.
+const char* const kOuterKinds[] = {"outer_anchor", "outer_momentum"};  // DiLoCo
+
+// How many replicas saved Adam moments of their own (the manifest's "replicas", local SGD), else 0.
+int replicas_with_own_moments(const nlohmann::json& man) {
+    if (!man.contains("replicas")) return 0;
+    return man.at("replicas").value("own_moments", 0);
+}
 
 std::string rank_file(int rank) {
     char buf[40];
@@ -249,6 +257,13 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
     const size_t P = size_t(global.total);
     std::map<std::string, std::vector<float>> whole;  // kind -> whole model
     std::vector<uint8_t> covered(P, 0);
+    // The kinds beyond kKinds this checkpoint may hold, each with the elements it covers.
+    std::vector<std::string> extra(std::begin(kOuterKinds), std::end(kOuterKinds));
+    const int own_moments = replicas_with_own_moments(man);
+    SS_CHECK(own_moments >= 0 && own_moments <= 1 << 16, mpath << ": replicas.own_moments is " << own_moments);
+    for (int r = 1; r < own_moments; ++r)
+        for (const char* kind : {"exp_avg", "exp_avg_sq"}) extra.push_back(std::string(kind) + ".rep" + std::to_string(r));
+    std::map<std::string, std::vector<bool>> extra_covered;  // kind -> elements placed
     std::map<std::pair<int, int>, ParamLayout> tp_layouts;  // (tp, tp_rank) -> its slice's specs
     const nlohmann::json files = man.value("files", nlohmann::json::array());
     SS_CHECK(files.is_array() && !files.empty(), mpath << " lists no shard files");
@@ -281,12 +296,7 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
             SS_CHECK(spec && hi <= spec->numel, path << ": " << tensor << " [" << lo << ", " << hi
                                                      << ") is not part of this model's TP " << tp << " slice");
             const int64_t base = global.get(tensor).offset;
-            for (const char* kind : kKinds) {
-                const std::string key = std::string(kind) + "/" + tensor;
-                if (!f.has(key)) {
-                    SS_CHECK(std::string(kind) == "master", path << " has no " << key);
-                    continue;
-                }
+            auto place = [&](const std::string& kind, const std::string& key) {
                 const std::vector<float> vals = st_to_f32(f.get(key));
                 SS_CHECK(int64_t(vals.size()) == hi - lo, path << ": " << key << " has " << vals.size()
                                                                << " values for the range [" << lo << ", " << hi << ")");
@@ -294,9 +304,31 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
                 if (w.empty()) w.assign(P, 0.0f);
                 for (int64_t i = lo; i < hi; ++i)
                     if (spec->global_index(i) >= 0) w[size_t(base + spec->global_index(i))] = vals[size_t(i - lo)];
+            };
+            // A file holds the model's state (param, ...) for a range, or (local SGD) only a
+            // replica's own moments for it.
+            const bool holds_params = f.has("param/" + tensor);
+            for (const char* kind : kKinds) {
+                if (!holds_params) break;
+                const std::string key = std::string(kind) + "/" + tensor;
+                if (!f.has(key)) {
+                    SS_CHECK(std::string(kind) == "master", path << " has no " << key);
+                    continue;
+                }
+                place(kind, key);
             }
-            for (int64_t i = lo; i < hi; ++i)
-                if (spec->global_index(i) >= 0) covered[size_t(base + spec->global_index(i))] = 1;
+            for (const std::string& kind : extra) {
+                const std::string key = kind + "/" + tensor;
+                if (!f.has(key)) continue;
+                place(kind, key);
+                std::vector<bool>& c = extra_covered[kind];
+                if (c.empty()) c.assign(P, false);
+                for (int64_t i = lo; i < hi; ++i)
+                    if (spec->global_index(i) >= 0) c[size_t(base + spec->global_index(i))] = true;
+            }
+            if (holds_params)
+                for (int64_t i = lo; i < hi; ++i)
+                    if (spec->global_index(i) >= 0) covered[size_t(base + spec->global_index(i))] = 1;
         }
     }
     for (const ParamSpec& s : global.specs)
@@ -304,9 +336,36 @@ Checkpoint read_checkpoint_json_unchecked(const std::string& step_dir, const GPT
             SS_CHECK(covered[size_t(s.offset + i)], "the checkpoint in " << step_dir << " holds no value for element "
                                                     << i << " of " << s.name << ": a shard is missing from it; "
                                                     << "resume from an older one");
+    // An extra kind is all there or not there: a replica's moments must be, the outer state may be absent.
+    for (const std::string& kind : extra) {
+        const bool replica_kind = kind.find(".rep") != std::string::npos;
+        auto it = extra_covered.find(kind);
+        if (it == extra_covered.end()) {
+            SS_CHECK(!replica_kind, "the checkpoint in " << step_dir << " says " << own_moments << " replicas saved "
+                                        << "their own Adam moments, and no file holds " << kind
+                                        << ": a shard is missing from it; resume from an older one");
+            continue;
+        }
+        for (const ParamSpec& s : global.specs)
+            for (int64_t i = 0; i < s.unpadded_numel(); ++i)
+                SS_CHECK(it->second[size_t(s.offset + i)], "the checkpoint in " << step_dir << " holds no " << kind
+                                                           << " for element " << i << " of " << s.name
+                                                           << ": a shard is missing from it; resume from an older one");
+    }
+    SS_CHECK(whole.count("outer_anchor") == whole.count("outer_momentum"),
+             "the checkpoint in " << step_dir << " holds only one of DiLoCo's outer_anchor and outer_momentum: a "
+                                  << "shard is damaged; resume from an older one");
     ck.master = whole.count("master") ? std::move(whole["master"]) : std::move(whole["param"]);
     ck.m = std::move(whole["exp_avg"]);
     ck.v = std::move(whole["exp_avg_sq"]);
+    if (whole.count("outer_anchor")) {
+        ck.outer_anchor = std::move(whole["outer_anchor"]);
+        ck.outer_momentum = std::move(whole["outer_momentum"]);
+    }
+    for (int r = 1; r < own_moments; ++r) {
+        ck.replica_m.push_back(std::move(whole["exp_avg.rep" + std::to_string(r)]));
+        ck.replica_v.push_back(std::move(whole["exp_avg_sq.rep" + std::to_string(r)]));
+    }
     return ck;
 }
 

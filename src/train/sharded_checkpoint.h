@@ -13,8 +13,16 @@
 //       ...                        "exp_avg_sq/<HF name>", each a range [lo, hi) of the
 //                                  rank's TP-local tensor; __metadata__ "<HF name>" =
 //                                  "tp tp_rank lo hi" says where it sits in the whole
+//                                  DiLoCo adds "outer_anchor/<HF name>" and "outer_momentum/<HF name>"
+//                                  (the outer state, parallel/replicas.h) beside exp_avg
 //
-// Who writes: one copy of everything. Replicas (dp_rep) hold the same shards
+// Local SGD and DiLoCo (--replica-sync-every H > 1) save at syncs only, where the
+// replicas agree on the parameters but not on Adam's moments (each replica's
+// AdamW saw its own batches): there every replica r > 0 writes its moments too,
+// as "exp_avg.rep<r>/<HF name>" and "exp_avg_sq.rep<r>/<HF name>", and the
+// manifest's "replicas" says how many replicas own moments and how they sync.
+//
+// Who writes: one copy of everything (but the replicas' own moments, above). Replicas (dp_rep) hold the same shards
 // and, under DDP, every dp rank the same model, so only replica 0 (and, for
 // DDP, the first rank of each shard group) writes; every TP rank, pipeline
 // stage and ZeRO shard writes its own part. The head's copy of the tied wte
@@ -56,7 +64,12 @@ struct Checkpoint {
     DType dtype = DType::f32;  ///< the saving run's storage dtype
     std::vector<float> master;  ///< fp32 master weights (an fp32 run's parameters)
     std::vector<float> m;       ///< Adam's first moment
-    std::vector<float> v;       ///< Adam's second moment
+    std::vector<float> v;       ///< Adam's second moment (replica 0's under local SGD)
+    std::vector<float> outer_anchor;    ///< DiLoCo: the parameters at the last sync (empty: not a DiLoCo checkpoint)
+    std::vector<float> outer_momentum;  ///< DiLoCo: the outer Nesterov momentum (empty likewise)
+    /// Local SGD / DiLoCo: replica r's Adam moments at [r - 1] for r = 1 .. R - 1 (replica
+    /// 0's are m and v); empty when the replicas shared their moments (all-reduced gradients).
+    std::vector<std::vector<float>> replica_m, replica_v;
 };
 
 /// "step-00000010"

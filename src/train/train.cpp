@@ -50,6 +50,13 @@ struct Shared {
     int64_t skip_micro_batches = 0;      // --resume: micro-batches of this run's size already trained on
 };
 
+// Whether every replica of this run resumes with the Adam moments it saved: the
+// checkpoint's replicas kept their own (local SGD) and this run's are as many and
+// step apart too.
+bool resumes_own_moments(const Checkpoint& ck, const TrainOptions& opts, const TrainReport& r) {
+    return !ck.replica_m.empty() && int(ck.replica_m.size()) + 1 == r.dp_rep && opts.replica_sync_every > 1;
+}
+
 // One rank's whole run: build the model, then step.
 void rank_main(Comm& comm, Shared& sh) {
     const TrainOptions& opts = *sh.opts;
@@ -76,6 +83,8 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.bucketed = opts.bucket_mb > 0;
     zc.bucket_mb = opts.bucket_mb;
     zc.replica_sync_every = opts.replica_sync_every;
+    zc.replica_outer = opts.replica_outer;
+    zc.outer = OuterParams{opts.outer_lr, opts.outer_momentum};
     zc.overlap = opts.overlap;
     zc.prefetch = opts.prefetch;
     zc.hpz = opts.hpz;
@@ -106,7 +115,12 @@ void rank_main(Comm& comm, Shared& sh) {
         pipe.load(opts.init);
     if (sh.resume) {  // the checkpoint's whole state; each rank takes its part
         const Checkpoint& ck = *sh.resume;
-        pipe.load_state(ck.master, ck.m, ck.v, ck.adam_t, ck.step);
+        // Local SGD: each replica continues with the Adam moments it saved, where the
+        // checkpoint has them for this run's replicas; else every one takes replica 0's.
+        const int rep = resumes_own_moments(ck, opts, r) ? mpu.dp_rep_rank() : 0;
+        const std::vector<float>& m = rep == 0 ? ck.m : ck.replica_m[size_t(rep - 1)];
+        const std::vector<float>& v = rep == 0 ? ck.v : ck.replica_v[size_t(rep - 1)];
+        pipe.load_state(ck.master, m, v, ck.adam_t, ck.step, ck.outer_anchor, ck.outer_momentum);
         for (int64_t b = 0; b < sh.skip_micro_batches; ++b) loader.next_batch();  // the data position
     }
 
@@ -135,6 +149,12 @@ void rank_main(Comm& comm, Shared& sh) {
                        {"schedule", schedule_name(opts.schedule)}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                        {"sp_mode", sp_mode_name(opts.sp_mode)}, {"tp", r.tp}, {"sequence_parallel", opts.sequence_parallel},
                        {"zero", opts.zero}};
+        // How the replicas sync, and how many saved Adam moments of their own (sharded_checkpoint.h).
+        const bool apart = r.dp_rep > 1 && opts.replica_sync_every > 1;
+        j["replicas"] = {{"dp_rep", r.dp_rep}, {"sync_every", opts.replica_sync_every},
+                         {"outer", replica_outer_name(opts.replica_outer)}, {"own_moments", apart ? r.dp_rep : 0}};
+        if (opts.replica_outer == ReplicaOuter::nesterov)
+            j["replicas"]["outer_params"] = {{"lr", opts.outer_lr}, {"momentum", opts.outer_momentum}};
         const int64_t micro_done = sh.skip_micro_batches + int64_t(step - r.first_step + 1) * opts.ga;
         j["data"] = {{"source", opts.data.empty() ? "builtin" : opts.data}, {"T", T}, {"ga", opts.ga},
                      {"global_micro_batch", int64_t(r.dp) * B}, {"sequences_done", micro_done * r.dp * B}};
@@ -263,6 +283,21 @@ int64_t read_resume_point(const TrainOptions& opts, TrainReport& r, Checkpoint& 
                                                                        << opts.steps << ": nothing to do; raise --steps");
     r.first_step = ck.step + 1;
     if (out) *out << "resumed from " << ck.dir << " (step " << ck.step << "); continuing at step " << r.first_step << "\n";
+    // What of the replicas' state this layout cannot continue exactly (sharded_checkpoint.h).
+    const bool diloco = opts.replica_outer == ReplicaOuter::nesterov;
+    if (out && !ck.replica_m.empty() && !resumes_own_moments(ck, opts, r))
+        *out << "note: the checkpoint's " << ck.replica_m.size() + 1 << " replicas each saved their own Adam moments "
+             << "(local SGD); this run has " << r.dp_rep << " replica" << (r.dp_rep == 1 ? "" : "s")
+             << (r.dp_rep > 1 && opts.replica_sync_every == 1 ? " that all-reduce gradients" : "")
+             << ", so every rank starts from replica 0's moments and the run is not the saved one's continuation "
+             << "exactly; resume with --dp-rep " << ck.replica_m.size() + 1 << " and --replica-sync-every > 1 for that\n";
+    if (out && !ck.outer_anchor.empty() && !diloco)
+        *out << "note: the checkpoint holds DiLoCo's outer state (the parameters at the last sync and the outer "
+             << "momentum); this run does not take outer steps, so it starts from the parameters alone; add "
+             << "--replica-outer nesterov to continue DiLoCo\n";
+    if (out && ck.outer_anchor.empty() && diloco)
+        *out << "note: the checkpoint holds no DiLoCo outer state; the outer step starts from the resumed parameters "
+             << "with momentum 0, as a new DiLoCo run would\n";
     return seqs / gmb;
 }
 

@@ -162,7 +162,8 @@ void draw_table(ViewerState& s) {
             }
             if (pred.present) {
                 ImGui::TableNextColumn();
-                if (Mem(c) == Mem::workspace)
+                // The planner predicts neither the CPU engine's scratch nor DiLoCo's outer state.
+                if (Mem(c) == Mem::workspace || Mem(c) == Mem::outer)
                     ImGui::TextDisabled("-");
                 else
                     ImGui::TextUnformatted(fmt_bytes(double(pred.mem[size_t(c)])).c_str());

@@ -24,6 +24,7 @@ Rgb memory_color(Mem m) {
         case Mem::comm: return {150, 210, 240};      // sky blue: gathered params, comm buffers
         case Mem::workspace: return {190, 190, 170};  // khaki grey: scratch
         case Mem::hpz: return {185, 150, 220};        // lilac: hpZ's secondary partition of the parameters
+        case Mem::outer: return {200, 120, 170};      // reddish purple: DiLoCo's outer state, beside optim's vermillion
         case Mem::count: break;
     }
     return {128, 128, 128};
