@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "mesh/process_mesh.h"
 #include "model/safetensors.h"
 #include "train/data.h"
 #include "odd_vocab.h"
@@ -239,6 +241,90 @@ TEST_CASE("mesh prints the mpu answers for --rank", "[cli][mesh]") {
     CliResult neg = run_shardscope("mesh --ranks 8 --rank -1");
     REQUIRE(neg.code != 0);
     REQUIRE_THAT(neg.output, Contains("--rank"));
+}
+
+// Every line of the mpu section against the library's own answer, on two layouts:
+// HSDP (dp_rep x dp_shard) with a pipeline, and sp with a pipeline. The names must
+// be exactly the calls listed here, so a call added to one side only fails.
+TEST_CASE("mesh prints every mpu call, each with the library's answer", "[cli][mesh]") {
+    auto members = [](const ss::Group& g) {
+        std::string s = "{";
+        for (int i = 0; i < g.size(); ++i) s += (i ? "," : "") + std::to_string(g.ranks[i]);
+        return s + "}";
+    };
+    struct Layout {
+        const char* flags;
+        ss::MeshShape shape;  // pp, dp_rep, dp_shard, sp, tp
+        int rank;
+    };
+    const Layout layouts[] = {
+        {"--ranks 16 --pp 2 --dp-rep 2 --dp-shard 2 --tp 2 --rank 13", {2, 2, 2, 1, 2}, 13},
+        {"--ranks 16 --pp 2 --dp-shard 2 --sp 2 --tp 2 --rank 6", {2, 1, 2, 2, 2}, 6},
+    };
+    for (const Layout& l : layouts) {
+        const CliResult out = run_shardscope(std::string("mesh ") + l.flags);
+        INFO(l.flags << "\n" << out.output);
+        REQUIRE(out.code == 0);
+        const ss::Mpu m = ss::ProcessMesh(16, l.shape).mpu(l.rank);
+        const std::map<std::string, std::string> expect = {
+            {"get_model_parallel_rank", std::to_string(m.get_model_parallel_rank())},
+            {"get_model_parallel_world_size", std::to_string(m.get_model_parallel_world_size())},
+            {"get_model_parallel_group", members(m.get_model_parallel_group())},
+            {"get_data_parallel_rank", std::to_string(m.get_data_parallel_rank())},
+            {"get_data_parallel_world_size", std::to_string(m.get_data_parallel_world_size())},
+            {"get_data_parallel_group", members(m.get_data_parallel_group())},
+            {"get_tensor_model_parallel_rank", std::to_string(m.get_tensor_model_parallel_rank())},
+            {"get_tensor_model_parallel_world_size", std::to_string(m.get_tensor_model_parallel_world_size())},
+            {"get_tensor_model_parallel_group", members(m.get_tensor_model_parallel_group())},
+            {"get_pipeline_model_parallel_rank", std::to_string(m.get_pipeline_model_parallel_rank())},
+            {"get_pipeline_model_parallel_world_size", std::to_string(m.get_pipeline_model_parallel_world_size())},
+            {"get_pipeline_model_parallel_group", members(m.get_pipeline_model_parallel_group())},
+            {"get_pipeline_model_parallel_first_rank", std::to_string(m.get_pipeline_model_parallel_first_rank())},
+            {"get_pipeline_model_parallel_last_rank", std::to_string(m.get_pipeline_model_parallel_last_rank())},
+            {"get_pipeline_model_parallel_next_rank", std::to_string(m.get_pipeline_model_parallel_next_rank())},
+            {"get_pipeline_model_parallel_prev_rank", std::to_string(m.get_pipeline_model_parallel_prev_rank())},
+            {"get_sequence_parallel_rank", std::to_string(m.get_sequence_parallel_rank())},
+            {"get_sequence_parallel_world_size", std::to_string(m.get_sequence_parallel_world_size())},
+            {"get_sequence_parallel_group", members(m.get_sequence_parallel_group())},
+            {"get_context_parallel_rank", std::to_string(m.get_context_parallel_rank())},
+            {"get_context_parallel_world_size", std::to_string(m.get_context_parallel_world_size())},
+            {"get_context_parallel_group", members(m.get_context_parallel_group())},
+            {"get_sequence_data_parallel_rank", std::to_string(m.get_sequence_data_parallel_rank())},
+            {"get_sequence_data_parallel_world_size", std::to_string(m.get_sequence_data_parallel_world_size())},
+            {"get_sequence_data_parallel_group", members(m.get_sequence_data_parallel_group())},
+            {"dp_shard_rank", std::to_string(m.dp_shard_rank())},
+            {"dp_shard_world_size", std::to_string(m.dp_shard_world_size())},
+            {"dp_shard_group", members(m.dp_shard_group())},
+            {"dp_rep_rank", std::to_string(m.dp_rep_rank())},
+            {"dp_rep_world_size", std::to_string(m.dp_rep_world_size())},
+            {"dp_rep_group", members(m.dp_rep_group())},
+            {"dp_shard_sp_rank", std::to_string(m.dp_shard_sp_rank())},
+            {"dp_shard_sp_world_size", std::to_string(m.dp_shard_sp_world_size())},
+            {"dp_shard_sp_group", members(m.dp_shard_sp_group())},
+            {"pp_next_rank", std::to_string(m.pp_next_rank())},
+            {"pp_prev_rank", std::to_string(m.pp_prev_rank())},
+        };
+        // The section's call lines: "    name()   = answer", after the "mpu of rank" header.
+        const size_t at = out.output.find("\nmpu of rank " + std::to_string(l.rank) + " ");
+        REQUIRE(at != std::string::npos);
+        std::map<std::string, std::string> printed;
+        std::istringstream lines(out.output.substr(at));
+        for (std::string line; std::getline(lines, line);) {
+            const size_t call = line.find("()"), eq = line.find("= ");
+            if (line.rfind("    ", 0) != 0 || call == std::string::npos || eq == std::string::npos) continue;
+            const std::string name = line.substr(4, call - 4);
+            CHECK(printed.count(name) == 0u);  // each call once
+            printed[name] = line.substr(eq + 2);
+        }
+        for (const auto& [name, answer] : printed) {
+            INFO("printed " << name << "() = " << answer);
+            CHECK(expect.count(name) == 1u);
+        }
+        for (const auto& [name, answer] : expect) {
+            INFO("call " << name << "()");
+            CHECK(printed[name] == answer);
+        }
+    }
 }
 
 // 4.6: the report builds each group once (it built every group from every

@@ -5,6 +5,8 @@
 // (the order is the rank within the group, so it matters as much as the set).
 #include <catch2/catch.hpp>
 #include <map>
+#include <sstream>
+#include <string>
 
 #include "core/check.h"
 #include "mesh/mesh_report.h"
@@ -310,6 +312,242 @@ TEST_CASE("world 32: every axis 2, groups of rank 21 = (pp 1, rep 0, shard 1, sp
         for (const Group& g : mesh.groups(kind))
             for (int r : g.ranks) seen[r]++;
         REQUIRE(seen == std::vector<int>(32, 1));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The mpu against its definitions, on many layouts at once (issue 17.5).
+//
+// The tables above are drawn by hand for a few layouts. The cases below state
+// what each mpu answer means and check it for every rank of every layout in
+// kLayouts: against a second, independent construction of Megatron's groups,
+// and against the two partitions that DeepSpeed's arithmetic relies on.
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// pp, dp_rep, dp_shard, sp, tp: every axis alone, each pair, all of them, odd degrees,
+// dp_rep x dp_shard with and without sp. The first is the seed's PP 2 x DP 2 x SP 2 x TP 2.
+const MeshShape kLayouts[] = {
+    shape(2, 1, 2, 2, 2), shape(2, 2, 2, 1, 2), shape(2, 2, 2, 2, 2), shape(4, 1, 2, 1, 2),
+    shape(3, 2, 1, 1, 4), shape(1, 2, 3, 1, 2), shape(1, 1, 4, 2, 1), shape(2, 3, 1, 2, 1),
+    shape(3, 1, 1, 2, 2), shape(1, 1, 1, 3, 1), shape(5, 1, 1, 1, 1), shape(1, 1, 1, 1, 1),
+};
+
+ProcessMesh mesh_of(const MeshShape& s) { return ProcessMesh(int(s.product()), s); }
+
+std::string name_of(const MeshShape& s) {
+    std::ostringstream os;
+    os << "pp " << s.pp << " x dp_rep " << s.dp_rep << " x dp_shard " << s.dp_shard << " x sp " << s.sp << " x tp "
+       << s.tp;
+    return os.str();
+}
+
+// Megatron-LM's rank generator (megatron/core/parallel_state.py, RankGenerator), written
+// again from its definition and not from ProcessMesh: the axes in Megatron's default
+// order "tp-cp-ep-dp-pp" (ep = 1 here), the first axis fastest, so
+//     rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)).
+// The group of a rank for a token such as "tp-pp" lets those axes run and holds the
+// others; its members are listed with the axis that comes first in the order fastest.
+// ShardScope's sp axis is Megatron's cp; its dp is dp_rep x dp_shard flattened.
+struct MegatronRanks {
+    std::vector<std::string> axis = {"tp", "cp", "dp", "pp"};
+    std::vector<int> size;
+
+    explicit MegatronRanks(const MeshShape& s) : size{s.tp, s.sp, s.dp(), s.pp} {}
+
+    std::vector<int> coords(int rank) const {
+        std::vector<int> c(axis.size());
+        for (size_t a = 0; a < axis.size(); ++a) c[a] = rank % size[a], rank /= size[a];
+        return c;
+    }
+    int rank(const std::vector<int>& c) const {
+        int r = 0;
+        for (int a = int(axis.size()) - 1; a >= 0; --a) r = r * size[a] + c[a];
+        return r;
+    }
+    std::vector<int> group(const std::string& token, int of_rank) const {
+        std::vector<size_t> varying;  // the token's axes, in Megatron's order
+        for (size_t a = 0; a < axis.size(); ++a)
+            if (("-" + token + "-").find("-" + axis[a] + "-") != std::string::npos) varying.push_back(a);
+        int n = 1;
+        for (size_t a : varying) n *= size[a];
+        std::vector<int> c = coords(of_rank), members;
+        for (int i = 0; i < n; ++i) {
+            int rest = i;
+            for (size_t a : varying) c[a] = rest % size[a], rest /= size[a];  // first axis fastest
+            members.push_back(rank(c));
+        }
+        return members;
+    }
+};
+
+int index_of(const std::vector<int>& v, int x) {
+    for (int i = 0; i < int(v.size()); ++i)
+        if (v[i] == x) return i;
+    return -1;
+}
+
+std::vector<int> intersect(const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> out;
+    for (int x : a)
+        if (index_of(b, x) >= 0) out.push_back(x);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the mpu's groups are Megatron's parallel_state groups, rank for rank", "[mesh][mpu]") {
+    // Megatron builds every group from one RankGenerator: 'tp', 'cp', 'dp' (data parallel
+    // without context parallel), 'dp-cp' (with it), 'pp', and 'tp-pp' for the
+    // model-parallel group. ShardScope's grid orders its axes the same way (tp fastest,
+    // then sp = cp, then dp, pp outermost), so every group must agree member for member,
+    // and a rank's rank in each group is its place in the list.
+    for (const MeshShape& s : kLayouts) {
+        const ProcessMesh mesh = mesh_of(s);
+        const MegatronRanks megatron(s);
+        INFO(name_of(s));
+        for (int r = 0; r < mesh.world_size(); ++r) {
+            INFO("rank " << r);
+            const Mpu m = mesh.mpu(r);
+            const std::vector<int> tp = megatron.group("tp", r), cp = megatron.group("cp", r),
+                                   dp = megatron.group("dp", r), dp_cp = megatron.group("dp-cp", r),
+                                   pp = megatron.group("pp", r), mp = megatron.group("tp-pp", r);
+            REQUIRE(m.get_tensor_model_parallel_group().ranks == tp);
+            REQUIRE(m.get_context_parallel_group().ranks == cp);
+            REQUIRE(m.get_sequence_parallel_group().ranks == cp);
+            REQUIRE(m.get_data_parallel_group().ranks == dp);
+            REQUIRE(m.get_sequence_data_parallel_group().ranks == dp_cp);
+            REQUIRE(m.get_pipeline_model_parallel_group().ranks == pp);
+            REQUIRE(m.get_model_parallel_group().ranks == mp);
+            REQUIRE(m.get_tensor_model_parallel_rank() == index_of(tp, r));
+            REQUIRE(m.get_context_parallel_rank() == index_of(cp, r));
+            REQUIRE(m.get_data_parallel_rank() == index_of(dp, r));
+            REQUIRE(m.get_sequence_data_parallel_rank() == index_of(dp_cp, r));
+            REQUIRE(m.get_pipeline_model_parallel_rank() == index_of(pp, r));
+            REQUIRE(m.get_model_parallel_rank() == index_of(mp, r));
+            // Megatron's pipeline helpers read its pp group: first and last stage, and
+            // next / prev as a ring ((stage +- 1) mod pp).
+            const int stage = index_of(pp, r), n_pp = int(pp.size());
+            REQUIRE(m.get_pipeline_model_parallel_first_rank() == pp.front());
+            REQUIRE(m.get_pipeline_model_parallel_last_rank() == pp.back());
+            REQUIRE(m.get_pipeline_model_parallel_next_rank() == pp[(stage + 1) % n_pp]);
+            REQUIRE(m.get_pipeline_model_parallel_prev_rank() == pp[(stage + n_pp - 1) % n_pp]);
+        }
+    }
+}
+
+TEST_CASE("the pipeline groups of Megatron's own example: 16 GPUs, TP 2, PP 4", "[mesh][mpu]") {
+    // initialize_model_parallel's docstring (megatron/core/parallel_state.py) draws this
+    // layout: "8 data_parallel groups: [g0, g2], [g1, g3], [g4, g6], ...; 8 tensor
+    // model-parallel groups: [g0, g1], [g2, g3], ...; 4 pipeline model-parallel groups:
+    // [g0, g4, g8, g12], [g1, g5, g9, g13], [g2, g6, g10, g14], [g3, g7, g11, g15]".
+    const ProcessMesh mesh(16, fill_dp(16, shape(4, 0, 0, 1, 2)));
+    REQUIRE(mesh.shape().dp() == 2);
+    Table dp, tp, pp;
+    for (const Group& g : mesh.groups(GroupKind::dp)) dp.push_back(g.ranks);
+    for (const Group& g : mesh.groups(GroupKind::tp)) tp.push_back(g.ranks);
+    for (const Group& g : mesh.groups(GroupKind::pp)) pp.push_back(g.ranks);
+    REQUIRE(dp == Table{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}});
+    REQUIRE(tp == Table{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}});
+    REQUIRE(pp == Table{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}});
+    // Rank 9 sits on stage 2 of {1, 5, 9, 13}: it receives from 5 and sends to 13.
+    const Mpu m = mesh.mpu(9);
+    REQUIRE(m.get_pipeline_model_parallel_rank() == 2);
+    REQUIRE(m.get_pipeline_model_parallel_world_size() == 4);
+    REQUIRE(m.pp_prev_rank() == 5);
+    REQUIRE(m.pp_next_rank() == 13);
+    // Its model replica: 4 stages x 2 tensor halves at dp_rank 0, tp fastest.
+    REQUIRE(m.get_model_parallel_group().ranks == std::vector<int>{0, 1, 4, 5, 8, 9, 12, 13});
+    REQUIRE(m.get_model_parallel_rank() == 5);  // pp_rank 2 * tp 2 + tp_rank 1
+}
+
+TEST_CASE("model parallel is the tp x pp ranks at one (dp_rep, dp_shard, sp) coordinate", "[mesh][mpu]") {
+    // The definition, checked by search rather than by slicing: rank r's model-parallel
+    // group is every rank q with r's dp_rep, dp_shard and sp coordinates, listed pp major,
+    // tp fastest. Its size is tp * pp for every layout (sp is not in it: sp ranks hold
+    // the same weights, like Megatron's context-parallel ranks).
+    for (const MeshShape& s : kLayouts) {
+        const ProcessMesh mesh = mesh_of(s);
+        INFO(name_of(s));
+        for (int r = 0; r < mesh.world_size(); ++r) {
+            INFO("rank " << r);
+            const MeshCoord c = mesh.coord(r);
+            std::vector<int> expect;  // rank order is pp-major, tp-fastest order here
+            for (int q = 0; q < mesh.world_size(); ++q) {
+                const MeshCoord d = mesh.coord(q);
+                if (d.dp_rep_rank == c.dp_rep_rank && d.dp_shard_rank == c.dp_shard_rank && d.sp_rank == c.sp_rank)
+                    expect.push_back(q);
+            }
+            const Mpu m = mesh.mpu(r);
+            const Group g = m.get_model_parallel_group();
+            REQUIRE(g.axis == "pp+tp");
+            REQUIRE(g.ranks == expect);
+            REQUIRE(m.get_model_parallel_world_size() == s.tp * s.pp);
+            REQUIRE(g.size() == s.tp * s.pp);
+            REQUIRE(m.get_model_parallel_rank() == c.pp_rank * s.tp + c.tp_rank);
+            REQUIRE(g.ranks[m.get_model_parallel_rank()] == r);
+            // Every member sees the same group and places itself where the list does.
+            for (int i = 0; i < g.size(); ++i) {
+                const Mpu peer = mesh.mpu(g.ranks[i]);
+                REQUIRE(peer.get_model_parallel_group().ranks == g.ranks);
+                REQUIRE(peer.get_model_parallel_rank() == i);
+            }
+            // It holds the whole model: every (pp, tp) cell once, one pipeline of tp slices.
+            std::vector<int> cells(s.pp * s.tp, 0);
+            for (int q : g.ranks) cells[mesh.coord(q).pp_rank * s.tp + mesh.coord(q).tp_rank]++;
+            REQUIRE(cells == std::vector<int>(s.pp * s.tp, 1));
+        }
+    }
+}
+
+TEST_CASE("model parallel x sequence data parallel partitions the world; with dp and cp too", "[mesh][mpu]") {
+    // DeepSpeed's ZeRO sums a squared gradient norm over its data-parallel process
+    // group, which with sequence parallelism is the sequence-data-parallel group
+    // (dp x sp), and then over mpu.get_model_parallel_group(). Every gradient element
+    // is counted exactly once only if those two groups are a grid of the world: each
+    // rank in one group of each kind, any model-parallel group meeting any
+    // sequence-data-parallel group in exactly one rank. That is the partition that
+    // holds; model parallel x data parallel alone covers world / sp ranks, the sp ranks
+    // being counted with the data (Megatron: CP "piggybacks" on DP for the gradients).
+    for (const MeshShape& s : kLayouts) {
+        const ProcessMesh mesh = mesh_of(s);
+        const int world = mesh.world_size();
+        INFO(name_of(s));
+        const std::vector<Group> mp = mesh.groups(GroupKind::mp), sdp = mesh.groups(GroupKind::dp_sp);
+        for (const std::vector<Group>* kind : {&mp, &sdp}) {  // each rank in exactly one group of each
+            std::vector<int> seen(world, 0);
+            for (const Group& g : *kind)
+                for (int r : g.ranks) seen[r]++;
+            REQUIRE(seen == std::vector<int>(world, 1));
+        }
+        REQUIRE(int(mp.size()) == int(sdp.front().size()));  // one model replica per sdp rank
+        for (const Group& a : mp)
+            for (const Group& b : sdp) REQUIRE(intersect(a.ranks, b.ranks).size() == 1u);
+
+        std::vector<int> by_mp_sdp(world, 0), by_mp_dp_cp(world, 0);
+        for (int r = 0; r < world; ++r) {
+            INFO("rank " << r);
+            const Mpu m = mesh.mpu(r);
+            const std::vector<int> self{r};
+            REQUIRE(intersect(m.get_model_parallel_group().ranks, m.get_sequence_data_parallel_group().ranks) == self);
+            REQUIRE(intersect(m.get_model_parallel_group().ranks, m.get_data_parallel_group().ranks) == self);
+            REQUIRE(intersect(m.get_model_parallel_group().ranks, m.get_context_parallel_group().ranks) == self);
+            REQUIRE(intersect(m.get_data_parallel_group().ranks, m.get_context_parallel_group().ranks) == self);
+            // (model-parallel rank, sequence-data-parallel rank) names r, and so does
+            // (model-parallel rank, data-parallel rank, context-parallel rank).
+            by_mp_sdp[m.get_model_parallel_rank() * m.get_sequence_data_parallel_world_size() +
+                      m.get_sequence_data_parallel_rank()]++;
+            by_mp_dp_cp[(m.get_model_parallel_rank() * m.get_data_parallel_world_size() + m.get_data_parallel_rank()) *
+                            m.get_context_parallel_world_size() +
+                        m.get_context_parallel_rank()]++;
+            REQUIRE(m.get_model_parallel_world_size() * m.get_sequence_data_parallel_world_size() == world);
+            REQUIRE(m.get_model_parallel_world_size() * m.get_data_parallel_world_size() *
+                        m.get_context_parallel_world_size() == world);
+            REQUIRE(m.get_model_parallel_world_size() * m.get_data_parallel_world_size() == world / s.sp);
+        }
+        REQUIRE(by_mp_sdp == std::vector<int>(world, 1));
+        REQUIRE(by_mp_dp_cp == std::vector<int>(world, 1));
     }
 }
 

@@ -163,7 +163,11 @@ public:
     // and data parallel are not in it). The sp axis is not either: sp ranks
     // hold the same parameters and split the sequence, so they share the
     // model's weights the way data-parallel ranks do (gradients average over
-    // dp x sp). DeepSpeed sums gradient norms over this group.
+    // dp x sp). DeepSpeed sums a gradient norm over its data-parallel process
+    // group (with sp, the sequence-data-parallel dp x sp group) and then over
+    // this one: with sp in both, the sp ranks' shares would count twice. So the
+    // grid is world = model parallel x sequence data parallel, each rank the
+    // one member the two groups share (tests/test_mesh.cpp checks it).
 
     /// Rank in the model-parallel group (tp x pp): pp_rank * tp + tp_rank.
     int get_model_parallel_rank() const { return coord_.pp_rank * mesh_.shape().tp + coord_.tp_rank; }
