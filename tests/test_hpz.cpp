@@ -6,14 +6,13 @@
 // (Under mpirun: tests/test_zero_mpirun.cpp.)
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "comm/trace/trace.h"
 #include "core/check.h"
+#include "same_bits.h"
 #include "train/train.h"
 
 using namespace ss;
@@ -21,11 +20,6 @@ using namespace ss;
 namespace {
 
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_hpz_" + name; }
-
-std::string file_bytes(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
 
 TrainOptions zero3(int ranks) {
     TrainOptions o;
@@ -38,27 +32,11 @@ TrainOptions zero3(int ranks) {
     return o;
 }
 
-// Runs @p o without and with --hpz @p k; requires the same losses, step-1 gradients
-// and final parameters, byte for byte. Returns the hpZ run's report.
-TrainReport require_zero3_bits(TrainOptions o, int k, const std::string& what) {
-    std::string params[2], grads[2];
-    TrainReport r[2];
-    for (int on = 0; on < 2; ++on) {
-        o.hpz = on ? k : 0;
-        o.save = out_path(std::string("params_") + char('0' + on) + ".safetensors");
-        o.dump_grads = out_path(std::string("grads_") + char('0' + on) + ".safetensors");
-        r[on] = train(o, nullptr);
-        params[on] = file_bytes(o.save);
-        grads[on] = file_bytes(o.dump_grads);
-    }
-    INFO(what << " --hpz " << k);
-    REQUIRE(r[0].steps.size() == r[1].steps.size());
-    for (size_t i = 0; i < r[0].steps.size(); ++i) REQUIRE(r[0].steps[i].loss == r[1].steps[i].loss);
-    REQUIRE(!grads[0].empty());
-    REQUIRE(grads[0] == grads[1]);
-    REQUIRE(!params[0].empty());
-    REQUIRE(params[0] == params[1]);
-    return r[1];
+// Runs @p o without and with --hpz @p k and requires the same bits (same_bits.h).
+void require_zero3_bits(TrainOptions o, int k, const std::string& what) {
+    TrainOptions h = o;
+    h.hpz = k;
+    test::require_same_bits(o, h, "test_hpz", what + " --hpz " + std::to_string(k));
 }
 
 }  // namespace

@@ -7,12 +7,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
+#include "same_bits.h"
 #include "comm/trace/trace.h"
 #include "comm/trace/trace_overlap.h"
 #include "core/check.h"
@@ -24,31 +23,12 @@ namespace {
 
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_overlap_" + name; }
 
-std::string file_bytes(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-// Runs @p o with overlap on and off and requires the same losses, step-1
-// gradients (--dump-grads) and final parameters (--save), byte for byte.
+// Runs @p o with overlap off and on and requires the same bits (same_bits.h).
 void require_same_bits(TrainOptions o, const std::string& what) {
-    std::string params[2], grads[2];
-    TrainReport r[2];
-    for (int on = 0; on < 2; ++on) {
-        o.overlap = on == 1;
-        o.save = out_path(std::string("params_") + char('0' + on) + ".safetensors");
-        o.dump_grads = out_path(std::string("grads_") + char('0' + on) + ".safetensors");
-        r[on] = train(o, nullptr);
-        params[on] = file_bytes(o.save);
-        grads[on] = file_bytes(o.dump_grads);
-    }
-    INFO(what);
-    REQUIRE(r[0].steps.size() == r[1].steps.size());
-    for (size_t i = 0; i < r[0].steps.size(); ++i) REQUIRE(r[0].steps[i].loss == r[1].steps[i].loss);
-    REQUIRE(!grads[0].empty());
-    REQUIRE(grads[0] == grads[1]);
-    REQUIRE(!params[0].empty());
-    REQUIRE(params[0] == params[1]);
+    TrainOptions on = o;
+    o.overlap = false;
+    on.overlap = true;
+    test::require_same_bits(o, on, "test_overlap", what);
 }
 
 TrainOptions tiny(int ranks) {

@@ -67,9 +67,11 @@ struct Checkpoint {
     std::vector<float> v;       ///< Adam's second moment (replica 0's under local SGD)
     std::vector<float> outer_anchor;    ///< DiLoCo: the parameters at the last sync (empty: not a DiLoCo checkpoint)
     std::vector<float> outer_momentum;  ///< DiLoCo: the outer Nesterov momentum (empty likewise)
-    /// Local SGD / DiLoCo: replica r's Adam moments at [r - 1] for r = 1 .. R - 1 (replica
-    /// 0's are m and v); empty when the replicas shared their moments (all-reduced gradients).
-    std::vector<std::vector<float>> replica_m, replica_v;
+    /// Local SGD / DiLoCo: replica r's first moment at [r - 1] for r = 1 .. R - 1 (replica
+    /// 0's is m); empty when the replicas shared their moments (all-reduced gradients).
+    std::vector<std::vector<float>> replica_m;
+    /// The same for the second moment (replica 0's is v).
+    std::vector<std::vector<float>> replica_v;
 };
 
 /// "step-00000010"
