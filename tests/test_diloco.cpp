@@ -123,8 +123,11 @@ TEST_CASE("nesterov with outer lr 1 and momentum 0 is the average, to one roundi
     // theta - (theta - mean) rounds twice where the plain average rounds not at all:
     // each sync moves a parameter by at most an ulp of itself (|w| < 1 here: < 1.2e-7),
     // and the next AdamW steps carry that along, so the runs agree to the losses'
-    // kLossTol and to 1e-5 in every parameter, not bit for bit (the arithmetic test
-    // above says when one step is exact).
+    // kLossTol, not bit for bit (the arithmetic test above says when one step is
+    // exact). The parameters: within adam_param_tolerance (equivalence.h, 2.), the
+    // derived bound: an element whose gradient is ~eps turns any difference of its
+    // gradient into up to two of Adam's largest steps, so no absolute bound such as
+    // 1e-5 holds on every machine.
     for (int zero : {0, 1, 3}) {
         INFO("ZeRO-" << zero);
         TrainOptions avg = replicas_2x2(zero, 6), nes = avg;
@@ -138,7 +141,7 @@ TEST_CASE("nesterov with outer lr 1 and momentum 0 is the average, to one roundi
         std::string worst;
         const double err = abs_max(read_safetensors(avg.save), read_safetensors(nes.save), &worst);
         INFO("max |diff| " << err << " at " << worst);
-        REQUIRE(err <= 1e-5);
+        REQUIRE(err <= adam_param_tolerance(avg, avg.steps));
     }
 }
 
