@@ -22,19 +22,13 @@
 #include "comm/trace/trace.h"
 #include "core/check.h"
 #include "core/dtype.h"
+#include "test_values.h"
 
 using namespace ss;
 
 namespace {
 
-// A deterministic value in [-1, 1] with 3 decimals for (rank, index, salt).
-float value(int rank, size_t i, int salt) {
-    uint64_t h = uint64_t(rank) * 0x9E3779B97F4A7C15ull ^ (uint64_t(i) + 0x632BE59BD9B4E019ull * uint64_t(salt + 1));
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    return float(int(h % 2001) - 1000) / 1000.0f;
-}
+using ss::test::value;  // test_values.h
 
 // The same value as the dtype holds it (bf16: rounded to bf16).
 float held(DType dt, float v) { return dt == DType::bf16 ? bf16_to_f32(f32_to_bf16(v)) : v; }

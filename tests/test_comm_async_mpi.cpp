@@ -26,6 +26,7 @@
 #include "comm/mpi/mpi_backend.h"
 #include "core/dtype.h"
 #include "mpi_catch.h"
+#include "test_values.h"
 
 using namespace ss;
 using ss::test::check_none;
@@ -33,14 +34,7 @@ using ss::test::Failures;
 
 namespace {
 
-// A deterministic value in [-1, 1] with 3 decimals for (rank, index, salt).
-float value(int rank, size_t i, int salt) {
-    uint64_t h = uint64_t(rank) * 0x9E3779B97F4A7C15ull ^ (uint64_t(i) + 0x632BE59BD9B4E019ull * uint64_t(salt + 1));
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    return float(int(h % 2001) - 1000) / 1000.0f;
-}
+using ss::test::value;  // test_values.h
 
 // count elements of dt filled with value(rank, i, salt) (i32: whole numbers), plus a spare byte.
 std::vector<char> make_buf(DType dt, size_t count, int rank, int salt) {
