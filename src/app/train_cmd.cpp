@@ -92,6 +92,16 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--hpz", opts->hpz,
                     "ZeRO++ hpZ with --zero 3: each rank keeps 1/K of every unit after its forward gather, and the "
                     "backward gathers inside groups of K ranks (K dividing the shard group; usually the ranks per node)");
+    cmd->add_flag("--qwz", opts->qwz,
+                  "ZeRO++ qwZ with --zero 3: parameter all-gathers move block-quantized int8 weights (and one fp32 "
+                  "scale per block), dequantized on arrival; changes results (docs/formulas.md)");
+    cmd->add_flag("--qgz", opts->qgz,
+                  "ZeRO++ qgZ with --zero 2 or 3: gradients are averaged by quantized all-to-alls, inside the node "
+                  "(--hpz K or --gpus-per-node) and then across nodes, instead of a reduce-scatter; changes results");
+    cmd->add_option("--quant-block", opts->quant_block, "qwZ / qgZ: elements per quantization block (one fp32 scale each)")
+        ->capture_default_str();
+    cmd->add_option("--qgz-bits", opts->qgz_bits, "qgZ: bits per gradient element on the wire, 4 (the paper's) or 8")
+        ->capture_default_str();
     cmd->add_option("--link", opts->link,
                     "Emulate one link for every group, GBPS[,US] (GB/s and microseconds of latency), on the threads "
                     "backend; the run says so everywhere (src/comm/links.h)");
@@ -143,6 +153,7 @@ void add_train_command(CLI::App& root) {
     limit(*cmd, "--prefetch", at_least(0), "0 gathers each unit when it is needed");
     limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
     limit(*cmd, "--gpus-per-node", at_least(1), "ranks per emulated node");
+    limit(*cmd, "--quant-block", at_least(1), "elements per fp32 scale; DeepSpeed's groups are a few hundred");
     limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
     limit(*cmd, "--outer-lr", above(0), "DiLoCo's is 0.7");  // --outer-momentum's [0, 1): train/options.cpp
     limit(*cmd, "--save-every", at_least(0), "0: never");

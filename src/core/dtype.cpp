@@ -9,6 +9,7 @@ const char* dtype_name(DType dt) {
         case DType::f32: return "fp32";
         case DType::bf16: return "bf16";
         case DType::i32: return "int32";
+        case DType::u8: return "uint8";
     }
     return "?";
 }

@@ -14,12 +14,14 @@
 namespace ss {
 
 /// Element type of a tensor.
-enum class DType { f32, bf16, i32 };
+/// u8: raw bytes, what ZeRO++'s quantized collectives put on the wire (parallel/zeropp.h);
+/// it is moved (gather, all-to-all), never reduced.
+enum class DType { f32, bf16, i32, u8 };
 
 /// Bytes per element of @p dt.
-inline size_t dtype_size(DType dt) { return dt == DType::bf16 ? 2 : 4; }
+inline size_t dtype_size(DType dt) { return dt == DType::bf16 ? 2 : dt == DType::u8 ? 1 : 4; }
 
-/// Name as used on the command line and in files: "fp32", "bf16", "int32".
+/// Name as used on the command line and in files: "fp32", "bf16", "int32", "uint8".
 const char* dtype_name(DType dt);
 
 /// Parses "fp32" / "bf16" (throws ss::Error naming the accepted values).

@@ -56,6 +56,7 @@ const char* st_dtype_name(DType dt) {
         case DType::f32: return "F32";
         case DType::bf16: return "BF16";
         case DType::i32: return "I32";
+        case DType::u8: return "U8";
     }
     return "?";
 }

@@ -3,6 +3,8 @@
 // rank_state.h; what each strategy does with the states is in its own file.
 #include "parallel/rank_state.h"
 
+#include "parallel/zeropp.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -89,7 +91,11 @@ void RankState::reduce_scatter_unit_grads(int u) {
     float* unit_grads = unit_grads_[u].f32();  // this micro-batch's gradients of the whole unit
     sum_sequence_parallel_grads(u, unit_grads);
     const Label label{Payload::grad, units[size_t(u)].layer, Phase::bwd, micro, this_step()};
-    shard.reduce_scatter_add(u, unit_grads, storage, grads_f32().f32() + shard.plan.units[size_t(u)].local, label);
+    float* my_acc = grads_f32().f32() + shard.plan.units[size_t(u)].local;
+    if (qgz)
+        qgz->reduce_scatter_add(u, unit_grads, my_acc, label);
+    else
+        shard.reduce_scatter_add(u, unit_grads, storage, my_acc, label);
     unit_grads_.erase(u);
 }
 

@@ -38,6 +38,8 @@
 
 namespace ss {
 
+class Qgz;  // parallel/zeropp.h
+
 /// Which model states a strategy shards over the shard group (its row of zero.h's table).
 struct Holding {
     bool optim = false;   ///< AdamW's state (fp32 master, m, v): ZeRO-1 and up (P_os)
@@ -72,6 +74,9 @@ public:
     Group dp;                   ///< all data-parallel ranks (axis dp): shard x rep
     Group rep;                  ///< the replicas of this rank's shard (axis dp_rep)
     ShardGroup shard;           ///< the shard group and its plan (trivial unless something is sharded)
+    /// ZeRO++ qgZ (zeropp.h): set, ZeRO-2/3's gradients are averaged by its quantized
+    /// all-to-alls instead of shard's reduce-scatter (null: off; owned by ZeroModel).
+    const Qgz* qgz = nullptr;
     Ledger& ledger;             ///< this rank's memory book
     Tensor params;              ///< whole (P) or my shard (S), storage dtype
     Tensor grads;               ///< whole (P) or my shard (S), storage dtype
@@ -114,7 +119,8 @@ public:
     void sum_sequence_parallel_grads(int u, float* unit_grads);
     /// ZeRO-2/3's backward: a fresh zeroed buffer for unit @p u's full gradient (workspace).
     float* new_unit_grads(int u);
-    /// ZeRO-2/3's backward: reduce-scatters unit @p u's gradient into my shard of grads_f32(), and frees it.
+    /// ZeRO-2/3's backward: reduce-scatters unit @p u's gradient into my shard of grads_f32()
+    /// (qgZ's all-to-alls where qgz is set), and frees it.
     void reduce_scatter_unit_grads(int u);
     /// The same, started (overlap on): the unit's gradient moves into the result, which
     /// ShardGroup::finish_reduce_scatter_add completes.

@@ -58,8 +58,9 @@ ShardPlan make_shard_plan(const std::vector<Unit>& units, int n, int index);
 struct UnitInFlight {
     int unit = -1;            ///< which unit
     Tensor whole;             ///< all_gather: the unit being gathered (padded, Mem::comm)
-    Tensor send;              ///< reduce_scatter: what is on the wire (the unit's gradients, or their bf16 copy)
+    Tensor send;              ///< what is on the wire: the unit's gradients (or their bf16 copy); qwZ: my quantized chunk
     Tensor mine;              ///< reduce_scatter: my chunk of the average, as it arrives
+    Tensor wire;              ///< qwZ's all_gather: every member's quantized chunk, as it arrives (zeropp.h)
     float* my_acc = nullptr;  ///< reduce_scatter_add: where my chunk is added once it has arrived
     /// The started call (comm.h). Declared last, so destroyed first: a handle
     /// dropped unwaited lets its call finish before the buffers above are freed.

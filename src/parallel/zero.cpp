@@ -15,12 +15,23 @@ Holding holding_for(int stage) {
     return Holding{stage >= 1, stage >= 2, stage >= 3};
 }
 
+// ZeRO++ qgZ over the shard group, where the config asks for it (zeropp.h).
+std::unique_ptr<Qgz> make_qgz(const ZeroConfig& zc, RankState& s) {
+    if (!zc.qgz) return nullptr;
+    SS_CHECK(zc.stage == 2 || zc.stage == 3, "ZeroConfig::qgz replaces stage 2/3's reduce-scatter; stage " << zc.stage);
+    const int n = s.shard.plan.n;
+    auto q = std::make_unique<Qgz>(s.shard, zc.qgz_node > 0 && zc.qgz_node < n ? zc.qgz_node : n, zc.qgz_bits,
+                                   zc.quant_block);
+    s.qgz = q.get();
+    return q;
+}
+
 std::unique_ptr<DpStrategy> make_strategy(const ZeroConfig& zc, RankState& s, const Replicas& r) {
     switch (zc.stage) {
         case 0: return zc.bucketed ? make_ddp_bucketed(s, r, zc.bucket_mb, zc.overlap) : make_ddp_naive(s, r, zc.overlap);
         case 1: return make_zero1(s, r, zc.overlap);
         case 2: return make_zero2(s, r, zc.overlap);
-        default: return make_zero3(s, r, zc.overlap, zc.prefetch, zc.hpz);
+        default: return make_zero3(s, r, zc);
     }
 }
 }  // namespace
@@ -43,6 +54,7 @@ ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc,
       state_(cfg, storage, holding_for(zc.stage), comm, std::move(dp_group), std::move(shard_group),
              std::move(rep_group), ledger, hp, tp, part),
       replicas_(state_, zc.replica_sync_every, zc.replica_outer, zc.outer),
+      qgz_(make_qgz(zc, state_)),
       strategy_(make_strategy(zc, state_, replicas_)) {}
 
 ZeroModel::~ZeroModel() = default;

@@ -37,6 +37,7 @@
 #include "parallel/sequence_parallel.h"
 #include "parallel/shard_plan.h"
 #include "parallel/tensor_parallel.h"
+#include "parallel/zeropp.h"
 
 namespace ss {
 
@@ -63,6 +64,15 @@ struct ZeroConfig {
     /// backward gathers the unit from those inside a group of K consecutive members of the
     /// shard group (hpz_group). 0: off. The arithmetic is ZeRO-3's, so the bits are too.
     int hpz = 0;
+    /// Stage 3: ZeRO++ qwZ (zeropp.h): every parameter all-gather from the primary partition
+    /// moves int8 blocks and their fp32 scales, dequantized on arrival. Changes results.
+    bool qwz = false;
+    /// Stages 2, 3: ZeRO++ qgZ (zeropp.h): gradients averaged by quantized all-to-alls, inside
+    /// nodes of qgz_node members then across them, instead of the reduce-scatter. Changes results.
+    bool qgz = false;
+    int qgz_node = 0;      ///< qgZ: members per node (0 or the shard group's size: one all-to-all)
+    int qgz_bits = 4;      ///< qgZ: bits per gradient element on the wire (4 or 8)
+    int quant_block = 256; ///< qwZ / qgZ: elements per quantization block (one fp32 scale each)
 };
 
 /// The hpZ group of K ranks that global rank @p me belongs to inside @p shard (members
@@ -116,9 +126,9 @@ std::unique_ptr<DpStrategy> make_ddp_bucketed(RankState& s, const Replicas& r, d
 std::unique_ptr<DpStrategy> make_zero1(RankState& s, const Replicas& r, bool overlap);
 /// ZeRO-2: and gradients (zero2.cpp).
 std::unique_ptr<DpStrategy> make_zero2(RankState& s, const Replicas& r, bool overlap);
-/// ZeRO-3: and parameters (zero3.cpp); @p prefetch units gathered ahead when @p overlap;
-/// @p hpz > 0: ZeRO++ hpZ over groups of that many ranks (ZeroConfig::hpz).
-std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch, int hpz);
+/// ZeRO-3: and parameters (zero3.cpp); zc.prefetch units gathered ahead when zc.overlap;
+/// ZeRO++'s hpZ (zc.hpz > 0) and qwZ (zc.qwz) as ZeroConfig says.
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, const ZeroConfig& zc);
 
 /// ZeRO-1/2's parameters after the step (zero1.cpp): AdamW on my chunks, then every
 /// unit all-gathered so all ranks hold all parameters again. Blocking (overlap off),
@@ -255,6 +265,7 @@ private:
     Recompute recompute_;       // what the passes recompute in backward
     RankState state_;
     Replicas replicas_;
+    std::unique_ptr<Qgz> qgz_;  // ZeRO++ qgZ (null: off); state_.qgz points here
     std::unique_ptr<DpStrategy> strategy_;
 };
 

@@ -37,7 +37,7 @@ public:
     void settle() override { gather_.settle(); }
     float* grads(int u) override { return s.new_unit_grads(u); }
     void grads_ready(int u) override {
-        if (!overlap_) return s.reduce_scatter_unit_grads(u);
+        if (!overlap_ || s.qgz) return s.reduce_scatter_unit_grads(u);  // qgZ's hops are blocking (zeropp.h)
         in_flight_.push_back(s.start_reduce_scatter_unit_grads(u));
     }
     void backward_ends() override {

@@ -50,6 +50,11 @@
 // parameters do not change within a step, so a unit's slice, kept at its first
 // forward, serves every micro-batch's backward (a pipeline runs several
 // forwards before their backwards) and is freed at the step.
+//
+// qwZ (--qwz, ZeRO++ sec. 3.1): every gather from the primary partition moves
+// int8 blocks and is dequantized on arrival (zeropp.h); with hpZ the secondary
+// partition keeps the dequantized slice, so backward sees forward's weights.
+// qgZ (--qgz, sec. 3.3) replaces the gradients' reduce-scatter (RankState::qgz).
 #include "parallel/zero.h"
 
 #include <algorithm>
@@ -65,13 +70,14 @@ namespace {
 
 class Zero3 final : public DpStrategy {
 public:
-    Zero3(RankState& state, const Replicas& replicas, bool overlap, int prefetch, int hpz)
+    Zero3(RankState& state, const Replicas& replicas, const ZeroConfig& zc)
         : DpStrategy(state),
           replicas_(replicas),
-          overlap_(overlap),
-          prefetch_(overlap ? prefetch : 0),
+          overlap_(zc.overlap),
+          prefetch_(zc.overlap ? zc.prefetch : 0),
+          qwz_block_(zc.qwz ? zc.quant_block : 0),
           order_{unit_order(state.layout, false), unit_order(state.layout, true)} {
-        if (hpz > 0) node_ = std::make_unique<ShardGroup>(secondary_group(hpz));
+        if (zc.hpz > 0) node_ = std::make_unique<ShardGroup>(secondary_group(zc.hpz));
     }
 
     // Gather unit u from its N chunks just before it is used (comm), and
@@ -81,11 +87,16 @@ public:
         auto pre = prefetched_.find(u);
         Tensor& g = gathered_[u];
         if (pre != prefetched_.end()) {
-            s.comm.wait(pre->second.handle);
+            if (pre->second.wire.numel() > 0)
+                finish_qwz_all_gather(s.shard, pre->second, qwz_block_);
+            else
+                s.comm.wait(pre->second.handle);
             g = std::move(pre->second.whole);
             prefetched_.erase(pre);
         } else if (from_secondary(u, backward)) {
             g = node_->all_gather(u, secondary_[u].data(), s.storage, label(u, backward));
+        } else if (qwz_block_ > 0) {
+            g = qwz_all_gather(s.shard, u, my_chunk(u), s.storage, qwz_block_, label(u, backward));
         } else {
             g = s.shard.all_gather(u, my_chunk(u), s.storage, label(u, backward));
         }
@@ -107,7 +118,7 @@ public:
     // my gradient shard (shard_plan.h, ShardGroup::reduce_scatter_add).
     float* grads(int u) override { return s.new_unit_grads(u); }
     void grads_ready(int u) override {
-        if (!overlap_) return s.reduce_scatter_unit_grads(u);
+        if (!overlap_ || s.qgz) return s.reduce_scatter_unit_grads(u);  // qgZ's hops are blocking (zeropp.h)
         // Started; at most two in flight, so the unit gradients waiting for the
         // wire stay few (FSDP limits them the same way).
         if (reducing_.size() >= 2) {
@@ -150,9 +161,10 @@ private:
         for (auto next = at + 1; next != order.end() && next - at <= prefetch_; ++next) {
             const int v = *next;
             if (gathered_.count(v) || prefetched_.count(v)) continue;
-            prefetched_.emplace(v, from_secondary(v, backward)
-                                       ? node_->start_all_gather(v, secondary_[v].data(), s.storage, label(v, backward))
-                                       : s.shard.start_all_gather(v, my_chunk(v), s.storage, label(v, backward)));
+            const Label l = label(v, backward);
+            prefetched_.emplace(v, from_secondary(v, backward) ? node_->start_all_gather(v, secondary_[v].data(), s.storage, l)
+                                   : qwz_block_ > 0 ? start_qwz_all_gather(s.shard, v, my_chunk(v), s.storage, qwz_block_, l)
+                                                    : s.shard.start_all_gather(v, my_chunk(v), s.storage, l));
         }
     }
 
@@ -185,6 +197,7 @@ private:
     const Replicas& replicas_;
     bool overlap_;
     int prefetch_;                                   // units gathered ahead (0 without overlap)
+    int qwz_block_;                                  // qwZ: elements per quantization block (0: off, zeropp.h)
     std::vector<int> order_[2];                      // the order the passes take units: forward, backward
     std::map<int, Tensor> gathered_, gathered_f32_;  // the units in use (comm / workspace)
     std::map<int, UnitInFlight> prefetched_;         // gathers started ahead of use
@@ -195,8 +208,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, bool overlap, int prefetch, int hpz) {
-    return std::make_unique<Zero3>(s, r, overlap, prefetch, hpz);
+std::unique_ptr<DpStrategy> make_zero3(RankState& s, const Replicas& r, const ZeroConfig& zc) {
+    return std::make_unique<Zero3>(s, r, zc);
 }
 
 }  // namespace ss

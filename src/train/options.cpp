@@ -140,6 +140,30 @@ void check_hpz(const TrainOptions& o, const MeshShape& m) {
                       << "node (--gpus-per-node)");
 }
 
+// ZeRO++'s quantized collectives (parallel/zeropp.h): which stages they change, and qgZ's node.
+void check_zeropp(const TrainOptions& o, const MeshShape& m) {
+    const int n = m.dp_shard * m.sp;  // ZeRO's shard group
+    if (o.qwz)
+        SS_CHECK(o.zero == 3, "--qwz quantizes ZeRO-3's parameter all-gathers, and --zero " << o.zero << " gathers "
+                              << "no parameters in forward; give --zero 3 too");
+    if (o.qgz) {
+        SS_CHECK(o.zero == 2 || o.zero == 3,
+                 "--qgz replaces the gradient reduce-scatter of ZeRO-2 and ZeRO-3, and --zero "
+                     << o.zero << (o.zero == 0 ? " all-reduces" : " all-reduces (ZeRO-1 keeps whole gradients)")
+                     << " gradients instead; give --zero 2 or --zero 3");
+        SS_CHECK(n > 1, "--qgz averages gradients over the ZeRO shard group, and this layout's has 1 rank; give "
+                        "--dp-shard 2 or more");
+        const int k = qgz_node_size(o, m);
+        SS_CHECK(n % k == 0, "--qgz's node of " << k << " ranks (--gpus-per-node) must divide the ZeRO shard group of "
+                                                << n << " ranks (dp_shard " << m.dp_shard << " x sp " << m.sp
+                                                << "); choose --gpus-per-node to divide it");
+    }
+    SS_CHECK(o.qgz_bits == 4 || o.qgz_bits == 8,
+             "--qgz-bits " << o.qgz_bits << " is not a choice; choose 4 (ZeRO++'s int4) or 8");
+    SS_CHECK(o.quant_block >= 1 && o.quant_block <= (1 << 20),
+             "--quant-block " << o.quant_block << " must lie in [1, 1048576] elements per fp32 scale");
+}
+
 // Data parallelism, ZeRO and the replicas' sync (local SGD, DiLoCo).
 void check_dp(const TrainOptions& o, int dp_rep) {
 
@@ -200,6 +224,13 @@ void check_files(const TrainOptions& o) {
 
 }  // namespace
 
+int qgz_node_size(const TrainOptions& o, const MeshShape& m) {
+    const int n = m.dp_shard * m.sp;
+    if (o.hpz > 0) return o.hpz;
+    if (o.gpus_per_node > 0 && o.gpus_per_node < n) return o.gpus_per_node;
+    return n;
+}
+
 EmulatedLinks resolve_links(const TrainOptions& o, int world) {
     if (!check_links(o, world)) return {};
     const double gflops = o.emulate.empty() ? 0.0 : cpu::measure_cpu_matmul_gflops();
@@ -218,6 +249,7 @@ RunShape check_train_options(const TrainOptions& o) {
     ProcessMesh mesh(s.world, s.mesh);  // throws a clear error for a bad layout
     check_dp(o, s.mesh.dp_rep);
     check_hpz(o, s.mesh);
+    check_zeropp(o, s.mesh);
     s.emulated_links = check_links(o, s.world);
     s.gbs = int64_t(o.mbs) * o.ga * s.mesh.dp();
     check_files(o);

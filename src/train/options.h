@@ -86,6 +86,10 @@ struct TrainOptions {
     bool overlap = true;           ///< --overlap on|off: start data-parallel and pipeline traffic early (bit-identical)
     int prefetch = 1;              ///< ZeRO-3 with overlap: units gathered ahead of use (0: none)
     int hpz = 0;                   ///< --hpz K: ZeRO++ hpZ, ZeRO-3's backward gathers inside groups of K (0: off)
+    bool qwz = false;              ///< --qwz: ZeRO++ qwZ, ZeRO-3's parameter gathers move block-quantized int8 (parallel/zeropp.h)
+    bool qgz = false;              ///< --qgz: ZeRO++ qgZ, ZeRO-2/3's gradient reduce-scatter as quantized all-to-alls
+    int quant_block = 256;         ///< --quant-block B: elements per quantization block (one fp32 scale each)
+    int qgz_bits = 4;              ///< --qgz-bits 4|8: bits per gradient element on qgZ's wire (the paper's 4)
 
     // -- emulated links, threads backend (src/comm/links.h) --
     std::string link;              ///< --link GBPS[,US]: one link for every group
@@ -121,6 +125,11 @@ struct RunShape {
     int64_t gbs = 0;           ///< MBS x GA x DP
     bool emulated_links = false;  ///< a --link, --link-intra/--link-inter or --emulate flag was given
 };
+
+/// qgZ's node (parallel/zeropp.h): the ranks of the shard group whose first all-to-all stays
+/// inside one node. --hpz K if given, else --gpus-per-node, else the whole shard group of
+/// @p m (then qgZ is one all-to-all over it).
+int qgz_node_size(const TrainOptions& o, const MeshShape& m);
 
 /// The emulated links the options ask for (off without link flags). --emulate
 /// measures this CPU's matmul rate first (comm/links.h), so call it once, before the ranks start.

@@ -88,6 +88,11 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.overlap = opts.overlap;
     zc.prefetch = opts.prefetch;
     zc.hpz = opts.hpz;
+    zc.qwz = opts.qwz;
+    zc.qgz = opts.qgz;
+    zc.qgz_node = qgz_node_size(opts, MeshShape{r.pp, r.dp_rep, r.dp_shard, r.sp, r.tp});
+    zc.qgz_bits = opts.qgz_bits;
+    zc.quant_block = opts.quant_block;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
     UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
     RingAttention ring(comm, mpu.get_sequence_parallel_group());
@@ -350,6 +355,13 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
         if (opts.hpz > 0)  // hpZ's groups of K inside every shard group (zero.h, hpz_group)
             for (const Group& g : mesh.groups(shape.mesh.sp > 1 ? GroupKind::dp_shard_sp : GroupKind::dp_shard))
                 for (int i = 0; i < g.size(); i += opts.hpz) groups.push_back(hpz_group(g, g.ranks[size_t(i)], opts.hpz));
+        const int qgz_k = qgz_node_size(opts, shape.mesh);
+        if (opts.qgz && qgz_k < shape.mesh.dp_shard * shape.mesh.sp)  // qgZ's node and cross groups (zeropp.h)
+            for (const Group& g : mesh.groups(shape.mesh.sp > 1 ? GroupKind::dp_shard_sp : GroupKind::dp_shard))
+                for (int i = 0; i < g.size(); ++i) {
+                    if (i % qgz_k == 0) groups.push_back(qgz_groups(g, g.ranks[size_t(i)], qgz_k).first);  // a node
+                    if (i < qgz_k) groups.push_back(qgz_groups(g, g.ranks[size_t(i)], qgz_k).second);   // a local index
+                }
         if (opts.backend == BackendKind::nccl)
             run_nccl(run_rank, copts, groups);
         else

@@ -87,6 +87,7 @@ MPI_Datatype datatype(DType dt) {
         case DType::f32: return MPI_FLOAT;
         case DType::bf16: return MPI_UINT16_T;  // MPI has no bf16: the bits travel as 16-bit integers
         case DType::i32: return MPI_INT32_T;
+        case DType::u8: return MPI_UINT8_T;  // ZeRO++'s quantized payloads (moved, never reduced)
     }
     SS_FAIL("mpi backend: unknown dtype " << int(dt));
 }
