@@ -100,6 +100,9 @@ nlohmann::json TrainReport::to_json() const {
     j["steps"] = st;
     j["overlap"] = {{"on", opts.overlap}, {"prefetch", opts.prefetch}};
     if (opts.hpz > 0) j["hpz"] = opts.hpz;  // ZeRO++ hpZ's group size K
+    if (opts.qwz || opts.qgz)  // ZeRO++'s quantized collectives: the results are not the unquantized run's
+        j["zeropp"] = {{"qwz", opts.qwz}, {"qgz", opts.qgz}, {"quant_block", opts.quant_block},
+                       {"qgz_bits", opts.qgz_bits}, {"quantized", true}};
     if (links.on) j["emulated_links"] = links.describe();  // link times are emulated, not measured
     json mem;
     for (int c = 0; c < kMemCategories; ++c)
@@ -183,6 +186,11 @@ void print_run_header(std::ostream& out, const TrainReport& r) {
                                                : std::to_string(r.dp_shard)))
             << (opts.hpz > 0 ? ", hpZ: backward gathers inside groups of " + std::to_string(opts.hpz) : std::string())
             << "\n";
+        if (opts.qwz || opts.qgz)
+            out << "quantized (ZeRO++, changes results):"
+                << (opts.qwz ? " qwZ int8 parameter gathers" : "") << (opts.qwz && opts.qgz ? "," : "")
+                << (opts.qgz ? " qgZ int" + std::to_string(opts.qgz_bits) + " gradient all-to-alls" : "")
+                << ", blocks of " << opts.quant_block << "\n";
     }
     if (r.world > 1)
         out << "overlap: " << (opts.overlap ? "on" : "off")

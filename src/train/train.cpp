@@ -158,6 +158,10 @@ void rank_main(Comm& comm, Shared& sh) {
         const bool apart = r.dp_rep > 1 && opts.replica_sync_every > 1;
         j["replicas"] = {{"dp_rep", r.dp_rep}, {"sync_every", opts.replica_sync_every},
                          {"outer", replica_outer_name(opts.replica_outer)}, {"own_moments", apart ? r.dp_rep : 0}};
+        // ZeRO++: none of it is state (hpZ's secondary partition is rebuilt every step, qwZ and
+        // qgZ quantize what is sent), so any layout resumes; recorded for what the steps were.
+        j["zeropp"] = {{"hpz", opts.hpz}, {"qwz", opts.qwz}, {"qgz", opts.qgz}, {"quant_block", opts.quant_block},
+                       {"qgz_bits", opts.qgz_bits}};
         if (opts.replica_outer == ReplicaOuter::nesterov)
             j["replicas"]["outer_params"] = {{"lr", opts.outer_lr}, {"momentum", opts.outer_momentum}};
         const int64_t micro_done = sh.skip_micro_batches + int64_t(step - r.first_step + 1) * opts.ga;
@@ -303,6 +307,14 @@ int64_t read_resume_point(const TrainOptions& opts, TrainReport& r, Checkpoint& 
     if (out && ck.outer_anchor.empty() && diloco)
         *out << "note: the checkpoint holds no DiLoCo outer state; the outer step starts from the resumed parameters "
              << "with momentum 0, as a new DiLoCo run would\n";
+    // ZeRO++ keeps no state of its own: a checkpoint resumes with or without it. Quantized
+    // steps (qwZ, qgZ) are not the unquantized run's steps, so say where that changes.
+    const nlohmann::json zpp = ck.manifest.value("zeropp", nlohmann::json::object());
+    const bool was_quantized = zpp.value("qwz", false) || zpp.value("qgz", false);
+    if (out && was_quantized != (opts.qwz || opts.qgz))
+        *out << "note: the checkpoint's steps " << (was_quantized ? "were" : "were not")
+             << " quantized (ZeRO++ qwZ/qgZ) and this run's " << (was_quantized ? "are not" : "are")
+             << "; ZeRO++ keeps no state, so the state resumes exactly and only the steps from here differ\n";
     return seqs / gmb;
 }
 

@@ -63,7 +63,7 @@ struct TraceEvent {
     std::vector<int> group; ///< global ranks of the group; [src, dst] for send/recv
     uint64_t bytes = 0;     ///< per rank, as nccl-tests counts them (see collective_bytes)
     uint64_t count = 0;     ///< elements as passed to the call (per rank for all_gather etc.)
-    std::string dtype;      ///< "fp32", "bf16", "int32"
+    std::string dtype;      ///< "fp32", "bf16", "int32", "uint8" (ZeRO++'s quantized payloads)
     Label label;            ///< payload, layer, phase, microbatch, step
     int peer = -1;          ///< send/recv: the other rank; -1 otherwise
     /// Microseconds the call took on the device, measured by the backend with
