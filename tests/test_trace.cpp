@@ -14,6 +14,7 @@
 #include "comm/threads/threads_backend.h"
 #include "comm/trace/trace.h"
 #include "comm/trace/trace_check.h"
+#include "comm/trace/trace_nodes.h"
 #include "comm/trace/trace_overlap.h"
 #include "comm/trace/trace_summary.h"
 #include "core/check.h"
@@ -407,6 +408,89 @@ TEST_CASE("trace summary prints the overlap table, and the emulated links above 
     const TraceSummary s = summarize_trace(t, only1);
     REQUIRE(s.overlap.size() == 2);
     REQUIRE(s.overlap[0].rank == 1);
+}
+
+TEST_CASE("trace summary counts what crosses nodes: a call's moved bytes, all across when its group spans nodes",
+          "[trace][nodes]") {
+    // 4 ranks, 2 per node: node 0 = {0, 1}, node 1 = {2, 3}.
+    REQUIRE_FALSE(group_spans_nodes({0, 1}, 2));
+    REQUIRE(group_spans_nodes({0, 1, 2, 3}, 2));
+    REQUIRE(group_spans_nodes({1, 2}, 2));
+    REQUIRE_FALSE(group_spans_nodes({2, 3}, 2));
+    REQUIRE_FALSE(group_spans_nodes({0, 1, 2, 3}, 0));  // no nodes known: nothing crosses
+    REQUIRE_FALSE(group_spans_nodes({}, 2));
+
+    auto ev = [](int rank, int step, const char* op, std::vector<int> group, uint64_t bytes, const char* axis) {
+        TraceEvent e = call(rank, step, 10.0 * step, 1);
+        e.name = op;
+        e.group = std::move(group);
+        e.bytes = bytes;
+        e.axis = axis;
+        return e;
+    };
+    Trace t;
+    t.events = {
+        ev(0, 0, "broadcast", {0, 1, 2, 3}, 100, "world"),     // setup: factor 1, spans nodes: 100 across
+        ev(0, 1, "all_gather", {0, 1}, 800, "hpz"),            // (n-1)/n = 1/2: 400 inside
+        ev(0, 1, "all_gather", {0, 1, 2, 3}, 800, "dp_shard"), // 3/4: 600 across (all of it, not 2 of 3 peers)
+        ev(0, 1, "all_to_all", {0, 2}, 400, "qgz_cross"),      // 1/2: 200 across (one rank per node)
+        ev(0, 1, "all_reduce", {0, 1}, 100, "dp"),             // 2(n-1)/n = 1: 100 inside
+        ev(0, 2, "send", {0, 1}, 50, "pp"),                    // factor 1, same node: 50 inside
+        ev(1, 2, "recv", {0, 1}, 50, "pp"),                    // the same message on the other side
+        ev(1, 2, "send", {1, 2}, 70, "pp"),                    // src and dst on two nodes: 70 across
+    };
+    REQUIRE(moved_across_nodes(t.events[2], 2) == Approx(600));
+    REQUIRE(moved_across_nodes(t.events[1], 2) == 0);
+    REQUIRE(moved_across_nodes(t.events[2], 0) == 0);
+
+    // No gpus_per_node in the trace: no such counts, and the tables print as before.
+    TraceSummary plain = summarize_trace(t);
+    REQUIRE(plain.gpus_per_node == 0);
+    REQUIRE(plain.nodes.empty());
+    REQUIRE(plain.total.across_bytes == 0);
+    std::string text = format_trace_summary(plain, "t.json");
+    REQUIRE(text.find("across") == std::string::npos);
+    REQUIRE(text.find("crosses nodes") == std::string::npos);
+
+    // The trace's own node size (train writes otherData.gpus_per_node with two-tier links).
+    t.other_data["gpus_per_node"] = 2;
+    const TraceSummary s = summarize_trace(t);
+    REQUIRE(s.gpus_per_node == 2);
+    REQUIRE(s.total.bus_bytes == Approx(100 + 400 + 600 + 200 + 100 + 50 + 50 + 70));
+    REQUIRE(s.total.across_bytes == Approx(100 + 600 + 200 + 70));
+    // Rows: per rank, setup first, the steps, the total last (as the overlap table).
+    REQUIRE(s.nodes.size() == 6);
+    auto check = [](const NodeTrafficRow& r, int rank, int step, uint64_t calls, double inside, double across) {
+        INFO("rank " << rank << " step " << step);
+        REQUIRE(r.rank == rank);
+        REQUIRE(r.step == step);
+        REQUIRE(r.calls == calls);
+        REQUIRE(r.inside == Approx(inside));
+        REQUIRE(r.across == Approx(across));
+    };
+    check(s.nodes[0], 0, kOverlapSetup, 1, 0, 100);
+    check(s.nodes[1], 0, 1, 4, 400 + 100, 600 + 200);
+    check(s.nodes[2], 0, 2, 1, 50, 0);
+    check(s.nodes[3], 0, kOverlapTotal, 6, 550, 900);
+    check(s.nodes[4], 1, 2, 2, 50, 70);  // the recv counts as the send does, like the moved column
+    check(s.nodes[5], 1, kOverlapTotal, 2, 50, 70);
+    text = format_trace_summary(s, "t.json", /*exact=*/true);
+    REQUIRE(text.find("  across nodes\n") != std::string::npos);  // the bandwidth table's last column
+    REQUIRE(text.find("dp_shard   all_gather      param            1          800          600") !=
+            std::string::npos);
+    REQUIRE(text.find("crosses nodes (2 ranks per node") != std::string::npos);
+    REQUIRE(text.find("0      1              4            500            800    61.5%") != std::string::npos);
+    REQUIRE(text.find("\ncrosses nodes") < text.find("\noverlap\n"));
+
+    // --gpus-per-node N overrides the trace's: with 4 per node every group lies in one node.
+    const TraceSummary one_node = summarize_trace(t, {}, 4);
+    REQUIRE(one_node.gpus_per_node == 4);
+    REQUIRE(one_node.total.across_bytes == 0);
+    // A value that is not a positive integer is no node size.
+    for (const json& bad : {json(0), json(-2), json(2.5), json("4")}) {
+        t.other_data["gpus_per_node"] = bad;
+        REQUIRE(trace_gpus_per_node(t.other_data) == 0);
+    }
 }
 
 TEST_CASE("the memory throttle keeps the peak of each window and the last sample", "[trace]") {

@@ -326,6 +326,53 @@ TEST_CASE("trace summary picks one rank and step, and 'moved' is the paper's vol
     REQUIRE(format_trace_summary(s, "x", true).find(std::to_string(uint64_t(2 * P * es))) != std::string::npos);
 }
 
+TEST_CASE("trace summary counts what crosses nodes: ZeRO-3 all three gathers, hpZ's backward none",
+          "[zero][trace][nodes]") {
+    // 4 ranks as 2 emulated nodes of 2; the ZeRO++ paper's count: ZeRO-3 moves 3 Psi (N-1)/N
+    // across nodes per rank and step, hpZ keeps the backward's gathers inside the node.
+    TrainOptions o = make_opts("tiny", 2);
+    o.mbs = 1;
+    o.ranks = 4;
+    o.zero = 3;
+    o.gpus_per_node = 2;
+    o.link_intra = "1000";
+    o.link_inter = "1000";  // two tiers, but fast: the test is about bytes
+    const double P = double(num_params(o.model)), N = 4, es = 4;  // fp32; tiny's units divide by 4
+    for (int hpz : {0, 2}) {
+        INFO("--hpz " << hpz);
+        o.hpz = hpz;
+        o.trace = out_path("trace_nodes_hpz" + std::to_string(hpz) + ".json");
+        train(o, nullptr);
+        const Trace trace = read_chrome_trace(o.trace);
+        REQUIRE(trace_gpus_per_node(trace.other_data) == 2);  // written by train
+        const TraceSummary s = summarize_trace(trace, TraceFilter{0, 2});
+        REQUIRE(s.gpus_per_node == 2);
+        double across = 0, hpz_moved = 0;
+        for (const CollectiveTotals& r : s.rows) {
+            if (r.payload == Payload::scalar) continue;
+            across += r.across_bytes;
+            if (r.axis == "hpz") {
+                REQUIRE(r.across_bytes == 0);  // inside the node, always
+                hpz_moved += r.bus_bytes;
+            } else {
+                REQUIRE(r.across_bytes == Approx(r.bus_bytes));  // dp_shard spans both nodes
+            }
+        }
+        REQUIRE(across == Approx((hpz ? 2 : 3) * P * (N - 1) / N * es).epsilon(1e-12));
+        REQUIRE(hpz_moved == Approx(hpz ? P * (2 - 1) / 2.0 * es : 0).epsilon(1e-12));  // (K-1)/K, K = 2
+        REQUIRE(s.nodes.size() == 2);  // step 2 and the total of rank 0
+        REQUIRE(s.nodes[0].across == Approx(s.total.across_bytes));
+        REQUIRE(s.nodes[0].inside + s.nodes[0].across == Approx(s.total.bus_bytes));
+    }
+    // Without two tiers the trace has no node size, and the summary no such counts.
+    o.gpus_per_node = 0;
+    o.link_intra = o.link_inter = "";
+    o.hpz = 0;
+    o.trace = out_path("trace_nodes_none.json");
+    train(o, nullptr);
+    REQUIRE(summarize_trace(read_chrome_trace(o.trace)).nodes.empty());
+}
+
 TEST_CASE("files stay whole: --init, --save and --dump-grads in every stage match one rank", "[zero][files]") {
     // A checkpoint made by one rank ...
     TrainOptions mk = make_opts("tiny", 3);

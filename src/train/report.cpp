@@ -220,6 +220,8 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, 
 nlohmann::json trace_other_data(const TrainReport& r) {
     nlohmann::json other = r.to_json();
     other["prediction"] = prediction_for_trace(r.opts, r.world, r.links);
+    // Ranks per node of two-tier links, so `trace summary` can count what crosses nodes (trace_nodes.h).
+    if (r.links.on && r.links.gpus_per_node > 0) other["gpus_per_node"] = r.links.gpus_per_node;
     other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                      {"tp", r.tp}};
     if (r.pp > 1) {  // the schedule as data, for a viewer to draw: each pp rank's actions in order

@@ -25,11 +25,12 @@ int op_order(const std::string& op) {
 // backend measured it (nccl); else the host's wall time inside the call.
 double call_time_us(const TraceEvent& ev) { return ev.gpu_us >= 0 ? ev.gpu_us : ev.dur_us; }
 
-void add(CollectiveTotals& t, const TraceEvent& ev) {
+void add(CollectiveTotals& t, const TraceEvent& ev, int gpus_per_node) {
     t.calls += 1;
     t.bytes += ev.bytes;
     t.time_us += call_time_us(ev);
     t.bus_bytes += double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()));
+    t.across_bytes += moved_across_nodes(ev, gpus_per_node);
 }
 
 // The step an event belongs to: a collective's label, a span's "step" argument; -1 for none.
@@ -48,6 +49,11 @@ std::string runs_text(const std::set<int>& values) {
         out += (out.empty() ? "" : ", ") + std::to_string(first) + (last > first ? "-" + std::to_string(last) : "");
     }
     return out.empty() ? "none" : out;
+}
+
+// @p text right-aligned in @p width columns.
+std::string pad_left(const std::string& text, size_t width) {
+    return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }
 
 }  // namespace
@@ -78,9 +84,11 @@ std::string bytes_str(double bytes) {
     return buf;
 }
 
-TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
+TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter, int gpus_per_node) {
     TraceSummary s;
     s.world = trace.world();
+    s.gpus_per_node = gpus_per_node > 0 ? gpus_per_node : trace_gpus_per_node(trace.other_data);
+    const int gpn = s.gpus_per_node;
     std::map<std::tuple<std::string, int, std::string, int>, CollectiveTotals> rows;
     std::map<int, CollectiveTotals> by_payload;
     std::vector<TraceEvent> picked;  // the filtered collectives, for the overlap table
@@ -96,15 +104,16 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter) {
         row.axis = ev.axis;
         row.op = ev.name;
         row.payload = ev.label.payload;
-        add(row, ev);
+        add(row, ev, gpn);
         CollectiveTotals& p = by_payload[int(ev.label.payload)];
         p.payload = ev.label.payload;
-        add(p, ev);
-        add(s.total, ev);
+        add(p, ev, gpn);
+        add(s.total, ev, gpn);
     }
     for (auto& [key, row] : rows) s.rows.push_back(row);
     for (auto& [key, row] : by_payload) s.by_payload.push_back(row);
     s.overlap = overlap_by_step(picked);
+    s.nodes = node_traffic_by_step(picked, gpn);
     s.emulated_links = emulated_links_note(trace.other_data);
     return s;
 }
@@ -128,18 +137,22 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         out += "no collectives in this trace\n";
         return out;
     }
-    put("%-10s %-15s %-9s %8s %12s %12s %12s %13s %13s\n", "axis", "op", "payload", "calls", "bytes", "moved",
-        "time (ms)", "algbw (GB/s)", "busbw (GB/s)");
+    // The "across nodes" column only where the trace knows its nodes, so other traces print as before.
+    const bool nodes = s.gpus_per_node > 0;
+    auto across = [&](const CollectiveTotals& r) { return nodes ? " " + pad_left(b(r.across_bytes), 13) : ""; };
+    put("%-10s %-15s %-9s %8s %12s %12s %12s %13s %13s%s\n", "axis", "op", "payload", "calls", "bytes", "moved",
+        "time (ms)", "algbw (GB/s)", "busbw (GB/s)", nodes ? "  across nodes" : "");
     for (const auto& r : s.rows)
-        put("%-10s %-15s %-9s %8llu %12s %12s %12.3f %13.3f %13.3f\n", r.axis.c_str(), r.op.c_str(),
+        put("%-10s %-15s %-9s %8llu %12s %12s %12.3f %13.3f %13.3f%s\n", r.axis.c_str(), r.op.c_str(),
             payload_name(r.payload), (unsigned long long)r.calls, b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(),
-            r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
+            r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs(), across(r).c_str());
     out += "\n";
-    put("%-10s %8s %12s %12s %12s %13s %13s\n", "payload", "calls", "bytes", "moved", "time (ms)", "algbw (GB/s)",
-        "busbw (GB/s)");
+    put("%-10s %8s %12s %12s %12s %13s %13s%s\n", "payload", "calls", "bytes", "moved", "time (ms)", "algbw (GB/s)",
+        "busbw (GB/s)", nodes ? "  across nodes" : "");
     auto total_line = [&](const char* name, const CollectiveTotals& r) {
-        put("%-10s %8llu %12s %12s %12.3f %13.3f %13.3f\n", name, (unsigned long long)r.calls,
-            b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(), r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs());
+        put("%-10s %8llu %12s %12s %12.3f %13.3f %13.3f%s\n", name, (unsigned long long)r.calls,
+            b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(), r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs(),
+            across(r).c_str());
     };
     for (const auto& r : s.by_payload) total_line(payload_name(r.payload), r);
     total_line("total", s.total);
@@ -151,6 +164,14 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
     if (s.gpu_timed > 0)
         put("times: CUDA events (device time) where measured (%llu of %llu events), else host wall time.\n",
             (unsigned long long)s.gpu_timed, (unsigned long long)s.collectives);
+    if (nodes) {
+        out += "\n" + format_node_traffic_table(s.nodes, s.gpus_per_node, exact);
+        out +=
+            "\nacross nodes = the moved bytes of calls whose group spans more than one node (for send/recv:\n"
+            "src and dst), all of a call or none; inside node = the rest. It is the tier the bytes travel\n"
+            "on, as the emulated links time them (a ring over two nodes crosses on 2 of its hops, and\n"
+            "every hop waits for them). See src/comm/trace/trace_nodes.h.\n";
+    }
     out += "\noverlap\n" + format_overlap_table(s.overlap);
     out +=
         "\ncomm = the union of the rank's calls [ts, ts + dur] (calls in flight together count once);\n"

@@ -14,6 +14,12 @@
 // one with CUDA events (nccl: the collective on the device), else its dur (the
 // host's wall time inside the call, which also counts staging and the host's wait).
 //
+// Where the trace knows its ranks per node (otherData.gpus_per_node, written by
+// a run with two-tier emulated links, or --gpus-per-node N here), every row gets
+// an "across nodes" column, the part of `moved` in calls whose group spans
+// nodes, and a "crosses nodes" table gives per rank and step the moved bytes
+// inside the rank's node and across nodes (the counting rule: trace_nodes.h).
+//
 // Then the overlap table (trace_overlap.h): per rank and step, the time in
 // collectives (their union), the part of it the rank was blocked, and the
 // share hidden under compute. A run whose links were emulated (otherData
@@ -26,6 +32,7 @@
 
 #include "comm/label.h"
 #include "comm/trace/trace.h"
+#include "comm/trace/trace_nodes.h"
 #include "comm/trace/trace_overlap.h"
 
 namespace ss {
@@ -38,7 +45,8 @@ struct CollectiveTotals {
     uint64_t calls = 0;      ///< events, over all ranks
     uint64_t bytes = 0;      ///< bytes, over all ranks
     double time_us = 0;      ///< time inside the calls (gpu_us where measured, else dur), over all ranks
-    double bus_bytes = 0;    ///< sum of bytes * busbw_factor(op, group size)
+    double bus_bytes = 0;    ///< sum of bytes * busbw_factor(op, group size): the "moved" column
+    double across_bytes = 0; ///< of bus_bytes, the calls whose group spans nodes (moved_across_nodes; 0 without nodes)
 
     /// bytes / time in GB/s (1e9 bytes per second, as nccl-tests), 0 without time.
     double algbw_gbs() const { return time_us > 0 ? bytes / time_us * 1e-3 : 0; }
@@ -57,6 +65,8 @@ struct TraceSummary {
     CollectiveTotals total;                    ///< everything
     std::vector<OverlapRow> overlap;           ///< per rank and step (overlap_by_step of the filtered events)
     std::string emulated_links;                ///< otherData.emulated_links, "" for a run on real links
+    int gpus_per_node = 0;                     ///< ranks per node the "across nodes" counts use; 0: not known, no such counts
+    std::vector<NodeTrafficRow> nodes;         ///< per rank and step, inside and across nodes (empty without gpus_per_node)
 };
 
 /// Which events to add up (-1: all).
@@ -71,14 +81,17 @@ struct TraceFilter {
 /// viewer, whose filters come from the trace, does not.
 void check_trace_filter(const Trace& trace, const TraceFilter& filter);
 
-/// Adds up the collectives of @p trace that pass @p filter.
-TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {});
+/// Adds up the collectives of @p trace that pass @p filter. @p gpus_per_node > 0
+/// counts what crosses nodes of that many ranks; 0 takes the trace's own
+/// (otherData.gpus_per_node, trace_gpus_per_node), and a trace without one gets no such counts.
+TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {}, int gpus_per_node = 0);
 
 /// The summary as the tables `shardscope trace summary` prints; @p exact prints
 /// bytes as exact integers instead of KiB/MiB. The "moved" column is
 /// bytes x busbw factor: what each rank really sends on a ring (the ZeRO
-/// paper's communication volume). The overlap table follows; the emulated-links
-/// line, where the run had one, comes first.
+/// paper's communication volume). With summary.gpus_per_node > 0, an "across
+/// nodes" column and the "crosses nodes" table (trace_nodes.h). The overlap
+/// table follows; the emulated-links line, where the run had one, comes first.
 std::string format_trace_summary(const TraceSummary& summary, const std::string& source, bool exact = false);
 
 /// "12.3 MiB" (B, KiB, MiB, GiB).
