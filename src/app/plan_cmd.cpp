@@ -2,6 +2,7 @@
 //
 //   shardscope plan --gpus 512 --hw h100 --model gpt2-xl --mbs 16 --tp 4 --sp 4 --zero 1
 //   shardscope plan --gpus 512 --hw h100 --model gpt2-xl --mbs 16 --search --max-gbs 1024
+//   shardscope plan --gpus 64 --model gpt3-13b --zero 3 --hpz 8 --qwz --qgz      (ZeRO++, Wang et al. 2023)
 //
 // Flags mean what they mean in `shardscope train`; a layout flag left out lets
 // dp take the rest of the world. With --search the layout flags that are given
@@ -124,6 +125,13 @@ void add_plan_command(CLI::App& root) {
     auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");
     auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
     cmd->add_option("--hpz", l.hpz, "ZeRO-3: ZeRO++ hpZ over groups of K (usually the GPUs per node); 0: off");
+    cmd->add_flag("--qwz", l.qwz, "ZeRO-3: ZeRO++ qwZ, parameter all-gathers in int8 blocks (changes results)");
+    cmd->add_flag("--qgz", l.qgz, "ZeRO-2/3: ZeRO++ qgZ, the gradient reduce-scatter as quantized all-to-alls inside "
+                                  "a node (--hpz K or --gpus-per-node) then across nodes (changes results)");
+    cmd->add_option("--quant-block", f->in.quant_block, "qwZ/qgZ: elements per quantization block (one fp32 scale each)")
+        ->capture_default_str();
+    cmd->add_option("--qgz-bits", f->in.qgz_bits, "qgZ: bits per gradient element on the wire, 4 or 8")
+        ->capture_default_str();
     add_schedule_flag(*cmd, l.schedule);
     cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();
     add_recompute_flag(*cmd, l.recompute);
@@ -156,6 +164,7 @@ void add_plan_command(CLI::App& root) {
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--zero", at_least(0, 3));
     limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
+    limit(*cmd, "--quant-block", at_least(1, 1 << 20), "elements per fp32 scale; ZeRO++'s default is 256");
     limit(*cmd, "--bucket-mb", at_least(0));
     limit(*cmd, "--prefetch", at_least(0));
     cmd->callback([f, tp, pp, sp, rep, zero] {
@@ -195,6 +204,10 @@ void add_plan_command(CLI::App& root) {
             if (!f->json.empty()) write_json_file(f->json, plan_json(r));
             return;
         }
+        // The search does not try ZeRO++ (yet): say so rather than drop the flags.
+        SS_CHECK(!in.layout.qwz && !in.layout.qgz && in.layout.hpz == 0,
+                 "--search does not try ZeRO++'s hpZ, qwZ or qgZ; leave --hpz, --qwz and --qgz out of the search, "
+                 "or plan the layout without --search");
         SearchInput s;
         s.base = in;
         s.max_gbs = f->max_gbs;

@@ -98,7 +98,7 @@ struct MemoryPlan {
     int shard_n = 1;           ///< ZeRO shard group: dp_shard x sp
     ModelStates states;        ///< params, grads, optimizer
     ActivationBytes acts;      ///< saved activations
-    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units)
+    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units, ZeRO++'s quantized wires)
     int64_t hpz = 0;           ///< ZeRO++ hpZ: the secondary partition, 1/K of the padded slice (Ledger's hpz)
     int64_t total = 0;         ///< states + acts + comm + hpz
     double capacity = 0;       ///< device memory

@@ -74,6 +74,18 @@ std::string cluster_line(const PlanInput& in) {
                decimal_bytes(h.intra.busbw).c_str(), decimal_bytes(h.inter.busbw).c_str());
 }
 
+// What qwZ and qgZ do to the numbers: the run trains on quantized values.
+std::string quantized_line(const PlanInput& in) {
+    const PlanLayout& l = in.layout;
+    std::string what;
+    if (l.qwz) what += "int8 weights in every gather from the primary partition";
+    if (l.qgz)
+        what += (what.empty() ? "" : ", ") + fmt("int%d gradients over nodes of %d", in.qgz_bits, l.qgz_node);
+    return fmt("quantized: qwZ/qgZ change results (%s; blocks of %d, one fp32 scale each; "
+               "|x - q s| <= s (1/2 + 2 q_max 2^-24), docs/formulas.md)",
+               what.c_str(), in.quant_block);
+}
+
 }  // namespace
 
 std::string format_plan(const PlanResult& r) {
@@ -89,7 +101,9 @@ std::string format_plan(const PlanResult& r) {
                  "--vocab-divisible-by)\n",
                  in.model.V, Vp, in.model.vocab_divisible_by, r.mesh.tp);
     o << cluster_line(in);
-    o << "layout: " << r.layout_str() << "\n\n";
+    o << "layout: " << r.layout_str() << "\n";
+    if (l.qwz || l.qgz) o << quantized_line(in) << "\n";
+    o << "\n";
 
     o << r.gbs.line() << "\n";
     o << "  " << r.gbs.axes_line() << "\n";
@@ -113,7 +127,8 @@ std::string format_plan(const PlanResult& r) {
         fmt("%s x %g layer-micro-batches%s", mem.acts.formula.c_str(), mem.acts.layer_sets,
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
     row("comm buffers", double(mem.comm),
-        l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets");
+        std::string(l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets") +
+            (l.qwz || l.qgz ? " + the quantized wires of qwZ/qgZ" : ""));
     if (mem.hpz > 0)
         row("hpz", double(mem.hpz), fmt("%d Psi / %d   ZeRO++ hpZ: the secondary partition, 1/K of the parameters", es,
                                         l.hpz));
@@ -209,6 +224,13 @@ nlohmann::json plan_json(const PlanResult& r) {
                    {"dp_rep", r.mesh.dp_rep},
                    {"sequence_parallel", l.sequence_parallel && r.mesh.tp > 1},
                    {"zero", l.zero},
+                   {"hpz", l.hpz},
+                   {"qwz", l.qwz},
+                   {"qgz", l.qgz},
+                   {"qgz_node", l.qgz_node},
+                   {"qgz_bits", in.qgz_bits},
+                   {"quant_block", in.quant_block},
+                   {"quantized", l.qwz || l.qgz},
                    {"schedule", schedule_name(l.schedule)},
                    {"pp_virtual", l.pp_virtual},
                    {"recompute", recompute_name(l.recompute)},
