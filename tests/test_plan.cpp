@@ -631,3 +631,27 @@ TEST_CASE("ZeRO++ flags: the engine's rules, with what to do", "[plan][zeropp]")
     in.qgz_bits = 8;
     CHECK(error_of(in) == "no error");
 }
+
+TEST_CASE("search: hpZ for ZeRO-3 across nodes; qwZ and qgZ only when allowed, and marked", "[plan][search][zeropp]") {
+    SearchInput s;
+    s.base = gpu_question("gpt3-6.7b", 64, 1);
+    s.tp = s.pp = s.sp = s.dp_rep = 1;
+    s.zero = 3;
+    s.top = 0;
+    const std::vector<PlanResult> exact = search(s);
+    bool hpz = false, lossy = false;
+    for (const PlanResult& r : exact) {
+        hpz |= r.input.layout.hpz == 8;
+        lossy |= r.input.layout.qwz || r.input.layout.qgz;
+    }
+    CHECK(hpz);
+    CHECK(!lossy);
+    CHECK(exact.size() == 2);  // hpZ off and on
+    s.allow_quantized = true;
+    SearchStats stats;
+    const std::vector<PlanResult> all = search(s, &stats);
+    CHECK(all.size() == 8);  // hpZ x qwZ x qgZ
+    const std::string table = format_search(s, all, stats);
+    CHECK_THAT(table, Catch::Matchers::Contains("hpZ8+qwZ+qgZ4*"));
+    CHECK_THAT(table, Catch::Matchers::Contains("* qwZ/qgZ change results"));
+}

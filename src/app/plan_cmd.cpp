@@ -36,7 +36,7 @@ struct PlanFlags {
     int64_t max_gbs = 0;
     double gpu_mem_gb = 0, flops_tflops = 0, efficiency = 0, hbm_gbs = 0;
     double intra_gbs = 0, inter_gbs = 0, intra_us = -1, inter_us = -1;
-    bool search = false, no_overlap = false, tp_across_nodes = false;
+    bool search = false, no_overlap = false, tp_across_nodes = false, allow_quantized = false;
     std::string link, link_intra, link_inter, emulate;  // cpu-local: the links an emulated run has (comm/links.h)
     int top = 10;
     std::string json;
@@ -149,6 +149,8 @@ void add_plan_command(CLI::App& root) {
     cmd->add_flag("--search", f->search, "Rank every valid layout by predicted tokens/s");
     cmd->add_option("--top", f->top, "--search: how many layouts to print")->capture_default_str();
     cmd->add_flag("--tp-across-nodes", f->tp_across_nodes, "--search: allow TP groups larger than a node");
+    cmd->add_flag("--allow-quantized", f->allow_quantized,
+                  "--search: also try ZeRO++'s qwZ and qgZ, which change results (marked * in the table)");
     cmd->add_option("--json", f->json, "Write the answer as JSON here");
     // What each number may be (flag_range.h). A hardware flag left out keeps the preset's value.
     limit(*cmd, "--seq", at_least(1), "leave --seq out for the model's maxT");
@@ -177,6 +179,7 @@ void add_plan_command(CLI::App& root) {
         in.mbs = f->mbs > 0 ? f->mbs : 1;
         if (!f->search) {
             SS_CHECK(f->max_gbs == 0, "--max-gbs is a --search constraint; for one layout give --gbs or --ga");
+            SS_CHECK(!f->allow_quantized, "--allow-quantized is a --search choice; for one layout give --qwz or --qgz");
             PlanResult r = plan(in);
             std::cout << format_plan(r);
             if (!r.memory.fits()) {
@@ -204,13 +207,14 @@ void add_plan_command(CLI::App& root) {
             if (!f->json.empty()) write_json_file(f->json, plan_json(r));
             return;
         }
-        // The search does not try ZeRO++ (yet): say so rather than drop the flags.
+        // The search chooses ZeRO++ itself: hpZ always, the lossy qwZ and qgZ when allowed.
         SS_CHECK(!in.layout.qwz && !in.layout.qgz && in.layout.hpz == 0,
-                 "--search does not try ZeRO++'s hpZ, qwZ or qgZ; leave --hpz, --qwz and --qgz out of the search, "
-                 "or plan the layout without --search");
+                 "--search tries hpZ by itself, and qwZ and qgZ with --allow-quantized (they change results); "
+                 "leave --hpz, --qwz and --qgz out of the search");
         SearchInput s;
         s.base = in;
         s.max_gbs = f->max_gbs;
+        s.allow_quantized = f->allow_quantized;
         if (f->mbs == 0) s.mbs = {1, 2, 4, 8, 16};
         s.tp = tp->count() ? in.layout.tp : 0;
         s.pp = pp->count() ? in.layout.pp : 0;

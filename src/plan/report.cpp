@@ -175,20 +175,36 @@ std::string format_search(const SearchInput& in, const std::vector<PlanResult>& 
     o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
       << " layouts evaluated, " << commas(stats.fitting) << " fit, "
       << fmt("%.3f s", stats.seconds) << "\n";
-    o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
-             "shard", "rep", "ZeRO", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms", "tokens/s", "MFU");
+    o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
+             "shard", "rep", "ZeRO", "ZeRO++", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms",
+             "tokens/s", "MFU");
     int i = 0;
+    bool quantized = false;
     for (const PlanResult& r : best) {
         const PlanLayout& l = r.input.layout;
         const std::string sp = r.mesh.sp > 1 ? fmt("%d %s", r.mesh.sp, sp_mode_name(l.sp_mode)) : "1";
         const std::string sched = r.mesh.pp == 1 ? "-"
                                   : l.schedule == Schedule::interleaved ? fmt("interleaved %d", l.pp_virtual)
                                                                         : schedule_name(l.schedule);
-        o << fmt("%4d %4d %4d %-12s %6d %6d %4d %-14s %4d %4d %6lld %-9s %8.1f %9.1f %12s %5.1f%%\n", ++i, r.mesh.tp,
-                 r.mesh.pp, sp.c_str(), r.mesh.dp_shard, r.mesh.dp_rep, l.zero, sched.c_str(), r.input.mbs, r.gbs.ga,
-                 (long long)r.gbs.gbs, recompute_name(l.recompute), r.memory.total / 1e9, r.time.step * 1e3,
-                 commas(int64_t(r.time.tokens_per_s)).c_str(), r.time.mfu * 100);
+        // ZeRO++ in short: hpZ's K, qwZ, qgZ's bits ("hpZ8+qwZ+qgZ4"); a star marks what changes results.
+        std::string zpp;
+        auto add = [&](const std::string& part) { zpp += (zpp.empty() ? "" : "+") + part; };
+        if (l.hpz > 0) add(fmt("hpZ%d", l.hpz));
+        if (l.qwz) add("qwZ");
+        if (l.qgz) add(fmt("qgZ%d", r.input.qgz_bits));
+        if (l.qwz || l.qgz) zpp += "*";
+        quantized |= l.qwz || l.qgz;
+        o << fmt("%4d %4d %4d %-12s %6d %6d %4d %-14s %-14s %4d %4d %6lld %-9s %8.1f %9.1f %12s %5.1f%%\n", ++i,
+                 r.mesh.tp, r.mesh.pp, sp.c_str(), r.mesh.dp_shard, r.mesh.dp_rep, l.zero, zpp.empty() ? "-" : zpp.c_str(),
+                 sched.c_str(), r.input.mbs, r.gbs.ga, (long long)r.gbs.gbs, recompute_name(l.recompute),
+                 r.memory.total / 1e9, r.time.step * 1e3, commas(int64_t(r.time.tokens_per_s)).c_str(),
+                 r.time.mfu * 100);
     }
+    if (quantized)
+        o << "* qwZ/qgZ change results: quantized weights (int8) and gradients (qgZ's bits), ranked here by "
+             "speed alone; check the loss against an unquantized row before trading accuracy for it\n";
+    else if (in.allow_quantized)
+        o << "(--allow-quantized: qwZ and qgZ were tried; none is among these)\n";
     return o.str();
 }
 
@@ -282,6 +298,7 @@ nlohmann::json search_json(const SearchInput& in, const std::vector<PlanResult>&
     j["constraints"] = {{"gpus", in.base.gpus}, {"max_gbs", in.max_gbs}, {"gbs", in.base.gbs},
                         {"memory_bytes", in.base.hw.memory}};
     j["stats"] = {{"evaluated", stats.evaluated}, {"fitting", stats.fitting}, {"seconds", stats.seconds}};
+    j["constraints"]["allow_quantized"] = in.allow_quantized;
     nlohmann::json rs = nlohmann::json::array();
     for (const PlanResult& r : best) rs.push_back(plan_json(r));
     j["results"] = rs;
