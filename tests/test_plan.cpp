@@ -565,7 +565,7 @@ TEST_CASE("ZeRO++ by hand: qwZ's int8 gathers and qgZ's two hops, per link tier"
 }
 
 TEST_CASE("ZeRO++: what crosses nodes per rank, 3M for ZeRO-3 down to the paper's 0.75M", "[plan][zeropp][paper]") {
-    // Wang et al. 2023 (arXiv:2306.10209), sec. 1: ZeRO-3 moves 3M across nodes per step (M the
+    // Wang et al. 2023 (arXiv:2306.10209; the abstract's 4x): ZeRO-3 moves 3M across nodes per step (M the
     // model's fp16 bytes), ZeRO++ 0.75M: forward int8 0.5M, backward (hpZ) 0, gradients int4 0.25M.
     // The planner counts per rank, as nccl-tests counts bytes (plus 4 bytes of fp32 scale per
     // block of 256: within 2%). One GPU per node: no hpZ (K >= 2) and no sum inside a node, so
