@@ -11,6 +11,8 @@
 //
 // "Psi / N" is counted as the engine partitions (parallel/shard_plan.h): per unit,
 // padded, sum_u ceil(P_u / N), so the prediction equals the Ledger byte for byte.
+// ZeRO++ (Wang et al. 2023): hpZ adds its secondary partition, N ceil(P_u / N) e / K
+// per unit; qwZ and qgZ change no model state, only transient wires (plan/zeropp.h).
 //
 // Activations per layer and micro-batch (Korthikanti et al. 2022,
 // arXiv:2205.05198, sec. 4, table 2; s = T, b = MBS, h = C, a = H, t = TP):
