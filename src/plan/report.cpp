@@ -75,12 +75,14 @@ std::string cluster_line(const PlanInput& in) {
 }
 
 // What qwZ and qgZ do to the numbers: the run trains on quantized values.
-std::string quantized_line(const PlanInput& in) {
+std::string quantized_line(const PlanInput& in, int shard_n) {
     const PlanLayout& l = in.layout;
     std::string what;
     if (l.qwz) what += "int8 weights in every gather from the primary partition";
     if (l.qgz)
-        what += (what.empty() ? "" : ", ") + fmt("int%d gradients over nodes of %d", in.qgz_bits, l.qgz_node);
+        what += (what.empty() ? "" : ", ") +
+                (l.qgz_node < shard_n ? fmt("int%d gradients, summed in nodes of %d, then across", in.qgz_bits, l.qgz_node)
+                                      : fmt("int%d gradients in one all-to-all over %d", in.qgz_bits, shard_n));
     return fmt("quantized: qwZ/qgZ change results (%s; blocks of %d, one fp32 scale each; "
                "|x - q s| <= s (1/2 + 2 q_max 2^-24), docs/formulas.md)",
                what.c_str(), in.quant_block);
@@ -102,7 +104,7 @@ std::string format_plan(const PlanResult& r) {
                  in.model.V, Vp, in.model.vocab_divisible_by, r.mesh.tp);
     o << cluster_line(in);
     o << "layout: " << r.layout_str() << "\n";
-    if (l.qwz || l.qgz) o << quantized_line(in) << "\n";
+    if (l.qwz || l.qgz) o << quantized_line(in, r.memory.shard_n) << "\n";
     o << "\n";
 
     o << r.gbs.line() << "\n";
