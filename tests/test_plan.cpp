@@ -515,3 +515,143 @@ TEST_CASE("hpZ: the backward's gathers stay inside a node, and each GPU keeps 1/
     REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("--hpz 3: hpZ needs --zero 3 and K >= 2 dividing"));
 }
 
+
+TEST_CASE("ZeRO++ by hand: qwZ's int8 gathers and qgZ's two hops, per link tier", "[plan][zeropp]") {
+    // tiny (L 2, C 64, V 256, maxT 64) on 16 H100s, 2 nodes of 8, ZeRO-3 over all 16 with
+    // hpZ 8, qwZ and qgZ (int4, blocks of 256; qgZ's node is hpZ's K = 8, M = 2 nodes).
+    PlanInput in;
+    in.model = model_preset("tiny");
+    in.gpus = 16;
+    in.hw = hardware_preset("h100");
+    in.layout.zero = 3;
+    in.layout.hpz = 8;
+    in.layout.qwz = true;
+    in.layout.qgz = true;
+    const PlanResult r = plan(in);
+    REQUIRE(r.input.layout.qgz_node == 8);
+    // Units: wte + wpe = 256 x 64 + 64 x 64 = 20,480; a block 12 C^2 + 13 C = 49,984; ln_f 128.
+    // Chunks c = ceil(P_u / 16): 1,280, 3,124, 8. q(n, b) = 4 ceil(n / 256) + ceil(n b / 8).
+    //   qwZ forward   16 x (q(1280, 8) + 2 q(3124, 8) + q(8, 8)) = 16 x (1300 + 2 x 3176 + 12) = 122,624
+    //   hpZ backward  16 x 2 bytes x (1280 + 2 x 3124 + 8)                              = 241,152 (bf16, unchanged)
+    //   qgZ 1 (node)   8 x (q(2560, 4) + 2 q(6248, 4) + q(16, 4)) =  8 x (1320 + 2 x 3224 + 12) =  62,240
+    //   qgZ 2 (cross)  2 x (q(1280, 4) + 2 q(3124, 4) + q(8, 4))  =  2 x (660 + 2 x 1614 + 8)   =   7,792
+    std::map<std::string, const CommCall*> by;
+    for (const CommCall& c : r.comm) by[c.axis + "/" + c.op + "/" + phase_name(c.phase)] = &c;
+    const CommCall* fwd = by["dp_shard/all_gather/fwd"];
+    const CommCall* bwd = by["hpz/all_gather/bwd"];
+    const CommCall* node = by["qgz_node/all_to_all/bwd"];
+    const CommCall* cross = by["qgz_cross/all_to_all/bwd"];
+    REQUIRE((fwd && bwd && node && cross));
+    CHECK(fwd->bytes == 122624);
+    CHECK(bwd->bytes == 241152);
+    CHECK(node->bytes == 62240);
+    CHECK(cross->bytes == 7792);
+    CHECK(!by.count("dp_shard/reduce_scatter/bwd"));  // qgZ replaces it
+    for (const CommCall* c : {fwd, bwd, node, cross}) CHECK(c->calls == 4);  // one per unit
+    // Tiers: the forward gather and qgZ's second hop cross nodes; hpZ and qgZ's first hop stay in one.
+    CHECK(!fwd->intra_node);
+    CHECK(bwd->intra_node);
+    CHECK(node->intra_node);
+    CHECK(!cross->intra_node);
+    // Time: alpha-beta of those bytes on that link, 4 calls of n - 1 = 1 hop: 4 a + 7792 (1/2) / B.
+    CHECK(cross->seconds == Approx(4 * in.hw.inter.alpha + 7792 * 0.5 / in.hw.inter.busbw));
+    // qgZ is blocking in the engine, even with overlap on: nothing hides it.
+    CHECK(node->overlap == Overlap::none);
+    CHECK(cross->overlap == Overlap::none);
+    CHECK(r.time.t_dp_mb * r.gbs.ga + r.time.dp_exposed >= node->seconds + cross->seconds);
+    // The report says the results change.
+    CHECK_THAT(format_plan(r), Catch::Matchers::Contains("quantized: qwZ/qgZ change results"));
+    CHECK_THAT(r.layout_str(), Catch::Matchers::EndsWith("ZeRO-3 + ZeRO++ hpZ 8, qwZ, qgZ int4"));
+}
+
+TEST_CASE("ZeRO++: what crosses nodes per rank, 3M for ZeRO-3 down to the paper's 0.75M", "[plan][zeropp][paper]") {
+    // Wang et al. 2023 (arXiv:2306.10209; the abstract's 4x): ZeRO-3 moves 3M across nodes per step (M the
+    // model's fp16 bytes), ZeRO++ 0.75M: forward int8 0.5M, backward (hpZ) 0, gradients int4 0.25M.
+    // The planner counts per rank, as nccl-tests counts bytes (plus 4 bytes of fp32 scale per
+    // block of 256: within 2%). One GPU per node: no hpZ (K >= 2) and no sum inside a node, so
+    // the backward gathers int8 across too: 0.5 + 0.5 + 0.25 = 1.25M.
+    auto across = [](const PlanResult& r) {
+        int64_t b = 0;
+        for (const CommCall& c : r.comm)
+            if (!c.intra_node && (c.payload == Payload::param || c.payload == Payload::grad)) b += c.bytes;
+        return double(b);
+    };
+    PlanInput in = gpu_question("gpt3-1.3b", 64, 1);
+    in.gpus_per_node = 1;
+    in.layout.zero = 3;
+    const PlanResult z3 = plan(in);
+    const double M = 64.0 * double(z3.memory.slice.shard(64)) * 2;  // one gather's bytes: the padded slice in bf16
+    CHECK(across(z3) / M == Approx(3.0));
+    in.layout.qwz = in.layout.qgz = true;
+    const PlanResult zpp = plan(in);  // hpZ needs K >= 2: with one GPU a node, qwZ and qgZ alone (the backward gathers int8)
+    CHECK(across(zpp) / M == Approx(0.5 + 0.5 + 0.25).epsilon(0.02));
+    // Nodes of 8 with hpZ 8: the backward gather stays inside, and qgZ sums inside the node
+    // first, so per rank only M/(4K) of the gradients cross: 0.5M + 0 + 0.25M / 8. (The
+    // paper's 0.25M is what a node's K ranks send across together: K x M/(4K).)
+    in.gpus_per_node = 8;
+    in.layout.hpz = 8;
+    in.layout.qgz_node = 0;
+    const PlanResult full = plan(in);
+    CHECK(across(full) / M == Approx(0.5 + 0.25 / 8).epsilon(0.02));
+    CHECK(full.memory.hpz == 64 * full.memory.slice.shard(64) / 8 * 2);  // hpZ's price: 1/K of the parameters
+}
+
+TEST_CASE("overlap replay: qgZ's all-to-alls are blocking, so backward waits for each", "[plan][overlap][zeropp]") {
+    DpStep s;
+    s.zero = 2;
+    // Three units, 1 s forward, 2 s backward, 0.5 s for each unit's gradients (no step gathers).
+    s.units = {{1, 2, 0, 0.5, {}}, {1, 2, 0, 0.5, {}}, {1, 2, 0, 0.5, {}}};
+    // By hand, the reduce-scatter started: forward 0-3; backward takes units 2, 1, 0 (3-5,
+    // 5-7, 7-9), each reduce-scatter runs under the next unit's backward, the last 9-9.5.
+    DpStepTime t = replay_dp_step(s);
+    CHECK(t.exposed == Approx(0.5));
+    CHECK(t.total == Approx(9.5));
+    // qgZ: each unit's all-to-alls block (5-5.5, 7.5-8, 10-10.5): all 1.5 s exposed.
+    s.blocking_reduce = true;
+    t = replay_dp_step(s);
+    CHECK(t.exposed == Approx(1.5));
+    CHECK(t.exposed_each_mb == Approx(1.5));
+    CHECK(t.total == Approx(10.5));
+}
+
+TEST_CASE("ZeRO++ flags: the engine's rules, with what to do", "[plan][zeropp]") {
+    PlanInput in = gpu_question("gpt3-1.3b", 16, 1);
+    in.layout.zero = 1;
+    in.layout.qwz = true;
+    CHECK_THAT(error_of(in), Catch::Matchers::Contains("--qwz quantizes ZeRO-3's parameter all-gathers"));
+    in.layout.qwz = false;
+    in.layout.qgz = true;
+    CHECK_THAT(error_of(in), Catch::Matchers::Contains("give --zero 2 or --zero 3"));
+    in.layout.zero = 2;
+    in.gpus_per_node = 3;  // 16 ranks are not nodes of 3
+    CHECK_THAT(error_of(in), Catch::Matchers::Contains("--qgz's node of 3 ranks"));
+    in.gpus_per_node = 8;
+    in.qgz_bits = 2;
+    CHECK_THAT(error_of(in), Catch::Matchers::Contains("--qgz-bits 2 is not a choice"));
+    in.qgz_bits = 8;
+    CHECK(error_of(in) == "no error");
+}
+
+TEST_CASE("search: hpZ for ZeRO-3 across nodes; qwZ and qgZ only when allowed, and marked", "[plan][search][zeropp]") {
+    SearchInput s;
+    s.base = gpu_question("gpt3-6.7b", 64, 1);
+    s.tp = s.pp = s.sp = s.dp_rep = 1;
+    s.zero = 3;
+    s.top = 0;
+    const std::vector<PlanResult> exact = search(s);
+    bool hpz = false, lossy = false;
+    for (const PlanResult& r : exact) {
+        hpz |= r.input.layout.hpz == 8;
+        lossy |= r.input.layout.qwz || r.input.layout.qgz;
+    }
+    CHECK(hpz);
+    CHECK(!lossy);
+    CHECK(exact.size() == 2);  // hpZ off and on
+    s.allow_quantized = true;
+    SearchStats stats;
+    const std::vector<PlanResult> all = search(s, &stats);
+    CHECK(all.size() == 8);  // hpZ x qwZ x qgZ
+    const std::string table = format_search(s, all, stats);
+    CHECK_THAT(table, Catch::Matchers::Contains("hpZ8+qwZ+qgZ4*"));
+    CHECK_THAT(table, Catch::Matchers::Contains("* qwZ/qgZ change results"));
+}

@@ -30,6 +30,7 @@ struct EngineLayout {
     PlanLayout layout;  // tp, pp, sp, sp_mode, dp_shard, dp_rep, sequence_parallel, zero, ...
     int ga;
     bool odd_model;     // a shape whose units do not divide by N (ZeRO's padding shows up)
+    int gpus_per_node = 0;  // emulated nodes of this many ranks (0: one node); qgZ's node when --hpz is off
 };
 
 PlanLayout L(int tp, int dp_shard, int dp_rep, int zero, int pp = 1, int sp = 1) {
@@ -68,6 +69,18 @@ PlanLayout hpz(PlanLayout l, int k) {
     return l;
 }
 
+// ZeRO++'s quantized collectives (parallel/zeropp.h); qgZ's node is --hpz K, else
+// the layout's gpus_per_node (emulated nodes), else the whole shard group.
+PlanLayout qwz(PlanLayout l) {
+    l.qwz = true;
+    return l;
+}
+
+PlanLayout qgz(PlanLayout l) {
+    l.qgz = true;
+    return l;
+}
+
 const EngineLayout kLayouts[] = {
     {"DDP x2", 2, L(1, 2, 1, 0), 1, true},
     {"DDP x4, GA 2", 4, L(1, 4, 1, 0), 2, true},
@@ -100,6 +113,16 @@ const EngineLayout kLayouts[] = {
     {"ZeRO-3 x4 + hpZ 2, GA 2", 4, hpz(L(1, 4, 1, 3), 2), 2, true},
     {"TP 2 x ZeRO-3 4 + hpZ 2", 8, hpz(L(2, 4, 1, 3), 2), 1, false},
     {"PP 2 x ZeRO-3 4 + hpZ 2", 8, hpz(L(1, 4, 1, 3, 2), 2), 2, false},
+    {"ZeRO-3 x4 + qwZ, GA 2", 4, qwz(L(1, 4, 1, 3)), 2, true},
+    {"ZeRO-3 x4 + qgZ (one all-to-all)", 4, qgz(L(1, 4, 1, 3)), 1, true},
+    {"ZeRO-3 x4 + qgZ, 2 nodes of 2", 4, qgz(L(1, 4, 1, 3)), 2, true, 2},
+    {"ZeRO-3 x4 + qgZ, 4 nodes of 1", 4, qgz(L(1, 4, 1, 3)), 1, true, 1},
+    {"ZeRO-3 x4 + hpZ 2 + qwZ + qgZ, GA 2", 4, qgz(qwz(hpz(L(1, 4, 1, 3), 2))), 2, true},
+    {"ZeRO-2 x4 + qgZ, 2 nodes of 2", 4, qgz(L(1, 4, 1, 2)), 1, true, 2},
+    {"ZeRO-2 x3 + qgZ, GA 2", 3, qgz(L(1, 3, 1, 2)), 2, true},
+    {"TP 2 x ZeRO-3 4 + qwZ + qgZ, nodes of 2", 8, qgz(qwz(L(2, 4, 1, 3))), 1, false, 2},
+    {"PP 2 x ZeRO-3 4 + hpZ 2 + qwZ + qgZ", 8, qgz(qwz(hpz(L(1, 4, 1, 3, 2), 2))), 2, false},
+    {"Ulysses SP 2 x ZeRO-2 2 + qgZ", 4, qgz(L(1, 2, 1, 2, 1, 2)), 1, false},
 };
 
 GPT2Config test_model(bool odd) {
@@ -131,6 +154,12 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     o.dp_rep = l.dp_rep;
     o.zero = l.zero;
     o.hpz = l.hpz;
+    o.qwz = l.qwz;
+    o.qgz = l.qgz;
+    if (el.gpus_per_node > 0) {  // emulated nodes, on links fast enough to cost nothing
+        o.gpus_per_node = el.gpus_per_node;
+        o.link_intra = o.link_inter = "10000,0";
+    }
     o.ga = el.ga;
     o.mbs = 2;
     o.T = o.model.maxT;
@@ -217,7 +246,7 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
             check_planner_equals_engine(el, o, dtype);
             ++ran;
         }
-    REQUIRE(ran >= 2 * 28);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring and PP in both dtypes
+    REQUIRE(ran >= 2 * 41);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
 }
 
 TEST_CASE("planner = engine with a padded vocabulary: wte's Vp/TP rows counted alike", "[plan][engine][vocab]") {

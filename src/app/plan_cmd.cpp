@@ -2,6 +2,7 @@
 //
 //   shardscope plan --gpus 512 --hw h100 --model gpt2-xl --mbs 16 --tp 4 --sp 4 --zero 1
 //   shardscope plan --gpus 512 --hw h100 --model gpt2-xl --mbs 16 --search --max-gbs 1024
+//   shardscope plan --gpus 64 --model gpt3-13b --zero 3 --hpz 8 --qwz --qgz      (ZeRO++, Wang et al. 2023)
 //
 // Flags mean what they mean in `shardscope train`; a layout flag left out lets
 // dp take the rest of the world. With --search the layout flags that are given
@@ -35,7 +36,7 @@ struct PlanFlags {
     int64_t max_gbs = 0;
     double gpu_mem_gb = 0, flops_tflops = 0, efficiency = 0, hbm_gbs = 0;
     double intra_gbs = 0, inter_gbs = 0, intra_us = -1, inter_us = -1;
-    bool search = false, no_overlap = false, tp_across_nodes = false;
+    bool search = false, no_overlap = false, tp_across_nodes = false, allow_quantized = false;
     std::string link, link_intra, link_inter, emulate;  // cpu-local: the links an emulated run has (comm/links.h)
     int top = 10;
     std::string json;
@@ -124,6 +125,13 @@ void add_plan_command(CLI::App& root) {
     auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");
     auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
     cmd->add_option("--hpz", l.hpz, "ZeRO-3: ZeRO++ hpZ over groups of K (usually the GPUs per node); 0: off");
+    cmd->add_flag("--qwz", l.qwz, "ZeRO-3: ZeRO++ qwZ, parameter all-gathers in int8 blocks (changes results)");
+    cmd->add_flag("--qgz", l.qgz, "ZeRO-2/3: ZeRO++ qgZ, the gradient reduce-scatter as quantized all-to-alls inside "
+                                  "a node (--hpz K or --gpus-per-node) then across nodes (changes results)");
+    cmd->add_option("--quant-block", f->in.quant_block, "qwZ/qgZ: elements per quantization block (one fp32 scale each)")
+        ->capture_default_str();
+    cmd->add_option("--qgz-bits", f->in.qgz_bits, "qgZ: bits per gradient element on the wire, 4 or 8")
+        ->capture_default_str();
     add_schedule_flag(*cmd, l.schedule);
     cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();
     add_recompute_flag(*cmd, l.recompute);
@@ -141,6 +149,8 @@ void add_plan_command(CLI::App& root) {
     cmd->add_flag("--search", f->search, "Rank every valid layout by predicted tokens/s");
     cmd->add_option("--top", f->top, "--search: how many layouts to print")->capture_default_str();
     cmd->add_flag("--tp-across-nodes", f->tp_across_nodes, "--search: allow TP groups larger than a node");
+    cmd->add_flag("--allow-quantized", f->allow_quantized,
+                  "--search: also try ZeRO++'s qwZ and qgZ, which change results (marked * in the table)");
     cmd->add_option("--json", f->json, "Write the answer as JSON here");
     // What each number may be (flag_range.h). A hardware flag left out keeps the preset's value.
     limit(*cmd, "--seq", at_least(1), "leave --seq out for the model's maxT");
@@ -156,6 +166,7 @@ void add_plan_command(CLI::App& root) {
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--zero", at_least(0, 3));
     limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
+    limit(*cmd, "--quant-block", at_least(1, 1 << 20), "elements per fp32 scale; ZeRO++'s default is 256");
     limit(*cmd, "--bucket-mb", at_least(0));
     limit(*cmd, "--prefetch", at_least(0));
     cmd->callback([f, tp, pp, sp, rep, zero] {
@@ -168,6 +179,7 @@ void add_plan_command(CLI::App& root) {
         in.mbs = f->mbs > 0 ? f->mbs : 1;
         if (!f->search) {
             SS_CHECK(f->max_gbs == 0, "--max-gbs is a --search constraint; for one layout give --gbs or --ga");
+            SS_CHECK(!f->allow_quantized, "--allow-quantized is a --search choice; for one layout give --qwz or --qgz");
             PlanResult r = plan(in);
             std::cout << format_plan(r);
             if (!r.memory.fits()) {
@@ -195,9 +207,14 @@ void add_plan_command(CLI::App& root) {
             if (!f->json.empty()) write_json_file(f->json, plan_json(r));
             return;
         }
+        // The search chooses ZeRO++ itself: hpZ always, the lossy qwZ and qgZ when allowed.
+        SS_CHECK(!in.layout.qwz && !in.layout.qgz && in.layout.hpz == 0,
+                 "--search tries hpZ by itself, and qwZ and qgZ with --allow-quantized (they change results); "
+                 "leave --hpz, --qwz and --qgz out of the search");
         SearchInput s;
         s.base = in;
         s.max_gbs = f->max_gbs;
+        s.allow_quantized = f->allow_quantized;
         if (f->mbs == 0) s.mbs = {1, 2, 4, 8, 16};
         s.tp = tp->count() ? in.layout.tp : 0;
         s.pp = pp->count() ? in.layout.pp : 0;

@@ -4,6 +4,7 @@
 
 #include "comm/trace/trace.h"
 #include "plan/memory.h"
+#include "plan/zeropp.h"
 
 namespace ss {
 
@@ -178,6 +179,26 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const char* dp_axis = c > 1 ? "dp+sp" : "dp";
     const int64_t bucket = std::max<int64_t>(1, int64_t(in.bucket_mb * 1048576.0));
     const Payload grad = Payload::grad, param = Payload::param;
+    // ZeRO++ qgZ (zeropp.h): each unit's gradients as quantized all-to-alls, inside my
+    // node of K, then across the M nodes; blocking in the engine, so nothing hides them.
+    auto qgz = [&](Phase phase) {
+        const int K = l.qgz_node > 0 ? l.qgz_node : n, M = n / K;
+        int64_t node = 0, cross = 0;
+        for (int64_t u : slice.units) {
+            const QgzHops h = qgz_hops(u, n, K, in.qgz_bits, in.quant_block);
+            node += h.node_bytes;
+            cross += h.cross_bytes;
+        }
+        if (K == n) {
+            k.add(shard_axis, t, n, "all_to_all", grad, phase, ga * units, ga * node, Overlap::none,
+                  "qgZ: each unit's gradients, quantized, to their owners");
+        } else {
+            k.add("qgz_node", t, K, "all_to_all", grad, phase, ga * units, ga * node, Overlap::none,
+                  "qgZ 1: each unit's gradients, quantized, summed inside my node");
+            k.add("qgz_cross", t * K, M, "all_to_all", grad, phase, ga * units, ga * cross, Overlap::none,
+                  "qgZ 2: the node's sums, quantized again, across the nodes");
+        }
+    };
     switch (l.zero) {
         case 0: {  // all_reduce counts its buffer: Psi e in all, whatever the buckets
             // No buckets (the engine's naive DDP): one call per tensor, 12 in a block,
@@ -194,28 +215,41 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
                   Overlap::bwd, "ZeRO-1: each unit's gradients to their owners", 0, true);
             break;
         case 2:
-            k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
-                  "ZeRO-2: each unit's gradients as soon as they are ready");
+            if (l.qgz)
+                qgz(Phase::bwd);
+            else
+                k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                      "ZeRO-2: each unit's gradients as soon as they are ready");
             break;
-        case 3:
-            k.add(shard_axis, t, n, "all_gather", param, Phase::fwd, ga * units, ga * shard_bytes, Overlap::fwd,
-                  "ZeRO-3: gather each unit before its forward");
-        {
+        case 3: {
+            // qwZ: every gather from the primary partition moves int8 blocks (zeropp.h).
+            int64_t q8 = 0;
+            for (int64_t u : slice.units) q8 += qwz_gather_bytes(u, n, in.quant_block);
+            const int64_t gather_bytes = l.qwz ? q8 : shard_bytes;
+            k.add(shard_axis, t, n, "all_gather", param, Phase::fwd, ga * units, ga * gather_bytes, Overlap::fwd,
+                  l.qwz ? "qwZ: gather each unit before its forward, int8 blocks" : "ZeRO-3: gather each unit before its forward");
             // A first stage without the head gathers no embedding for backward: the
             // embedding's backward needs no parameters (model/gpt2.cpp, part_backward).
             const bool no_emb = first && !last;
             const int64_t emb_units = no_emb ? 2 : 0;  // wte and wpe are units of their own on a stage
-            const int64_t emb_bytes =
-                no_emb ? int64_t(n) * es * ((slice.units[0] + n - 1) / n + (slice.units[1] + n - 1) / n) : 0;
-            if (l.hpz > 0)  // ZeRO++ hpZ: from the secondary partition, inside a group of K (often a node)
+            auto emb = [&](auto bytes_of) { return no_emb ? bytes_of(slice.units[0]) + bytes_of(slice.units[1]) : 0; };
+            const int64_t emb_bytes = emb([&](int64_t u) { return int64_t(n) * es * ((u + n - 1) / n); });
+            if (l.hpz > 0)  // ZeRO++ hpZ: from the secondary partition, inside a group of K (often a node), full precision
                 k.add("hpz", t, l.hpz, "all_gather", param, Phase::bwd, ga * (units - emb_units),
                       ga * (shard_bytes - emb_bytes), Overlap::bwd, "hpZ: gather it again for its backward, inside K");
+            else if (l.qwz)
+                k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * (units - emb_units),
+                      ga * (q8 - emb([&](int64_t u) { return qwz_gather_bytes(u, n, in.quant_block); })), Overlap::bwd,
+                      "qwZ: gather it again for its backward, int8 blocks");
             else
                 k.add(shard_axis, t, n, "all_gather", param, Phase::bwd, ga * (units - emb_units),
                       ga * (shard_bytes - emb_bytes), Overlap::bwd, "ZeRO-3: gather it again for its backward");
+            if (l.qgz)
+                qgz(Phase::bwd);
+            else
+                k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                      "ZeRO-3: each unit's gradients to their owners");
         }
-            k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
-                  "ZeRO-3: each unit's gradients to their owners");
             break;
     }
     if (l.zero >= 1 && mesh.dp_rep > 1)

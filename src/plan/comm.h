@@ -21,6 +21,9 @@
 //   stage 2   reduce_scatter(N S e) per micro-batch in bwd + all_gather(N S e) in the step
 //   stage 3   all_gather(N S e) per micro-batch in fwd and again in bwd + reduce_scatter(N S e) in bwd
 //   replicas  all_reduce(S e) over dp_rep in the step (stages 1-3)
+//   ZeRO++    (Wang et al. 2023, plan/zeropp.h) hpZ: stage 3's backward all_gather over K (axis hpz);
+//             qwZ: stage 3's all_gathers from the N chunks in int8 blocks; qgZ: stage 2/3's
+//             reduce_scatter becomes all_to_all over the node (qgz_node) then across (qgz_cross), blocking
 //
 // Time is alpha-beta: hops x alpha + bytes x busbw_factor / busbw (nccl-tests'
 // factors, src/comm/trace/trace.h), with the link of the axis: intra-node when the
@@ -49,7 +52,7 @@ enum class Overlap {
 
 /// The collectives of one kind one rank issues in one step.
 struct CommCall {
-    std::string axis;      ///< "tp", "sp", "pp", "dp", "dp_shard", "dp_rep", "dp+sp", "dp_shard+sp"
+    std::string axis;      ///< "tp", "sp", "pp", "dp", "dp_shard", "dp_rep", "dp+sp", "dp_shard+sp"; ZeRO++: "hpz", "qgz_node", "qgz_cross"
     std::string op;        ///< "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "recv"
     Payload payload = Payload::scalar;  ///< param, grad, act, act_grad, scalar
     Phase phase = Phase::none;          ///< fwd, bwd, step

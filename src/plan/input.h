@@ -8,9 +8,10 @@
 //     world = PP x DP x SP x TP,    DP = dp_rep x dp_shard
 //
 // plus the knobs that change memory and time without taking ranks: the ZeRO
-// stage, Megatron's sequence parallelism (a switch on the tp axis), the
-// pipeline schedule and activation recomputation. Fields left at 0 are filled
-// as `shardscope train` fills them (dp takes the rest of the world).
+// stage, ZeRO++'s hpZ, qwZ and qgZ (Wang et al. 2023, arXiv:2306.10209), Megatron's
+// sequence parallelism (a switch on the tp axis), the pipeline schedule and
+// activation recomputation. Fields left at 0 are filled as `shardscope train`
+// fills them (dp takes the rest of the world; qgZ's node as qgz_node_size does).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,9 @@ struct PlanLayout {
     bool sequence_parallel = false;      ///< Megatron SP on the tp axis (Korthikanti et al. 2022, sec. 4.2.2)
     int zero = 0;                        ///< ZeRO stage: 0 (DDP), 1, 2, 3
     int hpz = 0;                         ///< ZeRO-3: ZeRO++ hpZ's group of K ranks (backward gathers inside it); 0 off
+    bool qwz = false;                    ///< ZeRO-3: ZeRO++ qwZ, parameter gathers from the primary partition in int8 blocks (lossy)
+    bool qgz = false;                    ///< ZeRO-2/3: ZeRO++ qgZ, the gradient reduce-scatter as quantized all-to-alls (lossy)
+    int qgz_node = 0;                    ///< qgZ: shard-group members per node, its first hop (0: hpz, else the GPUs per node if fewer than the shard group, else all of it)
     Schedule schedule = Schedule::one_f_one_b;  ///< pipeline schedule (pp > 1)
     int pp_virtual = 1;                  ///< model chunks per stage (interleaved schedule)
     Recompute recompute = Recompute::none;      ///< activation recomputation
@@ -67,6 +71,8 @@ struct PlanInput {
     bool overlap = true;       ///< traffic starts early and hides under compute where it can (plan/overlap.h)
     int prefetch = 1;          ///< ZeRO-3 with overlap: units gathered ahead of use (the engine's --prefetch)
     double bucket_mb = 25;     ///< DDP gradient bucket (MiB; PyTorch DDP's default is 25); 0: one all_reduce per tensor
+    int quant_block = 256;     ///< qwZ/qgZ: elements per quantization block, one fp32 scale each (kernels/cpu/quantize.h)
+    int qgz_bits = 4;          ///< qgZ: bits per gradient element on the wire, 4 (the paper's) or 8
 
     /// The sequence length used: T, or the model's maxT when T = 0.
     int seq() const { return T > 0 ? T : model.maxT; }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/check.h"
+#include "plan/zeropp.h"
 
 namespace ss {
 
@@ -203,6 +204,17 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
         } else {
             // Two gradient buckets: one filling, one in flight.
             m.comm = std::min<int64_t>(int64_t(2 * in.bucket_mb * 1048576.0), m.slice.elems * es);
+        }
+        // ZeRO++'s wires (parallel/zeropp.cpp), for the largest unit: qwZ's gather in flight
+        // holds my int8 chunk and everyone's, (N + 1) q(c, 8); qgZ one hop's send and receive
+        // at a time. (Their fp32 staging is workspace, which the planner does not count.)
+        const int64_t largest = m.slice.largest_unit();
+        if (in.layout.qwz)
+            m.comm += qwz_gather_bytes(largest, n, in.quant_block) + qwz_gather_bytes(largest, n, in.quant_block) / n;
+        if (in.layout.qgz) {
+            const QgzHops h = qgz_hops(largest, n, in.layout.qgz_node > 0 ? in.layout.qgz_node : n, in.qgz_bits,
+                                       in.quant_block);
+            m.comm += 2 * std::max(h.node_bytes, h.cross_bytes);
         }
         // hpZ keeps 1/K of every unit padded to N chunks: N ceil(u / N) / K elements each.
         if (in.layout.hpz > 0) m.hpz = int64_t(n) * m.slice.shard(n) / in.layout.hpz * es;

@@ -11,6 +11,8 @@
 //
 // "Psi / N" is counted as the engine partitions (parallel/shard_plan.h): per unit,
 // padded, sum_u ceil(P_u / N), so the prediction equals the Ledger byte for byte.
+// ZeRO++ (Wang et al. 2023): hpZ adds its secondary partition, N ceil(P_u / N) e / K
+// per unit; qwZ and qgZ change no model state, only transient wires (plan/zeropp.h).
 //
 // Activations per layer and micro-batch (Korthikanti et al. 2022,
 // arXiv:2205.05198, sec. 4, table 2; s = T, b = MBS, h = C, a = H, t = TP):
@@ -98,7 +100,7 @@ struct MemoryPlan {
     int shard_n = 1;           ///< ZeRO shard group: dp_shard x sp
     ModelStates states;        ///< params, grads, optimizer
     ActivationBytes acts;      ///< saved activations
-    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units)
+    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units, ZeRO++'s quantized wires)
     int64_t hpz = 0;           ///< ZeRO++ hpZ: the secondary partition, 1/K of the padded slice (Ledger's hpz)
     int64_t total = 0;         ///< states + acts + comm + hpz
     double capacity = 0;       ///< device memory

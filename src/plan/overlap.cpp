@@ -88,7 +88,7 @@ DpStepTime replay_dp_step(const DpStep& s) {
                 } else if (s.zero == 1 && last_mb && on) {
                     reducing.push_back(c.start(w.reduce));
                 } else if (s.zero >= 2) {
-                    if (!on) return c.blocking(w.reduce);
+                    if (!on || s.blocking_reduce) return c.blocking(w.reduce);
                     if (s.zero == 3 && reducing.size() >= 2) {  // at most two in flight (zero3.cpp)
                         c.wait(reducing.front());
                         reducing.pop_front();

@@ -26,6 +26,9 @@
 //   ZeRO-3    forward and backward: taking unit u waits for its gather and starts the
 //             next K units' (--prefetch K; 0: gathered when needed); a complete unit's
 //             reduce_scatter starts, at most two in flight
+//   qgZ       (ZeRO++, parallel/zeropp.h) its all-to-alls replace ZeRO-2/3's reduce_scatter
+//             and are blocking even with --overlap on: the rank waits for each unit's
+//             gradients to reach their owners before the next unit's backward
 //
 // With --overlap off every call is blocking where the engine issues it. The
 // model leaves out what the engine's own copies cost and the cores a progress
@@ -41,7 +44,7 @@ struct UnitWork {
     double fwd = 0;      ///< compute of its forward, one micro-batch
     double bwd = 0;      ///< compute of its backward, one micro-batch (with recompute)
     double gather = 0;   ///< one all_gather of its parameters (ZeRO 1-3; ZeRO-3's forward)
-    double reduce = 0;   ///< one reduce_scatter of its gradients (ZeRO 1-3)
+    double reduce = 0;   ///< one reduce_scatter of its gradients (ZeRO 1-3; with qgZ its two all-to-alls)
     std::vector<double> all_reduces;  ///< DDP: the all_reduces that can start once it is complete in backward
     double gather_bwd = -1;  ///< ZeRO-3: its backward's all_gather (hpZ: inside the group of K); < 0: as `gather`
 };
@@ -52,6 +55,7 @@ struct DpStep {
     int ga = 1;            ///< micro-batches in the step
     bool overlap = true;   ///< --overlap on
     int prefetch = 1;      ///< ZeRO-3 with overlap: units gathered ahead
+    bool blocking_reduce = false;  ///< ZeRO-2/3: each unit's `reduce` is blocking (ZeRO++ qgZ's all-to-alls)
     /// The units in flat order: 0 the embeddings, 1..L the blocks, L+1 ln_f with the head
     /// (the head's compute is on it; its weight, wte, is unit 0's).
     std::vector<UnitWork> units;

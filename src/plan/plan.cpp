@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "plan/zeropp.h"
 
 namespace ss {
 
@@ -26,6 +27,8 @@ std::string PlanResult::layout_str() const {
     s << " x SP " << mesh.sp;
     if (mesh.sp > 1) s << " (" << sp_mode_name(l.sp_mode) << ")";
     s << " x DP " << mesh.dp() << " (" << mesh.dp_shard << " x " << mesh.dp_rep << "), ZeRO-" << l.zero;
+    const std::string zpp = zeropp_name(l, input.qgz_bits);
+    if (!zpp.empty()) s << " + ZeRO++ " << zpp;
     if (l.recompute != Recompute::none) s << ", recompute " << recompute_name(l.recompute);
     return s.str();
 }
@@ -36,6 +39,34 @@ std::string join(const std::vector<int>& v) {
     std::ostringstream s;
     for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
     return s.str();
+}
+
+// ZeRO++'s quantized collectives: which stages they change, qgZ's node, the wire format.
+// The engine's rules (train/options.cpp, check_zeropp), in `shardscope plan`'s flags.
+void check_zeropp(PlanInput& in, int shard_n) {
+    PlanLayout& l = in.layout;
+    if (l.qwz)
+        SS_CHECK(l.zero == 3, "--qwz quantizes ZeRO-3's parameter all-gathers, and --zero " << l.zero << " gathers "
+                              << "no parameters in forward; give --zero 3 too");
+    if (l.qgz) {
+        SS_CHECK(l.zero == 2 || l.zero == 3,
+                 "--qgz replaces the gradient reduce-scatter of ZeRO-2 and ZeRO-3, and --zero "
+                     << l.zero << (l.zero == 0 ? " all-reduces" : " all-reduces (ZeRO-1 keeps whole gradients)")
+                     << " gradients instead; give --zero 2 or --zero 3");
+        SS_CHECK(shard_n > 1, "--qgz averages gradients over the ZeRO shard group, and this layout's has 1 rank; "
+                              "give --dp-shard 2 or more");
+        if (l.qgz_node <= 0) l.qgz_node = qgz_node_size(l.hpz, in.gpus_per_node, shard_n);
+        SS_CHECK(l.qgz_node <= shard_n && shard_n % l.qgz_node == 0,
+                 "--qgz's node of " << l.qgz_node << " ranks (--hpz, else --gpus-per-node) must divide the ZeRO "
+                                    << "shard group of " << shard_n << " ranks (dp_shard x sp); choose "
+                                    << "--gpus-per-node to divide it");
+    } else {
+        l.qgz_node = 0;
+    }
+    SS_CHECK(in.qgz_bits == 4 || in.qgz_bits == 8,
+             "--qgz-bits " << in.qgz_bits << " is not a choice; choose 4 (ZeRO++'s int4) or 8");
+    SS_CHECK(in.quant_block >= 1 && in.quant_block <= (1 << 20),
+             "--quant-block " << in.quant_block << " must lie in [1, 1048576] elements per fp32 scale");
 }
 
 // Valid (tp, pp, sp) triples closest to the one asked for (distance in factors of two).
@@ -127,6 +158,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     SS_CHECK(l.hpz == 0 || (l.zero == 3 && l.hpz >= 2 && shard_n % l.hpz == 0 && l.hpz < shard_n),
              "--hpz " << l.hpz << ": hpZ needs --zero 3 and K >= 2 dividing the ZeRO shard group of " << shard_n
                       << " ranks (dp_shard x sp), smaller than it; usually K is the GPUs per node");
+    check_zeropp(in, shard_n);
     GbsPlan gbs = make_gbs(world, shape, in.mbs, in.ga, in.gbs, T);
     in.ga = gbs.ga;
     in.gbs = gbs.gbs;

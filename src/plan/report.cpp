@@ -74,6 +74,20 @@ std::string cluster_line(const PlanInput& in) {
                decimal_bytes(h.intra.busbw).c_str(), decimal_bytes(h.inter.busbw).c_str());
 }
 
+// What qwZ and qgZ do to the numbers: the run trains on quantized values.
+std::string quantized_line(const PlanInput& in, int shard_n) {
+    const PlanLayout& l = in.layout;
+    std::string what;
+    if (l.qwz) what += "int8 weights in every gather from the primary partition";
+    if (l.qgz)
+        what += (what.empty() ? "" : ", ") +
+                (l.qgz_node < shard_n ? fmt("int%d gradients, summed in nodes of %d, then across", in.qgz_bits, l.qgz_node)
+                                      : fmt("int%d gradients in one all-to-all over %d", in.qgz_bits, shard_n));
+    return fmt("quantized: qwZ/qgZ change results (%s; blocks of %d, one fp32 scale each; "
+               "|x - q s| <= s (1/2 + 2 q_max 2^-24), docs/formulas.md)",
+               what.c_str(), in.quant_block);
+}
+
 }  // namespace
 
 std::string format_plan(const PlanResult& r) {
@@ -89,7 +103,9 @@ std::string format_plan(const PlanResult& r) {
                  "--vocab-divisible-by)\n",
                  in.model.V, Vp, in.model.vocab_divisible_by, r.mesh.tp);
     o << cluster_line(in);
-    o << "layout: " << r.layout_str() << "\n\n";
+    o << "layout: " << r.layout_str() << "\n";
+    if (l.qwz || l.qgz) o << quantized_line(in, r.memory.shard_n) << "\n";
+    o << "\n";
 
     o << r.gbs.line() << "\n";
     o << "  " << r.gbs.axes_line() << "\n";
@@ -113,7 +129,8 @@ std::string format_plan(const PlanResult& r) {
         fmt("%s x %g layer-micro-batches%s", mem.acts.formula.c_str(), mem.acts.layer_sets,
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
     row("comm buffers", double(mem.comm),
-        l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets");
+        std::string(l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets") +
+            (l.qwz || l.qgz ? " + the quantized wires of qwZ/qgZ" : ""));
     if (mem.hpz > 0)
         row("hpz", double(mem.hpz), fmt("%d Psi / %d   ZeRO++ hpZ: the secondary partition, 1/K of the parameters", es,
                                         l.hpz));
@@ -160,20 +177,36 @@ std::string format_search(const SearchInput& in, const std::vector<PlanResult>& 
     o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
       << " layouts evaluated, " << commas(stats.fitting) << " fit, "
       << fmt("%.3f s", stats.seconds) << "\n";
-    o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
-             "shard", "rep", "ZeRO", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms", "tokens/s", "MFU");
+    o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
+             "shard", "rep", "ZeRO", "ZeRO++", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms",
+             "tokens/s", "MFU");
     int i = 0;
+    bool quantized = false;
     for (const PlanResult& r : best) {
         const PlanLayout& l = r.input.layout;
         const std::string sp = r.mesh.sp > 1 ? fmt("%d %s", r.mesh.sp, sp_mode_name(l.sp_mode)) : "1";
         const std::string sched = r.mesh.pp == 1 ? "-"
                                   : l.schedule == Schedule::interleaved ? fmt("interleaved %d", l.pp_virtual)
                                                                         : schedule_name(l.schedule);
-        o << fmt("%4d %4d %4d %-12s %6d %6d %4d %-14s %4d %4d %6lld %-9s %8.1f %9.1f %12s %5.1f%%\n", ++i, r.mesh.tp,
-                 r.mesh.pp, sp.c_str(), r.mesh.dp_shard, r.mesh.dp_rep, l.zero, sched.c_str(), r.input.mbs, r.gbs.ga,
-                 (long long)r.gbs.gbs, recompute_name(l.recompute), r.memory.total / 1e9, r.time.step * 1e3,
-                 commas(int64_t(r.time.tokens_per_s)).c_str(), r.time.mfu * 100);
+        // ZeRO++ in short: hpZ's K, qwZ, qgZ's bits ("hpZ8+qwZ+qgZ4"); a star marks what changes results.
+        std::string zpp;
+        auto add = [&](const std::string& part) { zpp += (zpp.empty() ? "" : "+") + part; };
+        if (l.hpz > 0) add(fmt("hpZ%d", l.hpz));
+        if (l.qwz) add("qwZ");
+        if (l.qgz) add(fmt("qgZ%d", r.input.qgz_bits));
+        if (l.qwz || l.qgz) zpp += "*";
+        quantized |= l.qwz || l.qgz;
+        o << fmt("%4d %4d %4d %-12s %6d %6d %4d %-14s %-14s %4d %4d %6lld %-9s %8.1f %9.1f %12s %5.1f%%\n", ++i,
+                 r.mesh.tp, r.mesh.pp, sp.c_str(), r.mesh.dp_shard, r.mesh.dp_rep, l.zero, zpp.empty() ? "-" : zpp.c_str(),
+                 sched.c_str(), r.input.mbs, r.gbs.ga, (long long)r.gbs.gbs, recompute_name(l.recompute),
+                 r.memory.total / 1e9, r.time.step * 1e3, commas(int64_t(r.time.tokens_per_s)).c_str(),
+                 r.time.mfu * 100);
     }
+    if (quantized)
+        o << "* qwZ/qgZ change results: quantized weights (int8) and gradients (qgZ's bits), ranked here by "
+             "speed alone; check the loss against an unquantized row before trading accuracy for it\n";
+    else if (in.allow_quantized)
+        o << "(--allow-quantized: qwZ and qgZ were tried; none is among these)\n";
     return o.str();
 }
 
@@ -209,6 +242,13 @@ nlohmann::json plan_json(const PlanResult& r) {
                    {"dp_rep", r.mesh.dp_rep},
                    {"sequence_parallel", l.sequence_parallel && r.mesh.tp > 1},
                    {"zero", l.zero},
+                   {"hpz", l.hpz},
+                   {"qwz", l.qwz},
+                   {"qgz", l.qgz},
+                   {"qgz_node", l.qgz_node},
+                   {"qgz_bits", in.qgz_bits},
+                   {"quant_block", in.quant_block},
+                   {"quantized", l.qwz || l.qgz},
                    {"schedule", schedule_name(l.schedule)},
                    {"pp_virtual", l.pp_virtual},
                    {"recompute", recompute_name(l.recompute)},
@@ -260,6 +300,7 @@ nlohmann::json search_json(const SearchInput& in, const std::vector<PlanResult>&
     j["constraints"] = {{"gpus", in.base.gpus}, {"max_gbs", in.max_gbs}, {"gbs", in.base.gbs},
                         {"memory_bytes", in.base.hw.memory}};
     j["stats"] = {{"evaluated", stats.evaluated}, {"fitting", stats.fitting}, {"seconds", stats.seconds}};
+    j["constraints"]["allow_quantized"] = in.allow_quantized;
     nlohmann::json rs = nlohmann::json::array();
     for (const PlanResult& r : best) rs.push_back(plan_json(r));
     j["results"] = rs;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "plan/zeropp.h"
 
 namespace ss {
 
@@ -19,6 +20,31 @@ std::vector<int> choices(int held, int n, int world) {
     for (int d : divisors(n))
         if (world % d == 0) v.push_back(d);
     return v;
+}
+
+// One choice of ZeRO++ for a layout (plan/zeropp.h).
+struct ZeroPP {
+    int hpz = 0;
+    bool qwz = false, qgz = false;
+};
+
+// The ZeRO++ choices for ZeRO stage @p zero over a shard group of @p n ranks, TP @p tp,
+// nodes of @p node GPUs: hpZ with K = the group's members in a node (ZeRO-3, when the
+// group spans nodes); qwZ (ZeRO-3) and qgZ (ZeRO-2/3) only when @p quantized.
+std::vector<ZeroPP> zeropp_choices(int zero, int n, int tp, int node, bool quantized) {
+    std::vector<int> hpz{0};
+    const int k = node % tp == 0 ? node / tp : 0;
+    if (zero == 3 && k >= 2 && k < n && n % k == 0) hpz.push_back(k);
+    std::vector<ZeroPP> out;
+    for (int h : hpz)
+        for (bool qwz : {false, true})
+            for (bool qgz : {false, true}) {
+                if ((qwz || qgz) && !quantized) continue;
+                if (qwz && zero != 3) continue;
+                if (qgz && (zero < 2 || n < 2 || n % qgz_node_size(h, node, n) != 0)) continue;
+                out.push_back({h, qwz, qgz});
+            }
+    return out;
 }
 
 struct Best {
@@ -38,6 +64,10 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
     const int world = base.gpus, T = base.seq();
     SS_CHECK(world >= 1, "--gpus must be at least 1 (got " << world << ")");
     const int node = base.gpus_per_node > 0 ? base.gpus_per_node : base.hw.gpus_per_node;
+    SS_CHECK(!s.allow_quantized || base.qgz_bits == 4 || base.qgz_bits == 8,
+             "--qgz-bits " << base.qgz_bits << " is not a choice; choose 4 (ZeRO++'s int4) or 8");
+    SS_CHECK(!s.allow_quantized || (base.quant_block >= 1 && base.quant_block <= (1 << 20)),
+             "--quant-block " << base.quant_block << " must lie in [1, 1048576] elements per fp32 scale");
     std::vector<int> mbs_list = s.mbs.empty() ? std::vector<int>{base.mbs} : s.mbs;
     SearchStats st;
     Best best;
@@ -89,6 +119,8 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                             if (zero == 0 && rep > 1 && s.dp_rep == 0) continue;  // DDP all-reduces over all of DP anyway
                             if (dp % rep != 0) continue;
                             MeshShape mesh{pp, rep, dp / rep, sp, tp};
+                            const int shard_n = dp / rep * sp;
+                            const std::vector<ZeroPP> zpp = zeropp_choices(zero, shard_n, tp, node, s.allow_quantized);
                             for (int mbs : mbs_list) {
                                 // GA: exactly the target GBS; or the largest power of two under the cap
                                 // (more micro-batches amortise the step's fixed costs and shrink the
@@ -123,10 +155,17 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                                     auto keep = [&](std::optional<Recompute> r) {
                                         without_recompute |= r && *r == Recompute::none;
                                     };
-                                    if (pp == 1) {
-                                        keep(consider(in, mesh, gbs));
-                                    } else {
+                                    for (const ZeroPP& z : zpp) {
+                                        l.hpz = z.hpz;
+                                        l.qwz = z.qwz;
+                                        l.qgz = z.qgz;
+                                        l.qgz_node = z.qgz ? qgz_node_size(z.hpz, node, shard_n) : 0;
+                                        if (pp == 1) {
+                                            keep(consider(in, mesh, gbs));
+                                            continue;
+                                        }
                                         l.schedule = Schedule::one_f_one_b;
+                                        l.pp_virtual = 1;
                                         keep(consider(in, mesh, gbs));
                                         for (int v : {2, 4}) {
                                             if (m.L % (pp * v) != 0 || ga % pp != 0) continue;

@@ -14,6 +14,14 @@
 // (more micro-batches amortise the step's fixed traffic and shrink the
 // bubble); a smaller GA is tried only while the larger one needs recompute.
 //
+// ZeRO++ (Wang et al. 2023, plan/zeropp.h): every ZeRO-3 layout whose shard group
+// spans more than a node is tried with hpZ too, K = the shard group's members in one
+// node (GPUs per node / TP); hpZ is exact (ZeRO-3's bits) and costs 1/K of the
+// parameters. qwZ (ZeRO-3) and qgZ (ZeRO-2/3) change the results (quantized weights
+// and gradients), so they are tried only with allow_quantized (`--allow-quantized`),
+// and every result that uses them says so: a faster lossy layout is not the same
+// layout, and the ranking by tokens/s alone does not know what it costs in accuracy.
+//
 // Dominated choices are not evaluated: Megatron's sequence parallelism is
 // always on with TP > 1 (same traffic as plain TP, less memory), GPipe never
 // beats 1F1B (same bubble, more memory) and more recompute is only tried when
@@ -38,6 +46,7 @@ struct SearchInput {
     int zero = -1;              ///< hold the ZeRO stage (-1: search 0-3)
     int dp_rep = 0;             ///< hold the replicas (0: search)
     bool tp_across_nodes = false;  ///< allow TP groups larger than a node
+    bool allow_quantized = false;  ///< also try ZeRO++'s qwZ and qgZ, which change results (off: exact layouts only)
     int top = 10;               ///< how many results to return (0: all that fit)
 };
 

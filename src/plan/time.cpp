@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/overlap.h"
+#include "plan/zeropp.h"
 
 namespace ss {
 
@@ -35,10 +36,12 @@ struct StageTime {
 };
 
 // The data-parallel and ZeRO collectives the replay takes over (plan_comm's "dp",
-// "dp+sp", "dp_shard", "dp_shard+sp" and hpZ's "hpz" calls of parameters and gradients).
+// "dp+sp", "dp_shard", "dp_shard+sp" and ZeRO++'s "hpz", "qgz_node", "qgz_cross" calls of
+// parameters and gradients).
 bool replayed_call(const CommCall& c) {
     return (c.payload == Payload::grad || c.payload == Payload::param) &&
-           ((c.axis.rfind("dp", 0) == 0 && c.axis.rfind("dp_rep", 0) != 0) || c.axis == "hpz");
+           ((c.axis.rfind("dp", 0) == 0 && c.axis.rfind("dp_rep", 0) != 0) || c.axis == "hpz" ||
+            c.axis.rfind("qgz_", 0) == 0);
 }
 
 // The step of a rank holding the whole model, unit by unit, for the replay
@@ -55,8 +58,13 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
     const int k = l.hpz > 0 ? l.hpz : n;  // ZeRO-3's backward gathers: over the shard group, or hpZ's K
     const Link bwd_link = axis_in_node(t, k, gpn) ? in.hw.intra : in.hw.inter;
     const Link dp_link = axis_in_node(t, all, gpn) ? in.hw.intra : in.hw.inter;
+    // qgZ's hops (zeropp.h): K consecutive members of the shard group, then every K-th.
+    const int qk = l.qgz && l.qgz_node > 0 ? l.qgz_node : n, qm = n / qk;
+    const Link node_link = axis_in_node(t, qk, gpn) ? in.hw.intra : in.hw.inter;
+    const Link cross_link = axis_in_node(t * qk, qm, gpn) ? in.hw.intra : in.hw.inter;
     DpStep s;
     s.zero = l.zero;
+    s.blocking_reduce = l.qgz;
     s.ga = gbs.ga;
     s.overlap = in.overlap;
     s.prefetch = in.prefetch;
@@ -68,9 +76,18 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
         w.fwd = block ? layer_fwd : head ? head_fwd : 0;
         w.bwd = block ? layer_bwd : head ? head_bwd : 0;
         const int64_t bytes = int64_t(n) * ((slice.units[u] + n - 1) / n) * es;  // padded to n chunks
-        w.gather = collective_seconds("all_gather", bytes, 1, n, shard_link);
-        w.gather_bwd = collective_seconds("all_gather", bytes, 1, k, bwd_link);
-        w.reduce = collective_seconds("reduce_scatter", bytes, 1, n, shard_link);
+        // ZeRO-1/2's step gathers stay full precision; ZeRO-3's from the primary partition may be qwZ's int8.
+        const int64_t gathered = l.qwz ? qwz_gather_bytes(slice.units[u], n, in.quant_block) : bytes;
+        w.gather = collective_seconds("all_gather", gathered, 1, n, shard_link);
+        w.gather_bwd = l.hpz > 0 ? collective_seconds("all_gather", bytes, 1, k, bwd_link) : w.gather;
+        if (l.qgz) {
+            const QgzHops h = qgz_hops(slice.units[u], n, qk, in.qgz_bits, in.quant_block);
+            w.reduce = qk == n ? collective_seconds("all_to_all", h.node_bytes, 1, n, shard_link)
+                               : collective_seconds("all_to_all", h.node_bytes, 1, qk, node_link) +
+                                     collective_seconds("all_to_all", h.cross_bytes, 1, qm, cross_link);
+        } else {
+            w.reduce = collective_seconds("reduce_scatter", bytes, 1, n, shard_link);
+        }
     }
     if (l.zero == 0) {
         // DDP's buckets (parallel/data_parallel.cpp make_grad_buckets): filled from the end of

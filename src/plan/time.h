@@ -26,11 +26,12 @@
 // A rank holding the whole model (pp = 1) replays its step unit by unit with
 // the engine's rules (plan/overlap.h: DDP buckets in the last backward, ZeRO-1/2
 // gathers under the next forward, ZeRO-3's prefetch depth and reduce-scatters,
-// one queue per group); what the rank waits for is added. A pipeline stage
-// keeps the aggregate rule: ZeRO-2/3's per-unit traffic under each
-// micro-batch's forward or backward, gradient buckets (DDP, ZeRO-1, replicas)
-// under the last backward, ZeRO-1/2's parameter all-gather under the next
-// forward, only what exceeds that compute added. Then the traffic nothing
+// one queue per group; ZeRO++ qgZ's all-to-alls blocking, as the engine runs
+// them); what the rank waits for is added. A pipeline stage keeps the
+// aggregate rule: ZeRO-2/3's per-unit traffic under each micro-batch's forward
+// or backward (qgZ's on the critical path), gradient buckets (DDP, ZeRO-1,
+// replicas) under the last backward, ZeRO-1/2's parameter all-gather under the
+// next forward, only what exceeds that compute added. Then the traffic nothing
 // hides and the optimizer (memory-bound: ~30 bytes per parameter it updates).
 // MFU = model FLOPs (no recompute) / (step time x GPUs x peak) (Chowdhery et al. 2022, app. B).
 #pragma once

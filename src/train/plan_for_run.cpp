@@ -32,6 +32,12 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.layout.dp_rep = o.dp_rep;
     in.layout.zero = o.zero;
     in.layout.hpz = o.hpz;
+    in.layout.qwz = o.qwz;
+    in.layout.qgz = o.qgz;
+    // qgZ's node exactly as the engine picks it (--hpz, else --gpus-per-node, else the shard group).
+    if (o.qgz) in.layout.qgz_node = qgz_node_size(o, fill_dp(o.ranks, MeshShape{o.pp, o.dp_rep, o.dp_shard, o.sp, o.tp}));
+    in.quant_block = o.quant_block;
+    in.qgz_bits = o.qgz_bits;
     in.layout.pp = o.pp;
     in.layout.schedule = o.schedule;
     in.layout.pp_virtual = o.pp_virtual;
