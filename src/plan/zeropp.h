@@ -45,7 +45,7 @@ struct QgzHops {
 /// @p bits per gradient element in blocks of @p block.
 QgzHops qgz_hops(int64_t unit, int n, int k, int bits, int block);
 
-/// qgZ's node as the engine picks it (train/options.h, qgz_node_size): hpZ's K if
+/// qgZ's node, the one rule for the engine (train/options.h) and the planner: hpZ's K if
 /// @p hpz > 0, else @p gpus_per_node if it is smaller than the shard group of @p n, else n.
 int qgz_node_size(int hpz, int gpus_per_node, int n);
 

@@ -10,6 +10,7 @@
 #include "core/names.h"
 #include "kernels/cpu/matmul_rate.h"
 #include "parallel/pipeline.h"
+#include "plan/zeropp.h"
 #include "train/run_files.h"
 
 namespace ss {
@@ -225,10 +226,7 @@ void check_files(const TrainOptions& o) {
 }  // namespace
 
 int qgz_node_size(const TrainOptions& o, const MeshShape& m) {
-    const int n = m.dp_shard * m.sp;
-    if (o.hpz > 0) return o.hpz;
-    if (o.gpus_per_node > 0 && o.gpus_per_node < n) return o.gpus_per_node;
-    return n;
+    return qgz_node_size(o.hpz, o.gpus_per_node, m.dp_shard * m.sp);  // the planner's rule is the engine's (plan/zeropp.h)
 }
 
 EmulatedLinks resolve_links(const TrainOptions& o, int world) {
