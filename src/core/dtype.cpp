@@ -17,6 +17,9 @@ const char* dtype_name(DType dt) {
 DType parse_dtype(const std::string& s) {
     if (s == "fp32" || s == "f32" || s == "float32") return DType::f32;
     if (s == "bf16" || s == "bfloat16") return DType::bf16;
+    if (s == "fp16" || s == "f16" || s == "float16" || s == "half")
+        SS_FAIL("unknown dtype '" << s << "'; use fp32 or bf16 (fp16 needs loss scaling, which ShardScope does not "
+                                  << "implement; bf16 does not: tutorials/14-mixed-precision.md)");
     SS_FAIL("unknown dtype '" << s << "'; use fp32 or bf16");
 }
 
