@@ -12,9 +12,14 @@
 // Quoted lines must appear in the command's output in the order quoted. A
 // command meant to fail (a chapter on errors) says so with its exit status.
 #include <catch2/catch.hpp>
-#include <cstdio>
+
 #include <dirent.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,7 +75,8 @@ std::vector<std::string> tutorial_files() {
     if (DIR* d = opendir(dir.c_str())) {
         while (dirent* e = readdir(d)) {
             std::string n = e->d_name;
-            if (n.size() > 3 && n.substr(n.size() - 3) == ".md") names.push_back(n);
+            // The chapters; README.md is the index (its own test below).
+            if (n.size() > 3 && n.substr(n.size() - 3) == ".md" && n != "README.md") names.push_back(n);
         }
         closedir(d);
     }
@@ -125,5 +131,84 @@ TEST_CASE("every chapter links to the next one, and the last back to the first",
         const size_t at = text.str().rfind(lead);
         REQUIRE(at != std::string::npos);
         CHECK(text.str().find(target, at) != std::string::npos);
+    }
+}
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+}
+
+// A heading's anchor as GitHub makes it: lower case; letters, digits, spaces,
+// '-' and '_' kept (anything else, "—" or "'" or "?", dropped); spaces to '-'.
+std::string anchor_of(const std::string& heading) {
+    std::string a;
+    for (unsigned char c : heading) {
+        if (std::isalnum(c) || c == '-' || c == '_') a += char(std::tolower(c));
+        else if (c == ' ') a += '-';
+    }
+    return a;
+}
+
+std::set<std::string> anchors_in(const std::string& text) {
+    std::set<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    bool fenced = false;
+    while (std::getline(in, line)) {
+        if (line.rfind("```", 0) == 0) fenced = !fenced;
+        if (fenced || line.empty() || line[0] != '#') continue;
+        const size_t text_at = line.find_first_not_of('#');
+        if (text_at != std::string::npos && text_at < line.size() && line[text_at] == ' ')
+            out.insert(anchor_of(line.substr(text_at + 1)));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("no dead link: every relative link in the chapters and the index reaches a file, and its #anchor a heading",
+          "[tutorials]") {
+    std::vector<std::string> files = tutorial_files();
+    files.push_back("README.md");
+    const std::string dir = std::string(SS_SOURCE_DIR) + "/tutorials/";
+    int links = 0;
+    for (const std::string& name : files) {
+        const std::string text = read_file(dir + name);
+        for (size_t at = text.find("]("); at != std::string::npos; at = text.find("](", at + 2)) {
+            const size_t end = text.find(')', at);
+            REQUIRE(end != std::string::npos);
+            const std::string target = text.substr(at + 2, end - at - 2);
+            if (target.rfind("http", 0) == 0 || target.find(' ') != std::string::npos) continue;
+            const size_t hash = target.find('#');
+            const std::string path = target.substr(0, hash), anchor = hash == std::string::npos ? "" : target.substr(hash + 1);
+            const std::string full = path.empty() ? dir + name : dir + path;
+            INFO(name << " links to " << target);
+            const bool exists = std::ifstream(full).good();
+            CHECK(exists);
+            if (exists && !anchor.empty()) CHECK(anchors_in(read_file(full)).count(anchor) == 1);
+            ++links;
+        }
+    }
+    CHECK(links > 50);
+}
+
+TEST_CASE("the index links every chapter; every chapter says what you will learn and run", "[tutorials]") {
+    const std::string dir = std::string(SS_SOURCE_DIR) + "/tutorials/";
+    const std::string index = read_file(dir + "README.md");
+    for (const std::string& name : tutorial_files()) {
+        INFO(name);
+        CHECK(index.find("](" + name + ")") != std::string::npos);
+        // Within the chapter's first 40 lines: "You will learn" and "You will run" (any case).
+        std::istringstream in(read_file(dir + name));
+        std::string head, line;
+        for (int i = 0; i < 40 && std::getline(in, line); ++i) head += line + "\n";
+        std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        CHECK(head.find("you will learn") != std::string::npos);
+        CHECK(head.find("you will run") != std::string::npos);
     }
 }
