@@ -7,6 +7,8 @@ namespace ss {
 namespace app {}
 /// The CPU kernels: the math of GPT-2, forward and backward (kernels/cpu).
 namespace cpu {}
+/// The pictures `shardscope diagram` draws from the engine's own data, and their SVG writer (src/diagram).
+namespace diagram {}
 /// The CUDA twins of the CPU kernels and the cuBLAS matmul (kernels/cuda).
 namespace cuda {}
 /// The MPI side of the mpi and nccl backends (src/comm/mpi/mpi_detail.h, mpi_session.h).

@@ -24,6 +24,7 @@ void add_commands(CLI::App& root) {
     add_plan_command(root);
     add_schedule_command(root);
     add_checkpoint_command(root);
+    add_diagram_command(root);
 }
 
 int run_command_line(int argc, const char* const* argv) {

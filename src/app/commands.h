@@ -25,5 +25,7 @@ void add_plan_command(CLI::App& root);
 void add_schedule_command(CLI::App& root);
 /// `shardscope checkpoint consolidate|show`: one HF file from a sharded checkpoint, or its manifest (checkpoint_cmd.cpp).
 void add_checkpoint_command(CLI::App& root);
+/// `shardscope diagram KIND --out FILE.svg`: a picture of a mechanism, drawn from the engine's data (diagram_cmd.cpp).
+void add_diagram_command(CLI::App& root);
 
 }  // namespace ss::app
