@@ -25,15 +25,19 @@ std::string read_all(const std::string& path) {
 
 // The committed pictures and the lines that draw them (the same as scripts/diagrams).
 struct Picture {
-    const char* file;
-    const char* args;
+    std::string file;
+    std::string args;
 };
+// The loss curves of tutorials/14 are drawn from the two reports committed beside them.
+const std::string kImg = std::string(SS_SOURCE_DIR) + "/docs/img/";
 const Picture kPictures[] = {
     {"zero-stages.svg", "diagram zero --model tiny --ranks 4"},
     {"hpz-partitions.svg", "diagram hpz --model tiny --ranks 8 --hpz 4"},
     {"tp-mlp.svg", "diagram tp --model tiny --tp 2"},
     {"ulysses-all-to-all.svg", "diagram ulysses --model tiny --sp 2 --tokens 8"},
     {"pipeline-1f1b.svg", "diagram 1f1b --pp 4 --ga 8 --schedule 1f1b"},
+    {"precision-losses.svg", "diagram losses --run fp32=" + kImg + "precision-losses-fp32.json --run bf16=" + kImg +
+                                 "precision-losses-bf16.json"},
 };
 
 }  // namespace

@@ -9,8 +9,8 @@
 //
 // Primary: make_shard_plan over all N (parallel/shard_plan.h). Secondary: the group
 // is hpz_group (parallel/zero.h), K consecutive members; a rank keeps slice
-// (its index in the group) of K slices, each N/K chunks (parallel/zero3.cpp,
-// secondary_group). Forward gathers over N and keeps the slice; backward gathers
+// (its index in the group) of K slices, each N/K chunks (parallel/zero.h,
+// hpz_secondary_plan). Forward gathers over N and keeps the slice; backward gathers
 // over the K of the group only, so the second gather never leaves the node.
 #include "core/check.h"
 #include "diagram/diagram.h"
@@ -52,7 +52,7 @@ Svg draw_hpz_partitions(const GPT2Config& cfg, int ranks, int k) {
         const ShardPlan plan = make_shard_plan(units, ranks, r);
         const Group g = hpz_group(shard, r, k);
         const int gi = g.index_of(r), group_no = r / k;  // K consecutive members: group r / K
-        const int64_t c = plan.units[u].chunk, slice = c * (ranks / k);
+        const int64_t c = plan.units[u].chunk, slice = hpz_secondary_plan(plan, k).units[u].chunk;
         const int y = kTop + kRowH * r;
         s.text(10, y + 15, "rank " + std::to_string(r), Anchor::start, 12, "#222222", true);
         for (int i = 0; i < ranks; ++i) {
@@ -81,7 +81,7 @@ Svg draw_hpz_partitions(const GPT2Config& cfg, int ranks, int k) {
                             std::to_string(ranks / k) + "x its primary chunk",
            Anchor::start, 11, "#555555");
     s.text(10, yb + 56, "primary (parallel/shard_plan.h make_shard_plan), group (parallel/zero.h hpz_group), "
-                        "secondary slice (parallel/zero3.cpp secondary_group)",
+                        "secondary slice (parallel/zero.h hpz_secondary_plan)",
            Anchor::start, 11, "#555555");
     s.text(10, yb + 74, "drawn by: shardscope diagram hpz --model " + cfg.name + " --ranks " + std::to_string(ranks) +
                             " --hpz " + std::to_string(k),

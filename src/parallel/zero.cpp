@@ -44,6 +44,21 @@ Group hpz_group(const Group& shard, int me, int k) {
     return Group{"hpz", std::vector<int>(first, first + k)};
 }
 
+ShardPlan hpz_secondary_plan(const ShardPlan& primary, int k) {
+    SS_CHECK(k >= 1 && primary.n % k == 0, "hpz_secondary_plan: K = " << k << " does not divide N = " << primary.n);
+    ShardPlan p = primary;
+    p.n = k;
+    p.index = primary.index % k;
+    int64_t local = 0;
+    for (ShardPlan::UnitShard& us : p.units) {
+        us.chunk *= primary.n / k;
+        us.local = local;
+        local += us.chunk;
+    }
+    p.shard_size = local;
+    return p;
+}
+
 ZeroModel::ZeroModel(const GPT2Config& cfg, DType storage, const ZeroConfig& zc, Comm& comm, Group dp_group,
                      Group shard_group, Group rep_group, Ledger& ledger, const cpu::AdamWParams& hp,
                      TensorParallelComm* tp, SequenceParallel* sp, const ModelPart& part, Recompute recompute)

@@ -80,6 +80,11 @@ struct ZeroConfig {
 /// node), on the axis "hpz".
 Group hpz_group(const Group& shard, int me, int k);
 
+/// hpZ's secondary partition, seen by the member of @p primary (ZeRO-3's plan over N)
+/// whose index it holds: each padded unit in K slices of N/K primary chunks, slice
+/// (index mod K) to this member. The K slices put back the same padded unit (zero3.cpp).
+ShardPlan hpz_secondary_plan(const ShardPlan& primary, int k);
+
 /// A data-parallel strategy: where the passes get each unit's parameters and
 /// put its gradients (UnitHooks), and the step. The defaults are the passes over
 /// whole parameters and whole gradients, as DDP and ZeRO-1 run them.

@@ -170,18 +170,8 @@ private:
 
     // hpZ: the group of K and its partition of each padded unit into K slices of N/K chunks.
     ShardGroup secondary_group(int k) const {
-        const int n = s.shard.plan.n, me = s.comm.rank();
-        ShardGroup g{s.comm, hpz_group(s.shard.group, me, k), s.shard.plan, s.ledger};
-        g.plan.n = k;
-        g.plan.index = s.shard.plan.index % k;
-        int64_t local = 0;
-        for (ShardPlan::UnitShard& us : g.plan.units) {
-            us.chunk *= n / k;
-            us.local = local;
-            local += us.chunk;
-        }
-        g.plan.shard_size = local;
-        return g;
+        return ShardGroup{s.comm, hpz_group(s.shard.group, s.comm.rank(), k), hpz_secondary_plan(s.shard.plan, k),
+                          s.ledger};
     }
     // hpZ: unit u's backward gathers it from the secondary partition.
     bool from_secondary(int u, bool backward) const { return backward && node_ && secondary_.count(u); }
