@@ -170,6 +170,7 @@ void add_bench_command(CLI::App& root) {
     add_bench_layouts_command(*cmd);
     add_bench_calibrate_command(*cmd);
     add_bench_plan_command(*cmd);
+    add_bench_validate_command(*cmd);
     add_bench_pipeline_command(*cmd);
     add_bench_overlap_command(*cmd);
     add_bench_gpu_command(*cmd);

@@ -8,6 +8,7 @@
 //   shardscope bench calibrate  this machine for `plan --hw cpu-local`    bench_calibrate.cpp
 //                             (also `shardscope bench --calibrate`)
 //   shardscope bench plan     planner speed; predicted vs measured steps  bench_plan.cpp
+//   shardscope bench validate the planner vs published cluster runs      bench_validate.cpp
 //   shardscope bench pipeline PP 1 vs PP 2, 4 per schedule; the bubble    bench_pipeline.cpp
 //   shardscope bench overlap  exposed communication on emulated links,   bench_overlap.cpp
 //                             overlap on and off, beside the planner
@@ -105,6 +106,8 @@ void add_bench_layouts_command(CLI::App& bench);
 void add_bench_calibrate_command(CLI::App& bench);
 /// Adds `plan` under @p bench: search time and predicted vs measured step times (bench_plan.cpp).
 void add_bench_plan_command(CLI::App& bench);
+/// Adds `validate` under @p bench: the planner beside published cluster measurements (bench_validate.cpp).
+void add_bench_validate_command(CLI::App& bench);
 /// Adds `pipeline` under @p bench: PP 1 beside PP 2 and 4 per schedule, the bubble (bench_pipeline.cpp).
 void add_bench_pipeline_command(CLI::App& bench);
 
