@@ -13,6 +13,7 @@
 #include "comm/trace/trace.h"
 #include "core/check.h"
 #include "same_bits.h"
+#include "tiny_zero3.h"
 #include "train/train.h"
 
 using namespace ss;
@@ -21,16 +22,7 @@ namespace {
 
 std::string out_path(const std::string& name) { return std::string(SS_BINARY_DIR) + "/test_hpz_" + name; }
 
-TrainOptions zero3(int ranks) {
-    TrainOptions o;
-    o.model = model_preset("tiny");
-    o.ranks = ranks;
-    o.mbs = 2;
-    o.steps = 3;
-    o.zero = 3;
-    o.quiet = true;
-    return o;
-}
+TrainOptions zero3(int ranks) { return test::tiny_zero3(ranks); }
 
 // Runs @p o without and with --hpz @p k and requires the same bits (same_bits.h).
 void require_zero3_bits(TrainOptions o, int k, const std::string& what) {

@@ -22,6 +22,7 @@
 #include "kernels/cpu/quantize.h"
 #include "parallel/zeropp.h"
 #include "same_bits.h"
+#include "tiny_zero3.h"
 #include "train/train.h"
 
 using namespace ss;
@@ -47,16 +48,7 @@ std::vector<Unit> units_of(std::vector<int64_t> sizes) {
     return u;
 }
 
-TrainOptions zero3(int ranks) {
-    TrainOptions o;
-    o.model = model_preset("tiny");
-    o.ranks = ranks;
-    o.mbs = 2;
-    o.steps = 3;
-    o.zero = 3;
-    o.quiet = true;
-    return o;
-}
+TrainOptions zero3(int ranks) { return test::tiny_zero3(ranks); }
 
 }  // namespace
 

@@ -42,31 +42,12 @@ std::string join(const std::vector<int>& v) {
 }
 
 // ZeRO++'s quantized collectives: which stages they change, qgZ's node, the wire format.
-// The engine's rules (train/options.cpp, check_zeropp), in `shardscope plan`'s flags.
+// The engine's rules (plan/zeropp.h, check_zeropp_flags), for `shardscope plan`'s flags.
 void check_zeropp(PlanInput& in, int shard_n) {
     PlanLayout& l = in.layout;
-    if (l.qwz)
-        SS_CHECK(l.zero == 3, "--qwz quantizes ZeRO-3's parameter all-gathers, and --zero " << l.zero << " gathers "
-                              << "no parameters in forward; give --zero 3 too");
-    if (l.qgz) {
-        SS_CHECK(l.zero == 2 || l.zero == 3,
-                 "--qgz replaces the gradient reduce-scatter of ZeRO-2 and ZeRO-3, and --zero "
-                     << l.zero << (l.zero == 0 ? " all-reduces" : " all-reduces (ZeRO-1 keeps whole gradients)")
-                     << " gradients instead; give --zero 2 or --zero 3");
-        SS_CHECK(shard_n > 1, "--qgz averages gradients over the ZeRO shard group, and this layout's has 1 rank; "
-                              "give --dp-shard 2 or more");
-        if (l.qgz_node <= 0) l.qgz_node = qgz_node_size(l.hpz, in.gpus_per_node, shard_n);
-        SS_CHECK(l.qgz_node <= shard_n && shard_n % l.qgz_node == 0,
-                 "--qgz's node of " << l.qgz_node << " ranks (--hpz, else --gpus-per-node) must divide the ZeRO "
-                                    << "shard group of " << shard_n << " ranks (dp_shard x sp); choose "
-                                    << "--gpus-per-node to divide it");
-    } else {
-        l.qgz_node = 0;
-    }
-    SS_CHECK(in.qgz_bits == 4 || in.qgz_bits == 8,
-             "--qgz-bits " << in.qgz_bits << " is not a choice; choose 4 (ZeRO++'s int4) or 8");
-    SS_CHECK(in.quant_block >= 1 && in.quant_block <= (1 << 20),
-             "--quant-block " << in.quant_block << " must lie in [1, 1048576] elements per fp32 scale");
+    if (l.qgz && l.qgz_node <= 0) l.qgz_node = qgz_node_size(l.hpz, in.gpus_per_node, shard_n);
+    if (!l.qgz) l.qgz_node = 0;
+    check_zeropp_flags(l.zero, l.qwz, l.qgz, shard_n, l.qgz_node, in.qgz_bits, in.quant_block);
 }
 
 // Valid (tp, pp, sp) triples closest to the one asked for (distance in factors of two).

@@ -1,6 +1,8 @@
 // zeropp.cpp — the planner's ZeRO++ byte counts (the formulas: zeropp.h).
 #include "plan/zeropp.h"
 
+#include "core/check.h"
+
 #include "kernels/cpu/quantize.h"
 
 namespace ss {
@@ -36,6 +38,27 @@ int qgz_node_size(int hpz, int gpus_per_node, int n) {
     if (hpz > 0) return hpz;
     if (gpus_per_node > 0 && gpus_per_node < n) return gpus_per_node;
     return n;
+}
+
+void check_zeropp_flags(int zero, bool qwz, bool qgz, int shard_n, int qgz_node, int qgz_bits, int quant_block) {
+    if (qwz)
+        SS_CHECK(zero == 3, "--qwz quantizes ZeRO-3's parameter all-gathers, and --zero " << zero << " gathers "
+                            << "no parameters in forward; give --zero 3 too");
+    if (qgz) {
+        SS_CHECK(zero == 2 || zero == 3,
+                 "--qgz replaces the gradient reduce-scatter of ZeRO-2 and ZeRO-3, and --zero "
+                     << zero << (zero == 0 ? " all-reduces" : " all-reduces (ZeRO-1 keeps whole gradients)")
+                     << " gradients instead; give --zero 2 or --zero 3");
+        SS_CHECK(shard_n > 1, "--qgz averages gradients over the ZeRO shard group, and this layout's has 1 rank; "
+                              "give --dp-shard 2 or more");
+        SS_CHECK(qgz_node >= 1 && qgz_node <= shard_n && shard_n % qgz_node == 0,
+                 "--qgz's node of " << qgz_node << " ranks (--hpz, else --gpus-per-node) must divide the ZeRO "
+                                    << "shard group of " << shard_n << " ranks (dp_shard x sp); choose "
+                                    << "--gpus-per-node to divide it");
+    }
+    SS_CHECK(qgz_bits == 4 || qgz_bits == 8, "--qgz-bits " << qgz_bits << " is not a choice; choose 4 (ZeRO++'s int4) or 8");
+    SS_CHECK(quant_block >= 1 && quant_block <= (1 << 20),
+             "--quant-block " << quant_block << " must lie in [1, 1048576] elements per fp32 scale");
 }
 
 std::string zeropp_name(const PlanLayout& l, int qgz_bits) {

@@ -49,6 +49,12 @@ QgzHops qgz_hops(int64_t unit, int n, int k, int bits, int block);
 /// @p hpz > 0, else @p gpus_per_node if it is smaller than the shard group of @p n, else n.
 int qgz_node_size(int hpz, int gpus_per_node, int n);
 
+/// The checks of ZeRO++'s flags, one set for `train` (train/options.cpp) and `plan`
+/// (plan/plan.cpp): qwZ needs ZeRO-3; qgZ needs ZeRO-2 or 3, a shard group of
+/// @p shard_n > 1 and a node of @p qgz_node members dividing it; 4 or 8 bits; a block
+/// in [1, 2^20]. Throws ss::Error saying what to change.
+void check_zeropp_flags(int zero, bool qwz, bool qgz, int shard_n, int qgz_node, int qgz_bits, int quant_block);
+
 /// "hpZ 8, qwZ, qgZ int4" or "" when @p l uses none of ZeRO++.
 std::string zeropp_name(const PlanLayout& l, int qgz_bits);
 

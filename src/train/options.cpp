@@ -141,28 +141,9 @@ void check_hpz(const TrainOptions& o, const MeshShape& m) {
                       << "node (--gpus-per-node)");
 }
 
-// ZeRO++'s quantized collectives (parallel/zeropp.h): which stages they change, and qgZ's node.
+// ZeRO++'s quantized collectives (parallel/zeropp.h): the one set of checks (plan/zeropp.h).
 void check_zeropp(const TrainOptions& o, const MeshShape& m) {
-    const int n = m.dp_shard * m.sp;  // ZeRO's shard group
-    if (o.qwz)
-        SS_CHECK(o.zero == 3, "--qwz quantizes ZeRO-3's parameter all-gathers, and --zero " << o.zero << " gathers "
-                              << "no parameters in forward; give --zero 3 too");
-    if (o.qgz) {
-        SS_CHECK(o.zero == 2 || o.zero == 3,
-                 "--qgz replaces the gradient reduce-scatter of ZeRO-2 and ZeRO-3, and --zero "
-                     << o.zero << (o.zero == 0 ? " all-reduces" : " all-reduces (ZeRO-1 keeps whole gradients)")
-                     << " gradients instead; give --zero 2 or --zero 3");
-        SS_CHECK(n > 1, "--qgz averages gradients over the ZeRO shard group, and this layout's has 1 rank; give "
-                        "--dp-shard 2 or more");
-        const int k = qgz_node_size(o, m);
-        SS_CHECK(n % k == 0, "--qgz's node of " << k << " ranks (--gpus-per-node) must divide the ZeRO shard group of "
-                                                << n << " ranks (dp_shard " << m.dp_shard << " x sp " << m.sp
-                                                << "); choose --gpus-per-node to divide it");
-    }
-    SS_CHECK(o.qgz_bits == 4 || o.qgz_bits == 8,
-             "--qgz-bits " << o.qgz_bits << " is not a choice; choose 4 (ZeRO++'s int4) or 8");
-    SS_CHECK(o.quant_block >= 1 && o.quant_block <= (1 << 20),
-             "--quant-block " << o.quant_block << " must lie in [1, 1048576] elements per fp32 scale");
+    check_zeropp_flags(o.zero, o.qwz, o.qgz, m.dp_shard * m.sp, qgz_node_size(o, m), o.qgz_bits, o.quant_block);
 }
 
 // Data parallelism, ZeRO and the replicas' sync (local SGD, DiLoCo).
