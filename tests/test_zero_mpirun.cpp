@@ -154,3 +154,25 @@ TEST_CASE("hpZ gives ZeRO-3's bits under mpirun -np 4", "[zero][hpz][mpi]") {
     REQUIRE(!bytes[0].empty());
     REQUIRE(bytes[0] == bytes[1]);
 }
+
+// ZeRO++'s quantized collectives under mpirun: qwZ's uint8 gathers and qgZ's node and
+// cross all-to-alls (communicators prepared in train.cpp) move bytes and quantize in
+// the strategy, so the processes give the threads backend's bits exactly.
+TEST_CASE("qwZ + qgZ + hpZ under mpirun -np 4 give the threads backend's bits", "[zero][zeropp][mpi]") {
+    const std::string flags = " --model tiny --mbs 2 --steps 3 --quiet --zero 3 --hpz 2 --qwz --qgz --save ";
+    const std::string mpi_save = out_path("zeropp_mpi.safetensors"), threads_save = out_path("zeropp_threads.safetensors");
+    CliResult r = run_shell(std::string("OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 4 ") +
+                            SS_SHARDSCOPE_EXE + " train --backend mpi" + flags + mpi_save);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CliResult t = run_shell(std::string("OPENBLAS_NUM_THREADS=1 ") + SS_SHARDSCOPE_EXE + " train --ranks 4" + flags +
+                            threads_save);
+    INFO(t.output);
+    REQUIRE(t.code == 0);
+    auto bytes = [](const std::string& path) {
+        std::ifstream f(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    };
+    REQUIRE(!bytes(mpi_save).empty());
+    REQUIRE(bytes(mpi_save) == bytes(threads_save));
+}
