@@ -35,6 +35,7 @@ const Picture kPictures[] = {
     {"hpz-partitions.svg", "diagram hpz --model tiny --ranks 8 --hpz 4"},
     {"tp-mlp.svg", "diagram tp --model tiny --tp 2"},
     {"ulysses-all-to-all.svg", "diagram ulysses --model tiny --sp 2 --tokens 8"},
+    {"ring-attention.svg", "diagram ring --model tiny --sp 4"},
     {"pipeline-1f1b.svg", "diagram 1f1b --pp 4 --ga 8 --schedule 1f1b"},
     {"precision-losses.svg", "diagram losses --run fp32=" + kImg + "precision-losses-fp32.json --run bf16=" + kImg +
                                  "precision-losses-bf16.json"},
@@ -67,6 +68,18 @@ TEST_CASE("a picture is the same bytes every time it is drawn", "[diagram]") {
     CHECK_THAT(read_all(a), Contains("H/sp = 1 heads"));
 }
 
+TEST_CASE("diagram ring draws ring_step's cells: rank r computes r+1 of the sp blocks", "[diagram]") {
+    const std::string a = tmp("ring8.svg");
+    REQUIRE(run_shardscope("diagram ring --sp 8 --out " + a).code == 0);  // 64 tokens, 8 per rank
+    const std::string svg = read_all(a);
+    CHECK_THAT(svg, Contains("sp = 8"));
+    CHECK_THAT(svg, Contains(">1 of 8 block</text>"));   // rank 0: only its own block
+    CHECK_THAT(svg, Contains(">8 of 8 blocks</text>"));  // rank 7: every block
+    CHECK_THAT(svg, Contains("rank 7 sends K7 V7 to rank 0"));
+    REQUIRE(run_shardscope("diagram ring --out " + a).code == 0);  // ring's --sp default is 4
+    CHECK_THAT(read_all(a), Contains("sp = 4"));
+}
+
 TEST_CASE("diagram losses draws each --run's steps with a legend", "[diagram]") {
     const std::string r1 = tmp("run1.json"), r2 = tmp("run2.json"), out = tmp("losses.svg");
     std::ofstream(r1) << R"({"steps": [{"step": 1, "loss": 5.5}, {"step": 2, "loss": 5.1}, {"step": 3, "loss": 4.8}]})";
@@ -88,10 +101,13 @@ TEST_CASE("diagram says what to change for bad input and writes nothing", "[diag
         std::string args, says;
     };
     const Bad bad[] = {
-        {"diagram venn", "choose zero, hpz, tp, ulysses, 1f1b or losses"},
+        {"diagram venn", "choose zero, hpz, tp, ulysses, ring, 1f1b or losses"},
         {"diagram hpz --ranks 8 --hpz 3", "--hpz 3 does not divide --ranks 8"},
         {"diagram ulysses --sp 3", "Ulysses needs sp to divide the heads H = 4"},
         {"diagram ulysses --sp 2 --tokens 7", "choose a multiple of --sp 2"},
+        {"diagram ring --sp 3", "divide T = 64 (model tiny); choose --sp in {2, 4, 8}"},
+        {"diagram ring --sp 1", "draws 2 to 8 ranks"},
+        {"diagram ring --sp 16", "choose --sp in {2, 4, 8}"},
         {"diagram tp --tp 3", "TP=3 does not divide n_head"},
         {"diagram 1f1b --pp 4 --ga 6 --schedule interleaved --pp-virtual 2", "to be a multiple of --pp 4"},
         {"diagram losses", "needs at least one --run"},

@@ -2,7 +2,8 @@
 //
 // A picture is computed, not drawn by hand: the ZeRO chunks are make_shard_plan's,
 // the TP slices make_param_layout's, the Ulysses cells what UlyssesComm's
-// all-to-all really delivers, the pipeline boxes simulate_pipe_lists' ticks.
+// all-to-all really delivers, the ring's steps ring_step's, the pipeline boxes
+// simulate_pipe_lists' ticks.
 // So docs/img/*.svg cannot drift from the code: tests/test_diagram.cpp draws
 // each again and requires the same bytes.
 //
@@ -10,6 +11,7 @@
 //   hpz_diagram.cpp       hpz      ZeRO++ hpZ: the primary and the secondary partition
 //   tp_diagram.cpp        tp       Megatron's MLP: column-parallel W_fc, row-parallel W_proj, f and g
 //   ulysses_diagram.cpp   ulysses  the all-to-all before attention: tokens -> heads
+//   ring_diagram.cpp      ring     ring attention: whose keys each rank holds at each step, and the sends
 //   pipeline_diagram.cpp  1f1b     a pipeline schedule's simulated timeline
 //   losses_diagram.cpp    losses   loss per step of one or more `train --json` reports
 #pragma once
@@ -39,6 +41,11 @@ Svg draw_tp_mlp(const GPT2Config& cfg, int tp);
 /// Ulysses' all-to-all before attention over @p sp ranks for a sequence of @p tokens tokens:
 /// [T/sp tokens, all H heads] -> [all T tokens, H/sp heads], as UlyssesComm moves them.
 Svg draw_ulysses(const GPT2Config& cfg, int sp, int tokens);
+
+/// Ring attention over @p sp ranks for @p cfg's T tokens: a grid of ranks x steps with the
+/// block of keys and values each rank holds and whether it computes it (causal diagonal,
+/// full, skipped), and one step's sends and receives, all from ring_step (parallel/ring_attention.h).
+Svg draw_ring(const GPT2Config& cfg, int sp);
 
 /// @p spec's schedule (make_pipe_schedule) as simulated (forward 1, backward 2 ticks): a
 /// row per rank, a box per forward and backward, and the bubble.

@@ -36,6 +36,26 @@
 
 namespace ss {
 
+/// What a rank does with the block it holds at one step of the ring.
+enum class RingBlock {
+    diagonal,  ///< its own keys: attention is causal within the block
+    full,      ///< an earlier rank's keys: every query sees every key
+    skipped,   ///< a later rank's keys: all masked, nothing computed
+};
+
+/// One rank's step of the ring, in sp ranks (indices into the sp group).
+struct RingStep {
+    int owner;        ///< whose keys and values it holds at this step
+    RingBlock block;  ///< what attention does with them
+    int send_to;      ///< the neighbour it passes them to (the right one)
+    int recv_from;    ///< the neighbour it takes the next block from (the left one)
+};
+
+/// Step @p step (0..sp-1) of sp rank @p sp_rank in a ring of @p sp ranks: rank r holds the
+/// block of rank (r - step) mod sp, computes it if that rank is not ahead of r, and passes
+/// it right. RingAttention runs exactly this, and `shardscope diagram ring` draws it.
+RingStep ring_step(int sp_rank, int step, int sp);
+
 /// Ring attention over an sp group.
 class RingAttention final : public SequenceParallel {
 public:
