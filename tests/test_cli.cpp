@@ -194,6 +194,7 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
         {"bench comm --max-bytes 1e12", "--max-bytes 1e12 is out of range"},
         {"trace summary x.json --rank -2", "--rank -2 is out of range: it must be at least 0"},
         {"trace summary x.json --gpus-per-node 0", "--gpus-per-node 0 is out of range: it must be at least 1"},
+        {"trace summary x.json --top 0", "--top 0 is out of range: it must be at least 1"},
         // 4.6: absurd sizes are refused at once instead of running until killed.
         {"mesh --ranks 2147483647", "--ranks 2147483647 is out of range: it must be in [1, 65536]"},
         {"schedule --pp 100000 --micro 100000", "--pp 100000 is out of range"},

@@ -641,6 +641,44 @@ TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", 
     REQUIRE(table_g.rfind(last) + last.size() == table_g.find("\noverlap\n"));
 }
 
+TEST_CASE("trace summary --top lists the largest calls by bytes, then time, within the filter", "[trace]") {
+    auto ev = [](int rank, int step, const char* op, uint64_t bytes, double dur, int layer) {
+        TraceEvent e = call(rank, step, 10.0 * step, dur);
+        e.name = op;
+        e.bytes = bytes;
+        e.group = {0, 1, 2, 3};
+        e.label.layer = layer;
+        return e;
+    };
+    Trace t;
+    t.events = {ev(0, 1, "all_gather", 800, 5, 0), ev(1, 1, "all_reduce", 4000, 2, -1),
+                ev(2, 2, "all_gather", 800, 9, 1), ev(3, 2, "reduce_scatter", 100, 1, 1)};
+    t.events.push_back(t.events[0]);
+    t.events.back().kind = TraceEvent::Kind::span;  // a compute span is never a call
+    t.events.back().bytes = 1 << 20;
+
+    const std::vector<TraceEvent> top = largest_calls(t, {}, 3);
+    REQUIRE(top.size() == 3);
+    REQUIRE(top[0].name == "all_reduce");  // most bytes
+    REQUIRE(top[1].rank == 2);             // 800 bytes in 9 us before 800 bytes in 5 us
+    REQUIRE(top[2].rank == 0);
+    REQUIRE(largest_calls(t, {}, 10).size() == 4);  // N past the calls: all of them
+    REQUIRE(largest_calls(t, {}, 0).empty());
+    TraceFilter step2;
+    step2.step = 2;
+    const std::vector<TraceEvent> in2 = largest_calls(t, step2, 1);
+    REQUIRE(in2.size() == 1);
+    REQUIRE(in2[0].rank == 2);
+
+    const std::string text = format_largest_calls(top, /*exact=*/true);
+    // moved = bytes x factor: all_reduce 2(n-1)/n = 1.5 at n = 4; the gradient norm's layer is "-".
+    REQUIRE(text.find("all_reduce      dp         param             4000         6000      0.002     1     1     -  [0,1,2,3]\n") !=
+            std::string::npos);
+    REQUIRE(text.find("all_gather      dp         param              800          600      0.009     2     2     1  [0,1,2,3]\n") !=
+            std::string::npos);
+    REQUIRE(format_largest_calls({}).find("no collectives") != std::string::npos);
+}
+
 // Issue 14, 4.8: `trace summary` took what the viewer refused. Both now ask
 // comm/trace/trace_check.h; these are its checks, one by one.
 TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out of bounds", "[trace][check]") {

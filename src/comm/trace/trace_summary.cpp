@@ -1,6 +1,7 @@
 // trace_summary.cpp — the collectives of a trace added up per (axis, op, payload), then the overlap table.
 #include "comm/trace/trace_summary.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -179,6 +180,46 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         "at most comm; hidden = 1 - exposed / comm, the share that ran under compute (Holistic Trace\n"
         "Analysis' comm/compute overlap). async = calls issued before they ran. setup = before step 1.\n"
         "See src/comm/trace/trace_overlap.h.\n";
+    return out;
+}
+
+std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& filter, int n) {
+    std::vector<TraceEvent> calls;
+    for (const TraceEvent& ev : trace.events) {
+        if (ev.kind != TraceEvent::Kind::collective) continue;
+        if (filter.rank >= 0 && ev.rank != filter.rank) continue;
+        if (filter.step >= 0 && event_step(ev) != filter.step) continue;
+        calls.push_back(ev);
+    }
+    auto larger = [](const TraceEvent& a, const TraceEvent& b) {
+        if (a.bytes != b.bytes) return a.bytes > b.bytes;
+        if (call_time_us(a) != call_time_us(b)) return call_time_us(a) > call_time_us(b);
+        return std::tie(a.rank, a.ts_us) < std::tie(b.rank, b.ts_us);
+    };
+    const size_t keep = std::min(calls.size(), size_t(std::max(n, 0)));
+    std::partial_sort(calls.begin(), calls.begin() + keep, calls.end(), larger);
+    calls.resize(keep);
+    return calls;
+}
+
+std::string format_largest_calls(const std::vector<TraceEvent>& calls, bool exact) {
+    auto b = [&](double v) { return exact ? std::to_string((unsigned long long)(v + 0.5)) : bytes_str(v); };
+    auto num = [](int v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
+    std::string out;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-15s %-10s %-9s %12s %12s %10s %5s %5s %5s  %s\n", "op", "axis", "payload",
+                  "bytes", "moved", "time (ms)", "rank", "step", "layer", "group");
+    out += line;
+    for (const TraceEvent& ev : calls) {
+        std::string group;  // last, and unpadded: a group of 64 ranks is long
+        for (int r : ev.group) group += (group.empty() ? "" : ",") + std::to_string(r);
+        std::snprintf(line, sizeof line, "%-15s %-10s %-9s %12s %12s %10.3f %5d %5s %5s  ", ev.name.c_str(),
+                      ev.axis.c_str(), payload_name(ev.label.payload), b(double(ev.bytes)).c_str(),
+                      b(double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()))).c_str(),
+                      call_time_us(ev) / 1e3, ev.rank, num(ev.label.step).c_str(), num(ev.label.layer).c_str());
+        out += line + ("[" + group + "]\n");
+    }
+    if (calls.empty()) out += "no collectives\n";
     return out;
 }
 

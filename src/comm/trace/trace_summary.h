@@ -20,6 +20,9 @@
 // nodes, and a "crosses nodes" table gives per rank and step the moved bytes
 // inside the rank's node and across nodes (the counting rule: trace_nodes.h).
 //
+// With --top N, last, the N largest calls one by one (largest_calls): each a
+// rank's own side of one collective, by bytes, then by time.
+//
 // Then the overlap table (trace_overlap.h): per rank and step, the time in
 // collectives (their union), the part of it the rank was blocked, and the
 // share hidden under compute. A run whose links were emulated (otherData
@@ -93,6 +96,16 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {},
 /// nodes" column and the "crosses nodes" table (trace_nodes.h). The overlap
 /// table follows; the emulated-links line, where the run had one, comes first.
 std::string format_trace_summary(const TraceSummary& summary, const std::string& source, bool exact = false);
+
+/// The @p n largest collectives of @p trace that pass @p filter, one event each
+/// (a rank's own side of a call), by bytes, then by time (gpu_us where
+/// measured, else dur), then by rank and start: what `trace summary --top N` lists.
+std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& filter, int n);
+
+/// @p calls as a table: op, axis, payload, bytes, moved, time, rank, step, layer
+/// ("-" where the call has none, as a step's gradient norm), group (its global
+/// ranks: the rows of one call on several ranks have the same group and step).
+std::string format_largest_calls(const std::vector<TraceEvent>& calls, bool exact = false);
 
 /// "12.3 MiB" (B, KiB, MiB, GiB).
 std::string bytes_str(double bytes);
