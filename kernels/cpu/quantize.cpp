@@ -45,7 +45,7 @@ void quantize_blocks(const float* x, size_t n, int bits, int block, uint8_t* out
     const size_t nb = blocks(n, block);
     const int qm = q_max(bits);
     uint8_t* q = out + nb * 4;
-    if (bits == 4) std::memset(q, 0, (n + 1) / 2);
+    if (bits == 4 && n > 0) std::memset(q, 0, (n + 1) / 2);  // (n = 0: q may be null)
     for (size_t b = 0; b < nb; ++b) {
         const size_t lo = b * size_t(block), hi = std::min(n, lo + size_t(block));
         float amax = 0;
