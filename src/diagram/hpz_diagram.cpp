@@ -41,12 +41,11 @@ Svg draw_hpz_partitions(const GPT2Config& cfg, int ranks, int k) {
            Anchor::start, 15, "#222222", true);
     const int xs = kLeft + kBarW + kGap;
     s.text(kLeft, kTop - 28, "primary partition: params, grads, optimizer", Anchor::start, 12, "#222222", true);
-    s.text(kLeft, kTop - 12, "over all N (a rank owns chunk i)", Anchor::start, 11, "#555555");
+    s.note(kLeft, kTop - 12, "over all N (a rank owns chunk i)");
     s.text(xs, kTop - 28, "secondary partition (hpZ, Mem::hpz)", Anchor::start, 12, "#222222", true);
-    s.text(xs, kTop - 12, "over the group of K: slice = N/K chunks", Anchor::start, 11, "#555555");
-    s.text(10, 48, "forward: all_gather over N -> the whole unit; each rank keeps its slice.   backward: all_gather "
-                   "over the K ranks of its group (one node).   grads: reduce_scatter over N, as ZeRO-3.",
-           Anchor::start, 11, "#555555");
+    s.note(xs, kTop - 12, "over the group of K: slice = N/K chunks");
+    s.note(10, 48, "forward: all_gather over N -> the whole unit; each rank keeps its slice.   backward: all_gather "
+                   "over the K ranks of its group (one node).   grads: reduce_scatter over N, as ZeRO-3.");
 
     for (int r = 0; r < ranks; ++r) {
         const ShardPlan plan = make_shard_plan(units, ranks, r);
@@ -70,22 +69,18 @@ Svg draw_hpz_partitions(const GPT2Config& cfg, int ranks, int k) {
                "group " + grp + ", slice " + std::to_string(gi) + ": " + std::to_string(slice) + " elements",
                Anchor::start, 11);
         if (r == 0)
-            s.text(kLeft, kTop + kRowH * ranks + 14,
+            s.note(kLeft, kTop + kRowH * ranks + 14,
                    "chunk = ceil(P_u / N) = " + std::to_string(c) + " elements (rank 0's: flat elements [" +
-                       std::to_string(b0) + ", " + std::to_string(b0 + c) + "))",
-                   Anchor::start, 11, "#555555");
+                       std::to_string(b0) + ", " + std::to_string(b0 + c) + "))");
         if (r % k == 0 && r > 0) s.line(10, y - 4, s.width() - 10, y - 4, "#999999", 1, true);
     }
     const int yb = kTop + kRowH * ranks;
-    s.text(kLeft, yb + 30, "secondary: a rank keeps N/K = " + std::to_string(ranks / k) + " chunks of every unit: " +
-                            std::to_string(ranks / k) + "x its primary chunk",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 56, "primary (parallel/shard_plan.h make_shard_plan), group (parallel/zero.h hpz_group), "
-                        "secondary slice (parallel/zero.h hpz_secondary_plan)",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 74, "drawn by: shardscope diagram hpz --model " + cfg.name + " --ranks " + std::to_string(ranks) +
-                            " --hpz " + std::to_string(k),
-           Anchor::start, 11, "#555555");
+    s.note(kLeft, yb + 30, "secondary: a rank keeps N/K = " + std::to_string(ranks / k) + " chunks of every unit: " +
+                            std::to_string(ranks / k) + "x its primary chunk");
+    s.note(10, yb + 56, "primary (parallel/shard_plan.h make_shard_plan), group (parallel/zero.h hpz_group), "
+                        "secondary slice (parallel/zero.h hpz_secondary_plan)");
+    s.note(10, yb + 74, "drawn by: shardscope diagram hpz --model " + cfg.name + " --ranks " + std::to_string(ranks) +
+                            " --hpz " + std::to_string(k));
     return s;
 }
 

@@ -88,7 +88,7 @@ Svg draw_pipeline(const PipeSpec& spec) {
     std::string cmd = "drawn by: shardscope diagram 1f1b --pp " + std::to_string(p) + " --ga " +
                       std::to_string(spec.m) + " --schedule " + schedule_name(spec.kind);
     if (v > 1) cmd += " --pp-virtual " + std::to_string(v);
-    s.text(10, yb + 76, cmd + " (the same lists as `shardscope schedule`)", Anchor::start, 11, "#555555");
+    s.note(10, yb + 76, cmd + " (the same lists as `shardscope schedule`)");
     return s;
 }
 

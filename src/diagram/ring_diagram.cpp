@@ -154,18 +154,14 @@ Svg draw_ring(const GPT2Config& cfg, int sp) {
 
     const double block_bytes = double(Tl) * 2 * C * 4;  // [T/sp, 2C] floats of k | v, one sequence
     const int yb = y_wrap + 44;
-    s.text(10, yb, "forward: " + std::to_string(sp - 1) + " sends per rank per layer, each [T/sp, 2C] = " +
+    s.note(10, yb, "forward: " + std::to_string(sp - 1) + " sends per rank per layer, each [T/sp, 2C] = " +
                        std::to_string(Tl) + " x " + std::to_string(2 * C) + " floats = " + svg_bytes(block_bytes) +
-                       " per sequence (fp32)",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 18, "backward: the blocks go round again, each with its dK dV, which every rank that computes it "
-                        "adds to; one more hop brings each gradient home",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 36, "cells and arrows from ring_step (parallel/ring_attention.h), the rule "
-                        "RingAttention::ring_forward and ring_backward run at every step",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 54, "drawn by: shardscope diagram ring --model " + cfg.name + " --sp " + std::to_string(sp),
-           Anchor::start, 11, "#555555");
+                       " per sequence (fp32)");
+    s.note(10, yb + 18, "backward: the blocks go round again, each with its dK dV, which every rank that computes it "
+                        "adds to; one more hop brings each gradient home");
+    s.note(10, yb + 36, "cells and arrows from ring_step (parallel/ring_attention.h), the rule "
+                        "RingAttention::ring_forward and ring_backward run at every step");
+    s.note(10, yb + 54, "drawn by: shardscope diagram ring --model " + cfg.name + " --sp " + std::to_string(sp));
     return s;
 }
 

@@ -35,6 +35,8 @@ public:
     /// Text at (x, y) (y is the baseline), @p size px, @p bold; '&', '<', '>' are escaped.
     void text(int x, int y, const std::string& s, Anchor anchor = Anchor::start, int size = 12,
               const std::string& fill = "#222222", bool bold = false);
+    /// A caption line: text(x, y, s) at 11 px in grey, left-aligned (the pictures' notes and footers).
+    void note(int x, int y, const std::string& s) { text(x, y, s, Anchor::start, 11, "#555555"); }
     /// The document: the header, every shape in order, the closing tag, ending in a newline.
     std::string str() const;
     /// The picture's width in px.

@@ -82,19 +82,15 @@ Svg draw_tp_mlp(const GPT2Config& cfg, int tp) {
                "W_proj[" + std::to_string(r * rows) + ":" + std::to_string((r + 1) * rows) + ", :]  [" +
                    std::to_string(rows) + ", " + std::to_string(proj.shape[1]) + "]",
                Anchor::start, 11);
-        s.text(x_proj + kC + 8, y + 28, "Y_" + std::to_string(r) + " partial [B T, " + std::to_string(C) + "]",
-               Anchor::start, 11, "#555555");
+        s.note(x_proj + kC + 8, y + 28, "Y_" + std::to_string(r) + " partial [B T, " + std::to_string(C) + "]");
         s.line(x_y, y + kC / 2, x_g - 16, y_mid, "#333333", 1, false, true);
     }
     const int yb = kTop + lane_h * tp;
-    s.text(10, yb + 10, "no communication inside the MLP: f's all-reduce runs in backward (dX), g's in forward (Y); "
-                        "each rank holds 1/t of W_fc, its bias, and W_proj",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 28, "slices from model/params.h make_param_layout(cfg, tp, tp_rank): Split::cols (mlp.c_fc), "
-                        "Split::rows (mlp.c_proj); operators in parallel/tensor_parallel.h",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 46, "drawn by: shardscope diagram tp --model " + cfg.name + " --tp " + std::to_string(tp),
-           Anchor::start, 11, "#555555");
+    s.note(10, yb + 10, "no communication inside the MLP: f's all-reduce runs in backward (dX), g's in forward (Y); "
+                        "each rank holds 1/t of W_fc, its bias, and W_proj");
+    s.note(10, yb + 28, "slices from model/params.h make_param_layout(cfg, tp, tp_rank): Split::cols (mlp.c_fc), "
+                        "Split::rows (mlp.c_proj); operators in parallel/tensor_parallel.h");
+    s.note(10, yb + 46, "drawn by: shardscope diagram tp --model " + cfg.name + " --tp " + std::to_string(tp));
     return s;
 }
 

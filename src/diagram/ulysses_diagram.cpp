@@ -105,15 +105,12 @@ Svg draw_ulysses(const GPT2Config& cfg, int sp, int tokens) {
         }
     }
     const int yb = y_after + tokens * kCellH + 20;
-    s.text(10, yb, "one all_to_all of B T C / sp elements per rank (3x for q|k|v); after attention heads_to_seq "
-                   "moves the output back: [T, H/sp heads] -> [T/sp, H]",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 18, "cells read from the output of UlyssesComm::seq_to_heads (parallel/sequence_parallel.cpp), "
-                        "run on " + std::to_string(sp) + " threads",
-           Anchor::start, 11, "#555555");
-    s.text(10, yb + 36, "drawn by: shardscope diagram ulysses --model " + cfg.name + " --sp " + std::to_string(sp) +
-                            " --tokens " + std::to_string(tokens),
-           Anchor::start, 11, "#555555");
+    s.note(10, yb, "one all_to_all of B T C / sp elements per rank (3x for q|k|v); after attention heads_to_seq "
+                   "moves the output back: [T, H/sp heads] -> [T/sp, H]");
+    s.note(10, yb + 18, "cells read from the output of UlyssesComm::seq_to_heads (parallel/sequence_parallel.cpp), "
+                        "run on " + std::to_string(sp) + " threads");
+    s.note(10, yb + 36, "drawn by: shardscope diagram ulysses --model " + cfg.name + " --sp " + std::to_string(sp) +
+                            " --tokens " + std::to_string(tokens));
     return s;
 }
 

@@ -87,7 +87,7 @@ Svg draw_zero_stages(const GPT2Config& cfg, int ranks) {
         const int y0 = kTop + kStageH * st;
         s.line(10, y0 - 4, s.width() - 10, y0 - 4, "#cccccc");
         s.text(10, y0 + 22, kStages[st].name, Anchor::start, 13, "#222222", true);
-        s.text(10, y0 + 40, kStages[st].formula, Anchor::start, 11, "#555555");
+        s.note(10, y0 + 40, kStages[st].formula);
         // The same bytes the planner predicts (plan/memory.h, model_states), or the picture is wrong.
         const ModelStates ms = model_states(model_slice(cfg, 1, 1, 0), st, ranks, DType::bf16);
         for (int r = 0; r < ranks; ++r) {
@@ -98,7 +98,7 @@ Svg draw_zero_stages(const GPT2Config& cfg, int ranks) {
             const int x0 = kLeft + kCellW * r;
             for (int k = 0; k < 3; ++k) {
                 const int y = y0 + 6 + k * (kBarH + 5);
-                s.text(x0, y + kBarH - 2, k == 0 ? "p" : k == 1 ? "g" : "os", Anchor::start, 11, "#555555");
+                s.note(x0, y + kBarH - 2, k == 0 ? "p" : k == 1 ? "g" : "os");
                 for (size_t u = 0; u < plan.units.size(); ++u) {
                     const auto [ux, uw] = spans[u];
                     const ShardPlan::UnitShard& us = plan.units[u];
@@ -131,13 +131,12 @@ Svg draw_zero_stages(const GPT2Config& cfg, int ranks) {
                                                                          : "block " + std::to_string(units[u].layer);
         line += (u ? ", " : " ") + name + " " + std::to_string(units[u].size());
     }
-    s.text(10, yf + 14, line + " elements", Anchor::start, 11, "#555555");
+    s.note(10, yf + 14, line + " elements");
     std::string chunks = "chunk per rank = ceil(P_u / N) (parallel/shard_plan.h make_shard_plan):";
     for (size_t u = 0; u < units.size(); ++u) chunks += (u ? ", " : " ") + std::to_string(plans[0].units[u].chunk);
     s.text(10, yf + 30, chunks + "; a rank's shard = " + std::to_string(shard) + " elements", Anchor::start, 11,
            "#555555");
-    s.text(10, yf + 46, "drawn by: shardscope diagram zero --model " + cfg.name + " --ranks " + std::to_string(ranks),
-           Anchor::start, 11, "#555555");
+    s.note(10, yf + 46, "drawn by: shardscope diagram zero --model " + cfg.name + " --ranks " + std::to_string(ranks));
     return s;
 }
 
