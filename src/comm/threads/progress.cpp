@@ -25,17 +25,23 @@ struct Progress::Queue {
             running = true;
             lock.unlock();
             const auto t0 = std::chrono::steady_clock::now();
-            std::exception_ptr error;
+            bool failed = false;
+            std::string error;
             try {
                 job->run();
+            } catch (const std::exception& e) {
+                failed = true;
+                error = e.what();
             } catch (...) {
-                error = std::current_exception();
+                failed = true;
+                error = job->what + ": threw something that is not a std::exception";
             }
             {
                 std::lock_guard<std::mutex> jl(job->mu);
                 job->started = t0;
                 job->finished = std::chrono::steady_clock::now();
-                job->error = error;
+                job->failed = failed;
+                job->error = std::move(error);
                 job->done = true;
                 job->run = nullptr;  // frees what the call captured
             }
@@ -61,7 +67,7 @@ public:
                         " s, past every call's own timeout; the progress thread is stuck");
         started = job_->started;
         finished = job_->finished;
-        if (job_->error) std::rethrow_exception(job_->error);
+        if (job_->failed) throw Error(job_->error);
     }
 
 private:

@@ -12,15 +12,16 @@
 // threads run side by side, as NCCL runs each communicator on its own stream.
 // A blocking call on a group first waits for that group's queue to empty
 // (drain), so issue order holds for blocking and started calls alike, and the
-// results are the blocking form's bits. A failed call keeps its ss::Error for
-// wait() to throw. Threads are made on a group's first started call and
+// results are the blocking form's bits. A failed call keeps its error's text
+// for wait() to throw as a new ss::Error on the waiting thread: no exception
+// object crosses threads (its reference count lives in the uninstrumented C++
+// runtime, which ThreadSanitizer cannot follow). Threads are made on a group's first started call and
 // joined when the backend is destroyed.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,7 +45,8 @@ struct Job {
     std::mutex mu;              ///< guards the fields below
     std::condition_variable cv; ///< notified when done
     bool done = false;          ///< finished, well or not
-    std::exception_ptr error;   ///< what it threw
+    bool failed = false;        ///< it threw
+    std::string error;          ///< what() of what it threw
     std::chrono::steady_clock::time_point started;   ///< when it began to run
     std::chrono::steady_clock::time_point finished;  ///< when it ended
 };
