@@ -303,3 +303,23 @@ TEST_CASE("bench --calibrate is bench calibrate with its defaults", "[cli][bench
     REQUIRE_THAT(r.output, Contains("--calibrate"));
     for (const char* sub : {"layouts", "calibrate", "plan"}) REQUIRE_THAT(r.output, Contains(sub));
 }
+
+TEST_CASE("bench kernels: every elementwise kernel beside memcpy, at a step's sizes", "[cli][bench]") {
+    const std::string json = tmp("kernels.json");
+    CliResult r = run_shardscope("bench kernels --model tiny --mbs 2 --reps 2 --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("of copy"));
+    for (const char* k : {"gelu_forward", "gelu_backward", "layernorm_forward", "layernorm_backward", "add_inplace",
+                          "add_bias", "crossentropy_forward", "adamw_update"})
+        REQUIRE(count_lines(r.output, std::string(k) + " .*") == 1);
+    const nlohmann::json j = read_json(json);
+    REQUIRE(j["kernels"].size() == 8);
+    for (const auto& k : j["kernels"]) {
+        REQUIRE(k["gb_per_s"].get<double>() > 0);
+        REQUIRE(k["memcpy_gb_per_s"].get<double>() > 0);
+    }
+    CliResult bad = run_shardscope("bench kernels --model tiny --reps 0");
+    REQUIRE(bad.code != 0);
+    REQUIRE_THAT(bad.output, Contains("--reps"));
+}

@@ -173,6 +173,7 @@ void add_bench_command(CLI::App& root) {
     add_bench_validate_command(*cmd);
     add_bench_pipeline_command(*cmd);
     add_bench_overlap_command(*cmd);
+    add_bench_kernels_command(*cmd);
     add_bench_gpu_command(*cmd);
     // After the subcommands: they would inherit a footer set before them.
     cmd->footer(
@@ -186,6 +187,7 @@ void add_bench_command(CLI::App& root) {
         "  calibrate  measure this machine for `plan --hw cpu-local`, write out/calibration.json (= bench --calibrate)\n"
         "  plan   the planner's 512-GPU search time; predicted vs measured step times of 8 layouts\n"
         "  pipeline   PP 1 beside PP 2 and 4, each schedule, the same batch: tokens/s, the bubble vs its formula\n"
+        "  kernels    the elementwise kernels at a step's sizes: GB/s beside memcpy's on the same bytes\n"
         "  gpu    training on the GPU (--device cuda): tokens/s and MFU of one rank, then N ranks sharing the GPU\n"
         "Results are medians after warm-up; compare the ratios, the machine is shared and noisy.\n"
         "docs/performance.md has the tables measured on the project's machine.");

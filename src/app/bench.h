@@ -12,6 +12,7 @@
 //   shardscope bench pipeline PP 1 vs PP 2, 4 per schedule; the bubble    bench_pipeline.cpp
 //   shardscope bench overlap  exposed communication on emulated links,   bench_overlap.cpp
 //                             overlap on and off, beside the planner
+//   shardscope bench kernels  elementwise kernels beside memcpy           bench_kernels.cpp
 //   shardscope bench gpu      tokens/s and MFU on the GPU; N ranks on it  bench_gpu.cpp
 //
 // Every figure is taken after warm-up steps that are not counted, as the
@@ -98,6 +99,8 @@ void add_bench_gpu_command(CLI::App& bench);
 void add_bench_dp_command(CLI::App& bench);
 /// `bench overlap` (bench_overlap.cpp).
 void add_bench_overlap_command(CLI::App& bench);
+/// Adds `bench kernels` (bench_kernels.cpp): the elementwise kernels' GB/s beside memcpy's.
+void add_bench_kernels_command(CLI::App& bench);
 /// Adds `trace` under @p bench: step time with --trace off and on (bench_trace.cpp).
 void add_bench_trace_command(CLI::App& bench);
 /// Adds `layouts` under @p bench: DP N vs DP N/2 x (SP, TP) 2, ZeRO 0 and 3 (bench_layouts.cpp).
