@@ -19,6 +19,7 @@
 // GEMMs; the attention core's FLOPs (eq. 3's s/(6h) term) are charged at it too.
 #include "app/bench_limit.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -45,19 +46,33 @@ std::vector<ModelGemm> model_gemms(const GPT2Config& m, int N, int Vp) {
     return g;
 }
 
-SgemmRates measure_sgemm_rates(const GPT2Config& m, int N, int Vp, double seconds) {
-    SgemmRates r;
-    r.square_gflops = cpu::measure_sgemm_gflops({1024, 1024, 1024, false, false}, 3 * seconds);
-    r.gemms = model_gemms(m, N, Vp);
+namespace {
+// sum(n F) / sum(n F / rate) over the shapes: the time-weighted rate.
+double time_weighted_gflops(const std::vector<ModelGemm>& gemms) {
     double flops = 0, time = 0;  // per step, at each shape's rate
-    for (ModelGemm& g : r.gemms) {
-        g.gflops = cpu::measure_sgemm_gflops(g.shape, seconds);
+    for (const ModelGemm& g : gemms) {
         const double f = g.per_step * 2.0 * g.shape.M * g.shape.N * g.shape.K;
         flops += f;
         time += f / g.gflops;
     }
-    r.model_gflops = flops / time;
+    return flops / time;
+}
+}  // namespace
+
+SgemmRates measure_sgemm_rates(const GPT2Config& m, int N, int Vp, double seconds) {
+    SgemmRates r;
+    r.square_gflops = cpu::measure_sgemm_gflops({1024, 1024, 1024, false, false}, 3 * seconds);
+    r.gemms = model_gemms(m, N, Vp);
+    for (ModelGemm& g : r.gemms) g.gflops = cpu::measure_sgemm_gflops(g.shape, seconds);
+    r.model_gflops = time_weighted_gflops(r.gemms);
     return r;
+}
+
+void keep_best(SgemmRates& r, const SgemmRates& again) {
+    r.square_gflops = std::max(r.square_gflops, again.square_gflops);
+    for (size_t i = 0; i < r.gemms.size() && i < again.gemms.size(); ++i)
+        r.gemms[i].gflops = std::max(r.gemms[i].gflops, again.gemms[i].gflops);
+    r.model_gflops = time_weighted_gflops(r.gemms);
 }
 
 double step_flops(const GPT2Config& m, int B, int T, int Vp) {
@@ -73,7 +88,7 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
                 "fwd + bwd, no recompute, V = Vp; the causal mask's halving not taken)\n",
                 flops / 1e9);
     std::printf("limit = B T / (FLOPs per step / sgemm rate): the step's FLOPs at the sgemm rate, nothing else "
-                "costing time\n");
+                "costing time; sgemm timed alone, before and after the steps, the best\n");
     std::printf("%-42s %9s %14s %11s %9s\n", ("sgemm rate, " + std::to_string(threads) + " thread(s)").c_str(),
                 "GFLOP/s", "limit tok/s", "shardscope", "pytorch");
     nlohmann::json j = {{"step_flops", flops}};

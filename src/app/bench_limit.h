@@ -6,7 +6,8 @@
 //
 // FLOPs per step: Narayanan et al. 2021 (arXiv:2104.04473), eq. 3 without
 // recompute, the planner's narayanan_flops (plan/time.h). The sgemm rate is
-// measured in the same run, on the same threads, two ways: one square
+// measured in the same run, on the same threads (before the steps and after
+// them, the best per shape: keep_best), two ways: one square
 // 1024 x 1024 x 1024 product, and the model's own GEMMs (model_gemms), each
 // as often as a step calls it. docs/formulas.md "The one-rank limit".
 //
@@ -52,6 +53,12 @@ struct SgemmRates {
 /// Measures SgemmRates for @p m at B*T = @p N rows and @p Vp words,
 /// about @p seconds per shape (cpu::measure_sgemm_gflops).
 SgemmRates measure_sgemm_rates(const GPT2Config& m, int N, int Vp, double seconds = 0.1);
+
+/// Keeps, shape by shape, the faster of @p r and @p again (the same shapes measured
+/// later) and recomputes the time-weighted rate: load on a shared machine only ever
+/// slows a timing, so the best of a timing before the steps and one after them is
+/// the closer estimate of what the machine can do.
+void keep_best(SgemmRates& r, const SgemmRates& again);
 
 /// FLOPs of one optimizer step of @p B sequences of @p T tokens on @p m with @p Vp logits:
 /// narayanan_flops without recompute, 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
