@@ -82,7 +82,7 @@ void profile_add(Kernel k, double seconds, double flops);
 class ProfileScope {
 public:
     /// Starts timing a call of @p k that does @p flops model FLOPs (0 for a non-GEMM kernel).
-    ProfileScope(Kernel k, double flops = 0) : k_(k), flops_(flops), on_(detail::t_profiling) {
+    explicit ProfileScope(Kernel k, double flops = 0) : k_(k), flops_(flops), on_(detail::t_profiling) {
         if (on_) t0_ = std::chrono::steady_clock::now();
     }
     /// Adds the elapsed time, the FLOPs and one call to the totals.
