@@ -9,6 +9,8 @@ namespace app {}
 namespace cpu {}
 /// The pictures `shardscope diagram` draws from the engine's own data, and their SVG writer (src/diagram).
 namespace diagram {}
+/// Each kernel on the calling rank's device (kernels/dispatch.h), and the per-thread kernel profile (kernels/profile.h).
+namespace kern {}
 /// The CUDA twins of the CPU kernels and the cuBLAS matmul (kernels/cuda).
 namespace cuda {}
 /// The MPI side of the mpi and nccl backends (src/comm/mpi/mpi_detail.h, mpi_session.h).

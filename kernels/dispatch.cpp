@@ -1,5 +1,7 @@
 // dispatch.cpp — kernels/dispatch.h: a branch per kernel on the thread's device.
 //
+// Each function's first line times it when profiling is on (kernels/profile.h).
+//
 // ON_GPU(call) runs the CUDA twin with this thread's stream (S) and cuBLAS
 // handle (BLAS), waits for it, and returns; in a build without CUDA it is
 // empty and only the CPU kernel below it remains.
@@ -17,6 +19,7 @@
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/residual.h"
+#include "kernels/profile.h"
 
 #ifdef SHARDSCOPE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -97,82 +100,97 @@ const int* device_ints(const int* host, long n, int slot) {
 #endif
 
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+    ProfileScope scope(Kernel::encoder);
     ON_GPU(cuda::encoder_forward(out, device_ints(tokens, long(B) * T, 0), wte, wpe, B, T, C, S()));
     cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
 }
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
+    ProfileScope scope(Kernel::encoder);
     ON_GPU(cuda::encoder_backward(dwte, dwpe, dout, device_ints(tokens, long(B) * T, 0), B, T, C, S()));
     cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
 }
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int N, int C) {
+    ProfileScope scope(Kernel::layernorm_fwd);
     ON_GPU(cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, S()));
     cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
+    ProfileScope scope(Kernel::layernorm_bwd);
     ON_GPU(cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, S()));
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
+    ProfileScope scope(Kernel::matmul_fwd, 2.0 * N * C * OC);
     ON_GPU(cuda::matmul_forward(out, inp, weight, bias, N, C, OC, BLAS(), S()));
     cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
+    ProfileScope scope(Kernel::matmul_bwd, 2.0 * N * C * OC * ((dinp != nullptr) + (dweight != nullptr)));
     ON_GPU(cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, BLAS(), S()));
     cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+    ProfileScope scope(Kernel::attention_fwd, 4.0 * B * T * T * C);
     ON_GPU(cuda::attention_forward(out, att, qkv, B, T, C, NH, BLAS(), S()));
     cpu::attention_forward(out, att, qkv, B, T, C, NH);
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
                         int T, int C, int NH) {
+    ProfileScope scope(Kernel::attention_bwd, 8.0 * B * T * T * C);
     ON_GPU(cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, BLAS(), S()));
     cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
 }
 
 void gelu_forward(float* out, const float* inp, long n) {
+    ProfileScope scope(Kernel::gelu_fwd);
     ON_GPU(cuda::gelu_forward(out, inp, n, S()));
     cpu::gelu_forward(out, inp, n);
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+    ProfileScope scope(Kernel::gelu_bwd);
     ON_GPU(cuda::gelu_backward(dinp, inp, dout, n, S()));
     cpu::gelu_backward(dinp, inp, dout, n);
 }
 
 void add_inplace(float* y, const float* x, long n) {
+    ProfileScope scope(Kernel::residual);
     ON_GPU(cuda::add_inplace(y, x, n, S()));
     cpu::add_inplace(y, x, n);
 }
 
 void add_bias(float* out, const float* bias, int N, int C) {
+    ProfileScope scope(Kernel::residual);
     ON_GPU(cuda::add_bias(out, bias, N, C, S()));
     cpu::add_bias(out, bias, N, C);
 }
 
 void lm_head_forward(float* logits, const float* x, const float* wte, int N, int C, int V) {
+    ProfileScope scope(Kernel::lm_head_fwd, 2.0 * N * C * V);
     ON_GPU(cuda::lm_head_forward(logits, x, wte, N, C, V, BLAS(), S()));
     cpu::lm_head_forward(logits, x, wte, N, C, V);
 }
 
 void lm_head_backward(float* dx, float* dwte, const float* dlogits, const float* x, const float* wte, int N, int C,
                       int V) {
+    ProfileScope scope(Kernel::lm_head_bwd, 2.0 * N * C * V * ((dx != nullptr) + (dwte != nullptr)));
     ON_GPU(cuda::lm_head_backward(dx, dwte, dlogits, x, wte, N, C, V, BLAS(), S()));
     cpu::lm_head_backward(dx, dwte, dlogits, x, wte, N, C, V);
 }
 
 float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
                            int Vp) {
+    ProfileScope scope(Kernel::crossentropy);
 #ifdef SHARDSCOPE_HAVE_CUDA
     if (gpu()) {  // the kernel writes each row's loss; their mean is read on the host (managed memory)
         cuda::crossentropy_forward(losses, probs, logits, device_ints(targets, N, 1), N, V, Vp, S());
@@ -187,21 +205,25 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
 
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
                            int Vp) {
+    ProfileScope scope(Kernel::crossentropy);
     ON_GPU(cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, Vp, S()));
     cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
 }
 
 void f32_to_bf16(uint16_t* dst, const float* src, size_t n) {
+    ProfileScope scope(Kernel::convert);
     ON_GPU(cuda::f32_to_bf16(dst, src, long(n), S()));
     ss::f32_to_bf16(dst, src, n);
 }
 
 void bf16_to_f32(float* dst, const uint16_t* src, size_t n) {
+    ProfileScope scope(Kernel::convert);
     ON_GPU(cuda::bf16_to_f32(dst, src, long(n), S()));
     ss::bf16_to_f32(dst, src, n);
 }
 
 void adamw_update(float* params, const float* grads, float* m, float* v, long n, int t, const cpu::AdamWParams& hp) {
+    ProfileScope scope(Kernel::adamw);
     ON_GPU(cuda::adamw_update(params, grads, m, v, n, t, hp, S()));
     cpu::adamw_update(params, grads, m, v, n, t, hp);
 }

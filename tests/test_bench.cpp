@@ -110,6 +110,83 @@ TEST_CASE("bench without a subcommand is still the one-rank run; bench comm is w
     REQUIRE_THAT(comm.output, Contains("all_reduce"));
 }
 
+TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in one run", "[cli][bench]") {
+    const std::string json = tmp("plain_profile.json");
+    CliResult r = run_shardscope("bench --model tiny --steps 2 --warmup 1 --no-torch --profile --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    const std::string num = R"(\s+[0-9.]+)";
+    REQUIRE(count_lines(r.output, "OpenBLAS core: \\S+ \\(OPENBLAS_CORETYPE .*\\)") == 1);
+    REQUIRE(count_lines(r.output, "FLOPs per step: 72 B s l h\\^2 .* = [0-9.e+]+ GFLOP .*") == 1);
+    // The rate, the limit and the fraction; PyTorch's column is "-" with --no-torch.
+    REQUIRE(count_lines(r.output, "square 1024\\^3" + num + num + num + "\\s+-") == 1);
+    REQUIRE(count_lines(r.output, "model's GEMMs \\(15 shapes, time-weighted\\)" + num + num + num + "\\s+-") == 1);
+    // The profile: every kernel row, then other and total.
+    for (const char* k : {"encoder", "layernorm fwd", "layernorm bwd", "matmul fwd", "matmul bwd", "attention fwd",
+                          "attention bwd", "gelu fwd", "gelu bwd", "residual", "lm_head fwd", "lm_head bwd",
+                          "crossentropy", "adamw", "other", "total"}) {
+        INFO(k);
+        REQUIRE(count_lines(r.output, std::string(k) + num + num + "%.*") == 1);
+    }
+    nlohmann::json j = read_json(json);
+    REQUIRE_FALSE(j["blas_core"].get<std::string>().empty());
+    const nlohmann::json& lim = j["limits"];
+    REQUIRE(lim["model_shapes"]["shapes"].size() == 15);  // 4 layers x (fwd, dinp, dW) + the head's 3
+    const double ours = j["shardscope"]["tokens_per_s"].get<double>();
+    for (const char* key : {"square_1024", "model_shapes"}) {
+        INFO(key);
+        REQUIRE(lim[key]["gflops"].get<double>() > 0);
+        REQUIRE(!lim[key].contains("pytorch_fraction"));
+        // fraction = tokens/s / limit; limit = B T / (FLOPs / rate). 1e-9: a double's rounding over three operations.
+        const double limit = double(j["mbs"].get<int>()) * j["T"].get<int>() / (lim["step_flops"].get<double>() / (lim[key]["gflops"].get<double>() * 1e9));
+        REQUIRE(lim[key]["limit_tokens_per_s"].get<double>() == Approx(limit).epsilon(1e-9));
+        REQUIRE(lim[key]["shardscope_fraction"].get<double>() == Approx(ours / limit).epsilon(1e-9));
+    }
+    // The shares are of the mean step and "other" is the rest: they sum to 100 (1e-9: rounding of 16 sums);
+    // the printed ones, rounded to 0.1 each, to within 16 x 0.05.
+    double share = 0, printed = 0, flops = 0;
+    for (const auto& row : j["profile"]["rows"]) {
+        share += row["share"].get<double>();
+        flops += row["flops_per_step"].get<double>();
+    }
+    REQUIRE(share == Approx(100.0).epsilon(1e-9));
+    REQUIRE(j["profile"]["rows"].size() == 16);
+    for (const auto& row : j["profile"]["rows"]) {  // the table's share column, row by row
+        std::smatch m;
+        const std::regex re("(^|\n)" + row["kernel"].get<std::string>() + R"(\s+[0-9.]+\s+([0-9.]+)%)");
+        REQUIRE(std::regex_search(r.output, m, re));
+        printed += std::stod(m[2].str());
+    }
+    REQUIRE(printed == Approx(100.0).margin(16 * 0.05));
+    // The kernels count the model's FLOPs: together exactly eq. 3 (the attention core's full squares
+    // included), so the profile and the limit measure the same work. 1e-12: sums of exact products.
+    REQUIRE(flops == Approx(lim["step_flops"].get<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("bench: the OpenBLAS core is named, and Prescott on an AVX2 / AVX-512 CPU gets advice", "[cli][bench]") {
+    CliResult prescott = run_shell(std::string("OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Prescott ") +
+                                   SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --no-torch");
+    INFO(prescott.output);
+    REQUIRE(prescott.code == 0);
+    REQUIRE_THAT(prescott.output, Contains("OpenBLAS core: Prescott (OPENBLAS_CORETYPE Prescott)"));
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f"))
+        REQUIRE_THAT(prescott.output, Contains("note: OpenBLAS runs its generic Prescott (SSE3) kernels on a CPU with "
+                                               "AVX-512") && Contains("OPENBLAS_CORETYPE=SkylakeX"));
+    else if (__builtin_cpu_supports("avx2"))
+        REQUIRE_THAT(prescott.output, Contains("OPENBLAS_CORETYPE=Haswell"));
+    else
+        REQUIRE_THAT(prescott.output, !Contains("note: OpenBLAS"));
+    if (__builtin_cpu_supports("avx2")) {  // a core that this CPU runs: named, and no advice
+        CliResult haswell = run_shell(std::string("OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell ") +
+                                      SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --no-torch");
+        INFO(haswell.output);
+        REQUIRE(haswell.code == 0);
+        REQUIRE_THAT(haswell.output, Contains("OpenBLAS core: Haswell") && !Contains("note: OpenBLAS"));
+    }
+#endif
+}
+
 TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS halved", "[cli][bench]") {
     const std::string json = tmp("layouts.json");
     // No calibration file: the planner's cpu-local defaults, whatever out/ holds here.

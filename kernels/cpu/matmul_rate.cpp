@@ -45,4 +45,34 @@ double measure_cpu_matmul_gflops(double seconds) {
     return best / 1e9;
 }
 
+double measure_sgemm_gflops(const SgemmShape& s, double seconds) {
+    SS_CHECK(s.M > 0 && s.N > 0 && s.K > 0, "measure_sgemm_gflops: " << s.M << " x " << s.N << " x " << s.K
+                                                                     << " is not a product; every size must be positive");
+    const double flops = 2.0 * s.M * s.N * s.K;
+    std::vector<float> a(size_t(s.M) * s.K, 0.5f), b(size_t(s.K) * s.N, 0.25f), c(size_t(s.M) * s.N);
+    const int lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+    auto call = [&] {
+        cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans, s.trans_b ? CblasTrans : CblasNoTrans, s.M,
+                    s.N, s.K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.N);
+    };
+    using clock = std::chrono::steady_clock;
+    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+    call();  // warm the caches and OpenBLAS
+    double best = 0;
+    const auto start = clock::now();
+    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {
+        int calls = 0;
+        const auto t0 = clock::now();
+        do {
+            call();
+            ++calls;
+        } while (elapsed(t0) < seconds / 8);
+        best = std::max(best, calls * flops / elapsed(t0));
+    }
+    // Every element is K products of 0.5 x 0.25 (exact in fp32 for these sizes).
+    SS_CHECK(c[0] == 0.125f * float(s.K) && c.back() == c[0],
+             "measure_sgemm_gflops: sgemm gave " << c[0] << ", expected " << 0.125f * float(s.K));
+    return best / 1e9;
+}
+
 }  // namespace ss::cpu

@@ -18,4 +18,22 @@ namespace ss::cpu {
 /// run to run with the machine's load.
 double measure_cpu_matmul_gflops(double seconds = 0.2);
 
+/// One sgemm as the model calls it: C[M,N] = op(A)[M,K] op(B)[K,N], row-major,
+/// op = transpose where trans_a / trans_b (matmul.cpp and lm_head.cpp list theirs).
+struct SgemmShape {
+    int M = 0;             ///< rows of C
+    int N = 0;             ///< columns of C
+    int K = 0;             ///< the summed dimension
+    bool trans_a = false;  ///< A is stored [K,M] and read transposed
+    bool trans_b = false;  ///< B is stored [N,K] and read transposed
+};
+
+/// The fp32 rate of cblas_sgemm at @p s in GFLOP/s, 2 M N K FLOPs a call, on
+/// the threads OpenBLAS has now (the caller sets them: cpu::set_blas_threads):
+/// the best of at least 3 timings that take about @p seconds in all, after one
+/// call that warms the caches. beta = 0 (the model's backward adds with beta = 1,
+/// one more pass over C, small beside the K-long sums). A positive, finite number;
+/// throws ss::Error if the product it timed is wrong.
+double measure_sgemm_gflops(const SgemmShape& s, double seconds = 0.1);
+
 }  // namespace ss::cpu

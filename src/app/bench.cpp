@@ -9,11 +9,18 @@
 // engine's tokens/s to PyTorch's on the same model, batch and machine,
 // measured in the same run (Debian's python3-torch, eager, OpenBLAS). Each side
 // runs warm-up steps that are not counted and reports the median step.
+//
+// Beside it, the yardstick of the goal (bench_limit.h): this machine's sgemm
+// rate, measured in the same process before the steps and after them (the
+// best of the two per shape), the model's FLOPs per step, and
+// the fraction of the limit they give that each side reaches; the header names
+// the OpenBLAS kernels in use. --profile splits the step by kernel.
 #include "app/bench.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,11 +29,12 @@
 
 #include "app/bench_comm.h"
 #include "app/commands.h"
-#include "app/flag_range.h"
+#include "app/bench_limit.h"
 #include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "kernels/cpu/blas.h"
 #include "train/train.h"
 
 namespace ss::app {
@@ -100,7 +108,7 @@ namespace {
 struct BenchFlags {
     ModelFlags model{"small"};
     int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1;
-    bool no_torch = false, calibrate = false;
+    bool no_torch = false, calibrate = false, profile = false;
     std::string torch_script = SS_SOURCE_DIR "/bench/torch_gpt2.py";
     std::string json;
 };
@@ -113,9 +121,19 @@ void run_bench(const BenchFlags& f) {
     o.steps = f.warmup + f.steps;
     o.blas_threads = f.threads;
     o.quiet = true;
+    o.profile = f.profile;
+    const int Vp = padded_vocab(o.model.V, 1, o.model.vocab_divisible_by);
+    const int T = check_train_options(o).T;  // bad flags fail here, before the sgemm timings
     std::cout << "bench: training steps of " << o.model.name << " (L=" << o.model.L << " C=" << o.model.C
               << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, " << f.threads
               << " BLAS thread(s); " << f.warmup << " warm-up + " << f.steps << " measured steps, median\n";
+    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+    const std::string core = cpu::blas_core_name(), advice = cpu::blas_core_advice();
+    std::cout << "OpenBLAS core: " << core << " (OPENBLAS_CORETYPE " << (coretype ? coretype : "unset") << ")\n";
+    if (!advice.empty()) std::cout << "note: " << advice << "\n";
+    std::cout << std::flush;
+    cpu::set_blas_threads(f.threads);  // the rate of the threads the step gets
+    SgemmRates rates = measure_sgemm_rates(o.model, f.mbs * T, Vp);  // before the steps, and again after them
     TrainReport r = train(o, nullptr);
     std::vector<double> ms = measured_steps_ms(r, f.warmup);
     double med = median(ms);
@@ -129,9 +147,12 @@ void run_bench(const BenchFlags& f) {
     std::printf("%-22s %12s %14s\n", "engine", "median ms", "tokens/s");
     std::printf("%-22s %12.2f %14.0f\n", "shardscope", med, ours);
     nlohmann::json out = {{"model", o.model.name}, {"mbs", f.mbs}, {"T", r.T}, {"threads", f.threads},
+                          {"blas_core", core}, {"openblas_coretype", coretype ? coretype : ""},
+                          {"blas_core_advice", advice},
                           {"shardscope", {{"median_ms", med}, {"tokens_per_s", ours}, {"step_ms", ms}}}};
+    double theirs = 0;
     if (torch.is_object()) {
-        double theirs = torch["tokens_per_s"].get<double>();
+        theirs = torch["tokens_per_s"].get<double>();
         std::printf("%-22s %12.2f %14.0f\n", ("pytorch " + torch["torch"].get<std::string>()).c_str(),
                     torch["median_ms"].get<double>(), theirs);
         std::snprintf(line, sizeof line, "ratio shardscope / pytorch = %.2f  (target: >= 1.00)\n", ours / theirs);
@@ -140,6 +161,16 @@ void run_bench(const BenchFlags& f) {
         out["ratio"] = ours / theirs;
     } else if (!f.no_torch) {
         std::cout << "pytorch: not measured (needs Debian's python3-torch: apt-get install python3-torch)\n";
+    }
+    cpu::set_blas_threads(f.threads);
+    keep_best(rates, measure_sgemm_rates(o.model, f.mbs * T, Vp));
+    std::cout << "\n" << std::flush;
+    out["limits"] = print_limits(rates, step_flops(o.model, f.mbs, r.T, Vp), f.mbs, r.T, f.threads, ours, theirs);
+    if (f.profile) {
+        double sum = 0;
+        for (double x : ms) sum += x;
+        out["profile"] = print_profile(profile_rows(r, f.warmup), rates, ms.empty() ? 0 : sum / double(ms.size()),
+                                       int(ms.size()));
     }
     std::cout << std::flush;
     if (!f.json.empty()) write_json_file(f.json, out);
@@ -158,6 +189,8 @@ void add_bench_command(CLI::App& root) {
     cmd->add_option("--warmup", f->warmup, "Warm-up steps (not measured)")->capture_default_str();
     cmd->add_option("--threads", f->threads, "BLAS threads (both engines)")->capture_default_str();
     cmd->add_flag("--no-torch", f->no_torch, "Do not run the PyTorch comparison");
+    cmd->add_flag("--profile", f->profile,
+                  "Also split the measured steps' time by kernel (kernels/profile.h): ms per step, share, GFLOP/s");
     cmd->add_option("--torch-script", f->torch_script, "The PyTorch twin")->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
     cmd->add_flag("--calibrate", f->calibrate,

@@ -62,6 +62,7 @@ struct TrainOptions {
     std::string dump_grads;   ///< safetensors file for the first step's full gradients
     std::string json;         ///< machine-readable summary
     bool quiet = false;       ///< no per-step lines
+    bool profile = false;     ///< time every kern:: call into StepStats::kernels (kernels/profile.h)
 
     // -- ranks --
     int ranks = 1;                      ///< world size: number of ranks

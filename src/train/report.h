@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ledger.h"
+#include "kernels/profile.h"
 #include "train/options.h"
 
 namespace ss {
@@ -25,6 +26,7 @@ struct StepStats {
     double tokens_per_s = 0.0;  ///< GBS x T / wall time
     double comm_ms = 0.0;     ///< rank 0: the union of its calls' run times (calls in flight together count once)
     double exposed_comm_ms = 0.0;  ///< rank 0: time blocked in blocking calls and waits, not computing
+    kern::KernelTimes kernels;     ///< rank 0, with TrainOptions::profile: time in each kernel this step
 };
 
 /// What a run did.

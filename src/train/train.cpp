@@ -19,6 +19,7 @@
 #include "core/device.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/dispatch.h"
+#include "kernels/profile.h"
 #include "mesh/process_mesh.h"
 #include "model/checkpoint.h"
 #include "model/finite.h"
@@ -70,6 +71,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const int gpu = device != Device::cuda ? 0 : opts.backend == BackendKind::nccl ? nccl_local_gpu() : comm.rank() % cuda_device_count();
     set_current_device(device, gpu);
     kern::set_bf16_matmuls(device == Device::cuda && opts.dtype == DType::bf16);  // mixed precision on the GPU
+    kern::set_profiling(opts.profile);  // bench --profile: each kern:: call timed on this rank's thread
 
     ProcessMesh mesh(comm.world_size(), MeshShape{r.pp, r.dp_rep, r.dp_shard, r.sp, r.tp});
     Mpu mpu = mesh.mpu(comm.rank());
@@ -172,6 +174,7 @@ void rank_main(Comm& comm, Shared& sh) {
     for (int step = r.first_step; step <= opts.steps; ++step) {
         inject_fault(opts.fault, comm, step, opts.steps);  // --inject-fault: arms it on its rank at its step
         auto t0 = std::chrono::steady_clock::now();
+        const kern::KernelTimes kernels0 = kern::profile_totals();
         comm.take_times();  // this step's communication time starts now
         pipe.zero_grad();
         for (int micro = 0; micro < opts.ga; ++micro) {  // every stage reads the same micro-batches
@@ -216,6 +219,7 @@ void rank_main(Comm& comm, Shared& sh) {
         }
         auto t1 = std::chrono::steady_clock::now();
         const CommTimes ct = comm.take_times();
+        const kern::KernelTimes kernels = kern::profile_totals() - kernels0;
 
         if (rank0) {
             StepStats s;
@@ -223,6 +227,7 @@ void rank_main(Comm& comm, Shared& sh) {
             s.loss = loss;
             s.comm_ms = ct.comm_s * 1e3;
             s.exposed_comm_ms = ct.exposed_s * 1e3;
+            s.kernels = kernels;
             s.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
             s.tokens_per_s = double(r.gbs) * T / (s.ms / 1000.0);
             r.steps.push_back(s);

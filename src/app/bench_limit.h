@@ -1,0 +1,91 @@
+// bench_limit.h — the yardstick of `shardscope bench` (bench_limit.cpp): how
+// fast could one rank train if nothing but its matrix products cost time?
+//
+//   limit tokens/s = B T / (FLOPs per step / sgemm rate)
+//   fraction       = measured tokens/s / limit = FLOPs per step / (step time x sgemm rate)
+//
+// FLOPs per step: Narayanan et al. 2021 (arXiv:2104.04473), eq. 3 without
+// recompute, the planner's narayanan_flops (plan/time.h). The sgemm rate is
+// measured in the same run, on the same threads (before the steps and after
+// them, the best per shape: keep_best), two ways: one square
+// 1024 x 1024 x 1024 product, and the model's own GEMMs (model_gemms), each
+// as often as a step calls it. docs/formulas.md "The one-rank limit".
+//
+// With --profile, profile_rows splits the measured steps' time by kernel
+// (kernels/profile.h); what the kernels do not account for is "other".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/matmul_rate.h"
+#include "model/config.h"
+
+namespace ss {
+struct TrainReport;
+}
+
+namespace ss::app {
+
+/// One of the sgemm calls a step of the model makes, and its measured rate.
+struct ModelGemm {
+    std::string name;      ///< "c_fc fwd", "c_fc dinp", "c_fc dW", "lm_head dwte", ...
+    cpu::SgemmShape shape; ///< M x N x K and which operand is read transposed, as the kernel calls sgemm
+    int per_step = 0;      ///< calls per step (L for a block's layer, 1 for the head)
+    double gflops = 0;     ///< measured (measure_sgemm_rates)
+};
+
+/// The sgemm calls of one step of @p m on B*T = @p N rows (TP 1, no recompute):
+/// c_attn, attn c_proj, c_fc and mlp c_proj (matmul.cpp: forward, then dinp and dW)
+/// L times each, and the tied head (lm_head.cpp: logits, dx, dwte over @p Vp rows) once.
+/// The attention core's per-head products (attention.cpp) are not among them.
+std::vector<ModelGemm> model_gemms(const GPT2Config& m, int N, int Vp);
+
+/// This machine's sgemm rates, measured on the threads OpenBLAS has now.
+struct SgemmRates {
+    double square_gflops = 0;      ///< 1024 x 1024 x 1024
+    double model_gflops = 0;       ///< time-weighted over the model's GEMMs: sum(n F) / sum(n F / rate)
+    std::vector<ModelGemm> gemms;  ///< each with its own rate
+};
+
+/// Measures SgemmRates for @p m at B*T = @p N rows and @p Vp words,
+/// about @p seconds per shape (cpu::measure_sgemm_gflops).
+SgemmRates measure_sgemm_rates(const GPT2Config& m, int N, int Vp, double seconds = 0.1);
+
+/// Keeps, shape by shape, the faster of @p r and @p again (the same shapes measured
+/// later) and recomputes the time-weighted rate: load on a shared machine only ever
+/// slows a timing, so the best of a timing before the steps and one after them is
+/// the closer estimate of what the machine can do.
+void keep_best(SgemmRates& r, const SgemmRates& again);
+
+/// FLOPs of one optimizer step of @p B sequences of @p T tokens on @p m with @p Vp logits:
+/// narayanan_flops without recompute, 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+double step_flops(const GPT2Config& m, int B, int T, int Vp);
+
+/// Prints the FLOPs, the two rates, their limits in tokens/s and the fraction that
+/// @p ours (and @p theirs, PyTorch's, when positive) reach of each; returns the same as JSON.
+nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T, int threads, double ours,
+                            double theirs);
+
+/// One row of the --profile table.
+struct ProfileRow {
+    std::string kernel;     ///< kern::kernel_name, or "other"
+    double ms_per_step = 0; ///< mean over the measured steps
+    double share = 0;       ///< percent of the mean step
+    double gflops = 0;      ///< model FLOPs / time, for the rows that multiply matrices (else 0)
+    double calls_per_step = 0;  ///< kern:: calls per step
+    double flops_per_step = 0;  ///< model FLOPs per step (kernels/profile.h); summed over the rows: eq. 3
+};
+
+/// The --profile table of the steps of @p r after @p warmup: every kernel row, then
+/// "other" = mean step minus the kernels' sum (copies, communication, memsets, the loop).
+/// The shares sum to 100.
+std::vector<ProfileRow> profile_rows(const TrainReport& r, int warmup);
+
+/// Prints @p rows (and the per-shape rates of @p rates beside them); returns the same as JSON.
+nlohmann::json print_profile(const std::vector<ProfileRow>& rows, const SgemmRates& rates, double step_ms,
+                             int steps);
+
+}  // namespace ss::app
