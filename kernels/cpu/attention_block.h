@@ -20,6 +20,17 @@
 // Backward, with D_i = dout_i . out_i and p_ik = e^(s_ik - lse_i):
 //   dv_k += p_ik dout_i;  ds = p_ik (dout_i . v_k - D_i)
 //   dq_i += ds k_k / sqrt(hs);  dk_k += ds q_i / sqrt(hs)
+//
+// As kernels/cpu/attention.cpp does for one rank, per (b, h) the products
+//   S = Q K^T / sqrt(hs),  acc += P V                      (forward)
+//   dP = dO V^T,  dQ += dS K,  dV += P^T dO,  dK += dS^T Q  (backward, dS scaled)
+// go to OpenBLAS sgemm, reading every operand in place through its leading
+// dimension (3C, kv_stride, C); only the online softmax, its rescale and the
+// softmax backward are loops (simd.h: lane reductions and exp_fast). Where the
+// causal mask cuts the block (the diagonal), rows go in blocks of 64 that stop
+// at the last key the block's last row may see. The *_reference functions are
+// the same math in plain loops, one query at a time (what ring attention ran
+// before), kept for the tests and for reading.
 #pragma once
 
 namespace ss::cpu {
@@ -40,5 +51,15 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
                               const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH);
+
+/// attention_block_forward in plain loops, one query and one key at a time (for the tests).
+void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
+                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos,
+                                       int k_pos, int C, int NH);
+/// attention_block_backward in plain loops, one query and one key at a time (for the tests).
+void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
+                                        const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
+                                        const float* lse, const float* D, int B, int Tq, int Tk, int q_pos,
+                                        int k_pos, int C, int NH);
 
 }  // namespace ss::cpu
