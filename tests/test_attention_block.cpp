@@ -84,14 +84,14 @@ Run run(bool fast, const Vec& qkv, const Vec& dout, const std::vector<KeyBlock>&
     attention_block_init(m.data(), l.data(), r.out.data(), B, Tq, C, NH);
     for (const KeyBlock& kb : blocks)
         fwd(m.data(), l.data(), r.out.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B, Tq, kb.Tk, q_pos,
-            kb.k_pos, C, NH);
+            kb.k_pos, C, NH, 0, 0);
     attention_block_finish(r.out.data(), r.lse.data(), m.data(), l.data(), r.out.data(), B, Tq, C, NH);
     attention_block_delta(D.data(), dout.data(), r.out.data(), B, Tq, C, NH);
     for (size_t j = 0; j < blocks.size(); ++j) {
         const KeyBlock& kb = blocks[j];
         Vec dkv = uniform(long(kb.kv.size()), 80 + j);  // gradients start non-zero: the kernels add (+=)
         bwd(r.dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C,
-            r.lse.data(), D.data(), B, Tq, kb.Tk, q_pos, kb.k_pos, C, NH);
+            r.lse.data(), D.data(), B, Tq, kb.Tk, q_pos, kb.k_pos, C, NH, 0, 0);
         r.dkv_all.insert(r.dkv_all.end(), dkv.begin(), dkv.end());
     }
     return r;

@@ -52,7 +52,8 @@ void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, 
 
 void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
                              const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos, int k_pos, int C,
-                             int NH) {
+                             int NH, int q_seq, int k_seq) {
+    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -60,12 +61,12 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
     std::vector<float> S(size_t(std::min(rb, Tq)) * Tk);  // scores, then probabilities, of one row block
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
-            const float* Q = q_rows + long(b) * Tq * C3 + long(h) * hs;
-            const float* K = k_rows + long(b) * Tk * kv_stride + long(h) * hs;
-            const float* V = v_rows + long(b) * Tk * kv_stride + long(h) * hs;
-            float* A = acc + long(b) * Tq * C + long(h) * hs;
-            float* mh = m + (long(b) * NH + h) * Tq;
-            float* lh = l + (long(b) * NH + h) * Tq;
+            const float* Q = q_rows + long(b) * qs * C3 + long(h) * hs;
+            const float* K = k_rows + long(b) * ks * kv_stride + long(h) * hs;
+            const float* V = v_rows + long(b) * ks * kv_stride + long(h) * hs;
+            float* A = acc + long(b) * qs * C + long(h) * hs;
+            float* mh = m + (long(b) * NH + h) * qs;
+            float* lh = l + (long(b) * NH + h) * qs;
             for (int r0 = 0; r0 < Tq; r0 += rb) {
                 const int r1 = std::min(Tq, r0 + rb);
                 const int n_hi = visible_keys(r1 - 1, Tk, q_pos, k_pos);  // keys [0, n_hi) seen by some row
@@ -120,7 +121,9 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH) {
+                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH,
+                              int q_seq, int k_seq) {
+    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -128,12 +131,12 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
     std::vector<float> P(size_t(std::min(rb, Tq)) * Tk), dS(P.size());  // of one row block
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
-            const long qo = long(b) * Tq * C3 + long(h) * hs, ko = long(b) * Tk * kv_stride + long(h) * hs;
+            const long qo = long(b) * qs * C3 + long(h) * hs, ko = long(b) * ks * kv_stride + long(h) * hs;
             const float *Q = q_rows + qo, *K = k_rows + ko, *V = v_rows + ko;
             float *dQ = dq_rows + qo, *dK = dk_rows + ko, *dV = dv_rows + ko;
-            const float* dO = dout + long(b) * Tq * C + long(h) * hs;
-            const float* lse_h = lse + (long(b) * NH + h) * Tq;
-            const float* D_h = D + (long(b) * NH + h) * Tq;
+            const float* dO = dout + long(b) * qs * C + long(h) * hs;
+            const float* lse_h = lse + (long(b) * NH + h) * qs;
+            const float* D_h = D + (long(b) * NH + h) * qs;
             for (int r0 = 0; r0 < Tq; r0 += rb) {
                 const int r1 = std::min(Tq, r0 + rb), rows = r1 - r0;
                 const int n_hi = visible_keys(r1 - 1, Tk, q_pos, k_pos);
@@ -165,7 +168,8 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
 
 void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
                                        const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos,
-                                       int k_pos, int C, int NH) {
+                                       int k_pos, int C, int NH, int q_seq, int k_seq) {
+    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     std::vector<float> s(static_cast<size_t>(Tk));  // scores of one query against the block
@@ -175,25 +179,25 @@ void attention_block_forward_reference(float* m, float* l, float* acc, const flo
                 const int visible = q_pos + i - k_pos + 1;  // keys 0 .. visible-1 of this block are allowed
                 const int n = visible < 0 ? 0 : (visible > Tk ? Tk : visible);
                 if (n == 0) continue;
-                const float* q = q_rows + (long(b) * Tq + i) * C3 + h * hs;
+                const float* q = q_rows + (long(b) * qs + i) * C3 + h * hs;
                 float mx = -INFINITY;
                 for (int k = 0; k < n; ++k) {
-                    const float* key = k_rows + (long(b) * Tk + k) * kv_stride + h * hs;
+                    const float* key = k_rows + (long(b) * ks + k) * kv_stride + h * hs;
                     float dot = 0.0f;
                     for (int d = 0; d < hs; ++d) dot += q[d] * key[d];
                     s[k] = dot * scale;
                     mx = s[k] > mx ? s[k] : mx;
                 }
-                const long row = (long(b) * NH + h) * Tq + i;
+                const long row = (long(b) * NH + h) * qs + i;
                 const float m_new = m[row] > mx ? m[row] : mx;
                 const float rescale = std::exp(m[row] - m_new);  // 0 on the first block (m = -inf)
-                float* a = acc + (long(b) * Tq + i) * C + h * hs;
+                float* a = acc + (long(b) * qs + i) * C + h * hs;
                 for (int d = 0; d < hs; ++d) a[d] *= rescale;
                 float sum = 0.0f;
                 for (int k = 0; k < n; ++k) {
                     const float p = std::exp(s[k] - m_new);
                     sum += p;
-                    const float* v = v_rows + (long(b) * Tk + k) * kv_stride + h * hs;
+                    const float* v = v_rows + (long(b) * ks + k) * kv_stride + h * hs;
                     for (int d = 0; d < hs; ++d) a[d] += p * v[d];
                 }
                 l[row] = l[row] * rescale + sum;
@@ -204,7 +208,8 @@ void attention_block_forward_reference(float* m, float* l, float* acc, const flo
 void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
                                         const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
                                         const float* lse, const float* D, int B, int Tq, int Tk, int q_pos,
-                                        int k_pos, int C, int NH) {
+                                        int k_pos, int C, int NH, int q_seq, int k_seq) {
+    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     for (int b = 0; b < B; ++b)
@@ -212,12 +217,12 @@ void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* d
             for (int i = 0; i < Tq; ++i) {
                 const int visible = q_pos + i - k_pos + 1;
                 const int n = visible < 0 ? 0 : (visible > Tk ? Tk : visible);
-                const long row = (long(b) * NH + h) * Tq + i;
-                const float* q = q_rows + (long(b) * Tq + i) * C3 + h * hs;
-                float* dq = dq_rows + (long(b) * Tq + i) * C3 + h * hs;
-                const float* dO = dout + (long(b) * Tq + i) * C + h * hs;
+                const long row = (long(b) * NH + h) * qs + i;
+                const float* q = q_rows + (long(b) * qs + i) * C3 + h * hs;
+                float* dq = dq_rows + (long(b) * qs + i) * C3 + h * hs;
+                const float* dO = dout + (long(b) * qs + i) * C + h * hs;
                 for (int k = 0; k < n; ++k) {
-                    const long r = (long(b) * Tk + k) * kv_stride + h * hs;
+                    const long r = (long(b) * ks + k) * kv_stride + h * hs;
                     const float* key = k_rows + r;
                     const float* v = v_rows + r;
                     float* dkey = dk_rows + r;

@@ -11,6 +11,13 @@
 // positions q_pos + i; a key block is Tk rows at positions k_pos + k; a query
 // may see keys at positions <= its own (causal).
 //
+// Windows. forward and backward may work on a window of the buffers: q_seq
+// (0: Tq) is the number of query-side rows per sequence (rows of q_rows,
+// dq_rows, acc, out, dout; entries of m, l, lse, D per (b, h)), k_seq (0: Tk)
+// the key rows per sequence, and the pointers point at the window's first
+// row. Zig-zag ring attention calls them per pair of chunks this way: rank
+// i's two chunks are not neighbours in the sequence, so each is its own window.
+//
 // Forward, per (b, h, i), over the blocks in any order:
 //   s_k = q_i . k_k / sqrt(hs)            (allowed k only)
 //   m'  = max(m, max_k s_k)
@@ -40,7 +47,7 @@ void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, 
 /// Folds one key block into the running state (see the file comment).
 void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
                              const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos, int k_pos, int C,
-                             int NH);
+                             int NH, int q_seq = 0, int k_seq = 0);
 /// out = acc / l, lse = m + log l (out may alias acc).
 void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc, int B, int Tq,
                             int C, int NH);
@@ -50,16 +57,17 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 /// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows).
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH);
+                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH,
+                              int q_seq = 0, int k_seq = 0);
 
 /// attention_block_forward in plain loops, one query and one key at a time (for the tests).
 void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
                                        const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos,
-                                       int k_pos, int C, int NH);
+                                       int k_pos, int C, int NH, int q_seq = 0, int k_seq = 0);
 /// attention_block_backward in plain loops, one query and one key at a time (for the tests).
 void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
                                         const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
                                         const float* lse, const float* D, int B, int Tq, int Tk, int q_pos,
-                                        int k_pos, int C, int NH);
+                                        int k_pos, int C, int NH, int q_seq = 0, int k_seq = 0);
 
 }  // namespace ss::cpu
