@@ -3,6 +3,7 @@
 // Megatron's context parallelism): the sp ranks each hold T/sp tokens of
 // every sequence (as Ulysses), but attention keeps the token split: every
 // rank keeps its queries, and the keys and values travel round the ring.
+// With the contiguous split (rank r holds the r-th T/sp tokens):
 //
 //     step 0: rank r attends to its own block           (causal within it)
 //     step k: rank r attends to the block of rank r-k   (whole, if r-k < r; skipped if it lies ahead)
