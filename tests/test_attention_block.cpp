@@ -20,7 +20,7 @@
 // of the random walk and for the cancellation in dS = P (dP - D), and holds
 // whatever order each CPU's sgemm takes. A wrong index, a missed rescale or a
 // dropped mask shows at 1e-2 and above (the last case checks that it does).
-// Measured (2026-12-02, AVX-512 Xeon, -march=native, OpenBLAS 0.3.21 with its
+// Measured (2026-12-02, AVX-512 Xeon, -march=native and -march=x86-64-v3 (AVX2) builds, OpenBLAS 0.3.21 with its
 // Prescott, Haswell, Zen and SkylakeX kernels via OPENBLAS_CORETYPE): at most
 // 9.7e-7 (0.048 of kBlockTol, dK/dV of the zig-zag case); run
 // with -s to see the ratio per case.
