@@ -152,15 +152,16 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
     const int N = a.B * a.T;
     a.encoded = act(ledger, {a.B, a.Tl, C});
     // My tokens' rows of wpe: positions rank*T .. rank*T + T-1, or zig-zag's two chunks gathered
-    // into one table (model/sequence_split.h; ring attention, whose kernels run on the CPU).
-    std::vector<float> zigzag_wpe;
+    // into one table (model/sequence_split.h). A workspace tensor, so that a device kernel can
+    // read it; the host copies it as ring attention's kernels read qkv (managed memory, core/device.h).
+    Tensor zigzag_wpe;
     if (!mp.sp.zigzag()) {
         wpe += long(mp.sp.rank()) * a.T * C;
     } else {
-        zigzag_wpe.resize(size_t(a.T) * C);
+        zigzag_wpe = scratch(ledger, {a.T, C});
         for (const SeqPiece& p : sequence_pieces(true, mp.sp.rank(), mp.sp.size(), a.T * mp.sp.size()))
-            std::copy(wpe + long(p.pos) * C, wpe + long(p.pos + p.len) * C, zigzag_wpe.begin() + long(p.row) * C);
-        wpe = zigzag_wpe.data();
+            std::copy(wpe + long(p.pos) * C, wpe + long(p.pos + p.len) * C, zigzag_wpe.f32() + long(p.row) * C);
+        wpe = zigzag_wpe.f32();
     }
     if (tp.size() == 1) {
         kern::encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
@@ -316,16 +317,16 @@ static void encoder_grads(float* dwte, float* dwpe, const float* dx, const int* 
 }
 
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
-                            int Vl, const ModelParallel& mp) {
+                            int Vl, const ModelParallel& mp, Ledger& ledger) {
     if (!mp.sp.zigzag()) {
         encoder_grads(dwte, dwpe + long(mp.sp.rank()) * T * C, dx, tokens, B, T, C, Vl, mp);
         return;
     }
     // Zig-zag: my positions' gradient in my rows' order, then added to their rows of dwpe.
-    std::vector<float> mine(size_t(T) * C, 0.0f);
-    encoder_grads(dwte, mine.data(), dx, tokens, B, T, C, Vl, mp);
+    Tensor mine = scratch(ledger, {T, C});  // zeroed
+    encoder_grads(dwte, mine.f32(), dx, tokens, B, T, C, Vl, mp);
     for (const SeqPiece& p : sequence_pieces(true, mp.sp.rank(), mp.sp.size(), T * mp.sp.size()))
-        for (long i = 0; i < long(p.len) * C; ++i) dwpe[long(p.pos) * C + i] += mine[size_t(long(p.row) * C + i)];
+        for (long i = 0; i < long(p.len) * C; ++i) dwpe[long(p.pos) * C + i] += mine.f32()[long(p.row) * C + i];
 }
 
 }  // namespace ss
