@@ -201,7 +201,8 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
     for (int z : {0, 3}) {
         const std::string zdp = "\\s+" + std::to_string(z);
         REQUIRE(count_lines(r.output, "DP 4" + zdp + "\\s+4\\s+32" + num + num + num + "x" + num + num) == 1);
-        for (const char* name : {"SP 2 \\(Ulysses\\)", "SP 2 \\(ring\\)", "TP 2", "TP 2 \\+ Megatron-SP"}) {
+        for (const char* name : {"SP 2 \\(Ulysses\\)", "SP 2 \\(ring\\)", "SP 2 \\(ring, contig\\.\\)", "TP 2",
+                                 "TP 2 \\+ Megatron-SP"}) {
             INFO(name << " with ZeRO " << z);
             REQUIRE(count_lines(r.output, std::string("DP 2 x ") + name + zdp + "\\s+2\\s+16" + num + num + num +
                                               "x" + num + num) == 1);
@@ -209,7 +210,7 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
     }
     REQUIRE_THAT(r.output, Contains("load before: ") && Contains("load after: "));
     nlohmann::json j = read_json(json);
-    REQUIRE(j["rows"].size() == 10);
+    REQUIRE(j["rows"].size() == 12);
     for (const auto& row : j["rows"]) {
         REQUIRE(row["tokens_per_s"].get<double>() > 0);
         REQUIRE(row["planned_tokens_per_s"].get<double>() > 0);

@@ -391,6 +391,14 @@ TEST_CASE("bad input names what is wrong: a directory, the ranks of a trace, the
     INFO(ring.output);
     CHECK(ring.code == 1);
     CHECK_THAT(ring.output, Contains("--sp 2 (ring attention) cannot be combined"));
+
+    // --ring-split: a name that is no split, for train and plan alike (app/layout_flags.cpp).
+    for (const char* cmd : {"train --model tiny --steps 1", "plan --model tiny --gpus 2"}) {
+        CliResult split = run_shardscope(std::string(cmd) + " --sp 2 --sp-mode ring --ring-split diagonal");
+        INFO(split.output);
+        CHECK(split.code != 0);
+        CHECK_THAT(split.output, Contains("--ring-split diagonal is not a split; use zigzag"));
+    }
 }
 
 namespace {

@@ -36,6 +36,7 @@ const Picture kPictures[] = {
     {"tp-mlp.svg", "diagram tp --model tiny --tp 2"},
     {"ulysses-all-to-all.svg", "diagram ulysses --model tiny --sp 2 --tokens 8"},
     {"ring-attention.svg", "diagram ring --model tiny --sp 4"},
+    {"ring-attention-contiguous.svg", "diagram ring --model tiny --sp 4 --ring-split contiguous"},
     {"pipeline-1f1b.svg", "diagram 1f1b --pp 4 --ga 8 --schedule 1f1b"},
     {"precision-losses.svg", "diagram losses --run fp32=" + kImg + "precision-losses-fp32.json --run bf16=" + kImg +
                                  "precision-losses-bf16.json"},
@@ -68,14 +69,27 @@ TEST_CASE("a picture is the same bytes every time it is drawn", "[diagram]") {
     CHECK_THAT(read_all(a), Contains("H/sp = 1 heads"));
 }
 
-TEST_CASE("diagram ring draws ring_step's cells: rank r computes r+1 of the sp blocks", "[diagram]") {
+TEST_CASE("diagram ring draws ring_step's cells: contiguous rank r works r + 1/2 blocks, zig-zag sp/2 each",
+          "[diagram]") {
     const std::string a = tmp("ring8.svg");
-    REQUIRE(run_shardscope("diagram ring --sp 8 --out " + a).code == 0);  // 64 tokens, 8 per rank
-    const std::string svg = read_all(a);
+    REQUIRE(run_shardscope("diagram ring --sp 8 --ring-split contiguous --out " + a).code == 0);  // 8 tokens per rank
+    std::string svg = read_all(a);
     CHECK_THAT(svg, Contains("sp = 8"));
-    CHECK_THAT(svg, Contains(">1 of 8 block</text>"));   // rank 0: only its own block
-    CHECK_THAT(svg, Contains(">8 of 8 blocks</text>"));  // rank 7: every block
+    CHECK_THAT(svg, Contains("contiguous split"));
+    CHECK_THAT(svg, Contains(">1 of 8 steps, work 0.5</text>"));  // rank 0: only its own block, causal
+    CHECK_THAT(svg, Contains(">8 of 8 steps, work 7.5</text>"));  // rank 7: every block
     CHECK_THAT(svg, Contains("rank 7 sends K7 V7 to rank 0"));
+    REQUIRE(run_shardscope("diagram ring --sp 8 --out " + a).code == 0);  // zig-zag, the default
+    svg = read_all(a);
+    CHECK_THAT(svg, Contains("zig-zag split"));
+    CHECK_THAT(svg, Contains("Q of t0..t3, t60..t63"));      // rank 0: chunks 0 and 15 of 16
+    CHECK_THAT(svg, Contains(">hh causal, th, tt causal<"));  // every rank's own step
+    CHECK_THAT(svg, !Contains("work 0.5</text>"));
+    size_t even = 0;  // every rank: 8 of 8 steps, half a (T/sp)^2 block each
+    for (size_t at = svg.find(">8 of 8 steps, work 4</text>"); at != std::string::npos;
+         at = svg.find(">8 of 8 steps, work 4</text>", at + 1))
+        ++even;
+    CHECK(even == 8);
     REQUIRE(run_shardscope("diagram ring --out " + a).code == 0);  // ring's --sp default is 4
     CHECK_THAT(read_all(a), Contains("sp = 4"));
 }

@@ -261,6 +261,13 @@ TEST_CASE("bad layouts say what would work", "[plan][errors]") {
     x.layout.sp_mode = SpMode::ring;
     REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("SP=3 does not divide the sequence T=2048"));
     x = in;
+    x.layout.sp = 2;
+    x.layout.sp_mode = SpMode::ring;  // zig-zag (the default) cuts T into 2 SP chunks
+    x.T = 2046;                       // 2 | 2046, 4 does not
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("--ring-split zigzag cuts the sequence into 2 x SP = 4"));
+    x.layout.ring_split = RingSplit::contiguous;
+    REQUIRE(error_of(x).find("ring-split") == std::string::npos);  // contiguous needs only SP | T
+    x = in;
     x.layout.tp = 8;
     x.layout.sp = 8;  // Ulysses: 32 / 8 = 4 heads per TP rank
     REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("Ulysses SP=8 does not divide the 4 heads") &&

@@ -9,6 +9,7 @@
 #include "model/safetensors.h"
 #include "train/train.h"
 #include "equivalence.h"
+#include "model/sequence_split.h"
 
 using namespace ss;
 
@@ -19,6 +20,7 @@ std::string out_path(const std::string& name) { return test_file("test_sp_" + na
 struct Layout {
     int ranks, sp, tp, zero;
     std::string mode = "ulysses";
+    std::string split = "zigzag";  ///< ring only: --ring-split
 };
 
 void check_equals_one_rank(const Layout& l) {
@@ -36,12 +38,13 @@ void check_equals_one_rank(const Layout& l) {
     par.tp = l.tp;
     par.zero = l.zero;
     par.sp_mode = parse_sp_mode(l.mode);
+    par.ring_split = parse_ring_split(l.split);
     const int dp = l.ranks / (l.sp * l.tp);
     par.mbs = gbs / dp;  // sp and tp ranks share their samples
     par.dump_grads = out_path("grads_par.safetensors");
     par.save = out_path("end_par.safetensors");
-    INFO("ranks " << l.ranks << " sp " << l.sp << " (" << l.mode << ") tp " << l.tp << " ZeRO-" << l.zero << ", dp "
-                  << dp);
+    INFO("ranks " << l.ranks << " sp " << l.sp << " (" << l.mode << ", " << l.split << ") tp " << l.tp << " ZeRO-"
+                  << l.zero << ", dp " << dp);
     // Each SP rank averages over its T/sp tokens and dp x sp averages those
     // means: the same sum in another order (tolerances in equivalence.h).
     require_same_training(par, one);
@@ -61,6 +64,9 @@ TEST_CASE("Ulysses composes with DP, ZeRO and TP", "[sp][zero][tp]") {
     check_equals_one_rank({8, 2, 2, 1});  // dp 2 x sp 2 x tp 2 x ZeRO-1
 }
 
+// Zig-zag (the default split): rank r holds chunks r and 2 SP - 1 - r, so its tokens, their
+// positions and the causal mask of each chunk pair all differ from the contiguous run; the loss
+// is a mean over the same tokens, so one rank's numbers still hold (tolerances in equivalence.h).
 TEST_CASE("ring attention over 2 and 4 ranks, and with DP, ZeRO and TP, equals one rank", "[sp][ring]") {
     check_equals_one_rank({2, 2, 1, 0, "ring"});
     check_equals_one_rank({4, 4, 1, 0, "ring"});
@@ -68,42 +74,61 @@ TEST_CASE("ring attention over 2 and 4 ranks, and with DP, ZeRO and TP, equals o
     check_equals_one_rank({4, 2, 2, 0, "ring"});  // sp 2 x tp 2
 }
 
-TEST_CASE("ring attention sends keys and values round the ring; the causal work is uneven", "[sp][ring][trace]") {
-    TrainOptions o;
-    o.model = model_preset("tiny");
-    o.steps = 2;
-    o.quiet = true;
-    o.ranks = 4;
-    o.sp = 4;
-    o.sp_mode = SpMode::ring;
-    o.mbs = 2;
-    o.T = 32;
-    o.trace = out_path("trace_ring.json");
-    train(o, nullptr);
-    Trace t = read_chrome_trace(o.trace);
-    const uint64_t B = 2, Tl = 8, C = 64, L = 2, s = 4, f32 = 4, kv = B * Tl * 2 * C * f32;
-    for (int rank = 0; rank < 4; ++rank) {
-        std::map<std::string, uint64_t> got;
-        int fwd_blocks = 0;
-        for (const TraceEvent& e : t.events) {
-            if (e.rank != rank) continue;
-            if (e.kind == TraceEvent::Kind::collective && e.label.step == 2 && e.axis == "sp")
-                got[std::string(payload_name(e.label.payload)) + "/" + phase_name(e.label.phase) + "/" + e.name] +=
-                    e.bytes;
-            if (e.kind == TraceEvent::Kind::span && e.name == "ring block" && e.cat == "fwd") ++fwd_blocks;
+TEST_CASE("ring attention with the contiguous split equals one rank too", "[sp][ring]") {
+    check_equals_one_rank({2, 2, 1, 0, "ring", "contiguous"});
+    check_equals_one_rank({4, 4, 1, 0, "ring", "contiguous"});
+}
+
+TEST_CASE("ring attention sends keys and values round the ring; contiguous work is uneven, zig-zag's even",
+          "[sp][ring][trace]") {
+    for (const RingSplit split : {RingSplit::contiguous, RingSplit::zigzag}) {
+        INFO("--ring-split " << ring_split_name(split));
+        TrainOptions o;
+        o.ring_split = split;
+        o.model = model_preset("tiny");
+        o.steps = 2;
+        o.quiet = true;
+        o.ranks = 4;
+        o.sp = 4;
+        o.sp_mode = SpMode::ring;
+        o.mbs = 2;
+        o.T = 32;
+        o.trace = out_path("trace_ring.json");
+        train(o, nullptr);
+        Trace t = read_chrome_trace(o.trace);
+        const uint64_t B = 2, Tl = 8, C = 64, L = 2, s = 4, f32 = 4, kv = B * Tl * 2 * C * f32;
+        for (int rank = 0; rank < 4; ++rank) {
+            std::map<std::string, uint64_t> got;
+            int fwd_blocks = 0;
+            for (const TraceEvent& e : t.events) {
+                if (e.rank != rank) continue;
+                if (e.kind == TraceEvent::Kind::collective && e.label.step == 2 && e.axis == "sp")
+                    got[std::string(payload_name(e.label.payload)) + "/" + phase_name(e.label.phase) + "/" + e.name] +=
+                        e.bytes;
+                if (e.kind == TraceEvent::Kind::span && e.name == "ring block" && e.cat == "fwd") ++fwd_blocks;
+            }
+            INFO("rank " << rank);
+            // Per block: forward passes each K,V block s-1 hops; backward again, and the
+            // key/value gradients s hops (the last one brings them home).
+            std::map<std::string, uint64_t> want = {{"act/fwd/send", L * (s - 1) * kv},
+                                                    {"act/fwd/recv", L * (s - 1) * kv},
+                                                    {"act/bwd/send", L * (s - 1) * kv},
+                                                    {"act/bwd/recv", L * (s - 1) * kv},
+                                                    {"act_grad/bwd/send", L * s * kv},
+                                                    {"act_grad/bwd/recv", L * s * kv}};
+            REQUIRE(got == want);
+            if (split == RingSplit::contiguous) {
+                // Causal: rank r computes r + 1 of the 4 blocks per layer, in each of 2 steps.
+                REQUIRE(fwd_blocks == int(L) * (rank + 1) * 2);
+            } else {
+                // Zig-zag: every rank computes at all 4 ring steps per layer, each 2 Tc x Tc chunk blocks,
+                // i.e. half a (T/sp)^2 block (ring_attention.h's table).
+                REQUIRE(fwd_blocks == int(L) * int(s) * 2);
+                for (const TraceEvent& e : t.events)
+                    if (e.rank == rank && e.kind == TraceEvent::Kind::span && e.name == "ring block")
+                        REQUIRE(e.args.at("work").get<double>() == 0.5);
+            }
         }
-        INFO("rank " << rank);
-        // Per block: forward passes each K,V block s-1 hops; backward again, and the
-        // key/value gradients s hops (the last one brings them home).
-        std::map<std::string, uint64_t> want = {{"act/fwd/send", L * (s - 1) * kv},
-                                                {"act/fwd/recv", L * (s - 1) * kv},
-                                                {"act/bwd/send", L * (s - 1) * kv},
-                                                {"act/bwd/recv", L * (s - 1) * kv},
-                                                {"act_grad/bwd/send", L * s * kv},
-                                                {"act_grad/bwd/recv", L * s * kv}};
-        REQUIRE(got == want);
-        // Causal: rank r computes r + 1 of the 4 blocks per layer, in each of 2 steps.
-        REQUIRE(fwd_blocks == int(L) * (rank + 1) * 2);
     }
 }
 
@@ -145,4 +170,17 @@ TEST_CASE("bad sequence-parallel layouts get clear errors", "[sp][errors]") {
     o.ranks = 2;
     // A name that is no mode is refused where it is read, as the command line reads it.
     REQUIRE_THROWS_WITH(parse_sp_mode("zigzag"), Catch::Contains("--sp-mode zigzag is not a mode; use ulysses"));
+    REQUIRE_THROWS_WITH(parse_ring_split("headtail"),
+                        Catch::Contains("--ring-split headtail is not a split; use zigzag"));
+    // Zig-zag cuts T into 2 SP chunks: T = 36 splits over SP 4 (9 tokens each) but not into 8 chunks.
+    o.sp_mode = SpMode::ring;
+    o.ranks = 4;
+    o.sp = 4;
+    o.T = 36;
+    REQUIRE_THROWS_WITH(train(o, nullptr), Catch::Contains("--ring-split zigzag cuts the sequence into 2 x SP = 8 "
+                                                           "chunks, which does not divide T=36"));
+    REQUIRE_THROWS_WITH(check_sequence_split(SpMode::ring, RingSplit::zigzag, 4, 36),  // what plan calls
+                        Catch::Contains("choose T a multiple of 8, another SP, or --ring-split contiguous"));
+    check_sequence_split(SpMode::ring, RingSplit::contiguous, 4, 36);  // contiguous needs SP | T only
+    check_sequence_split(SpMode::ulysses, RingSplit::zigzag, 4, 36);   // Ulysses never splits zig-zag
 }

@@ -11,6 +11,13 @@
 // positions q_pos + i; a key block is Tk rows at positions k_pos + k; a query
 // may see keys at positions <= its own (causal).
 //
+// Windows. forward and backward may work on a window of the buffers: q_seq
+// (0: Tq) is the number of query-side rows per sequence (rows of q_rows,
+// dq_rows, acc, out, dout; entries of m, l, lse, D per (b, h)), k_seq (0: Tk)
+// the key rows per sequence, and the pointers point at the window's first
+// row. Zig-zag ring attention calls them per pair of chunks this way: rank
+// i's two chunks are not neighbours in the sequence, so each is its own window.
+//
 // Forward, per (b, h, i), over the blocks in any order:
 //   s_k = q_i . k_k / sqrt(hs)            (allowed k only)
 //   m'  = max(m, max_k s_k)
@@ -20,6 +27,17 @@
 // Backward, with D_i = dout_i . out_i and p_ik = e^(s_ik - lse_i):
 //   dv_k += p_ik dout_i;  ds = p_ik (dout_i . v_k - D_i)
 //   dq_i += ds k_k / sqrt(hs);  dk_k += ds q_i / sqrt(hs)
+//
+// As kernels/cpu/attention.cpp does for one rank, per (b, h) the products
+//   S = Q K^T / sqrt(hs),  acc += P V                      (forward)
+//   dP = dO V^T,  dQ += dS K,  dV += P^T dO,  dK += dS^T Q  (backward, dS scaled)
+// go to OpenBLAS sgemm, reading every operand in place through its leading
+// dimension (3C, kv_stride, C); only the online softmax, its rescale and the
+// softmax backward are loops (simd.h: lane reductions and exp_fast). Where the
+// causal mask cuts the block (the diagonal), rows go in blocks of 64 that stop
+// at the last key the block's last row may see. The *_reference functions are
+// the same math in plain loops, one query at a time (what ring attention ran
+// before), kept for the tests and for reading.
 #pragma once
 
 namespace ss::cpu {
@@ -29,7 +47,7 @@ void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, 
 /// Folds one key block into the running state (see the file comment).
 void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
                              const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos, int k_pos, int C,
-                             int NH);
+                             int NH, int q_seq = 0, int k_seq = 0);
 /// out = acc / l, lse = m + log l (out may alias acc).
 void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc, int B, int Tq,
                             int C, int NH);
@@ -39,6 +57,17 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 /// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows).
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH);
+                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH,
+                              int q_seq = 0, int k_seq = 0);
+
+/// attention_block_forward in plain loops, one query and one key at a time (for the tests).
+void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
+                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos,
+                                       int k_pos, int C, int NH, int q_seq = 0, int k_seq = 0);
+/// attention_block_backward in plain loops, one query and one key at a time (for the tests).
+void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
+                                        const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
+                                        const float* lse, const float* D, int B, int Tq, int Tk, int q_pos,
+                                        int k_pos, int C, int NH, int q_seq = 0, int k_seq = 0);
 
 }  // namespace ss::cpu

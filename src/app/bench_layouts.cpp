@@ -5,11 +5,12 @@
 //   shardscope bench layouts                        small, 8 ranks, MBS 8, 3 rounds
 //   shardscope bench layouts --model tiny --steps 2 --warmup 1 --rounds 1
 //
-// Ten layouts of one world of N ranks (N = 8 by default), each with ZeRO 0 and 3:
+// Twelve layouts of one world of N ranks (N = 8 by default), each with ZeRO 0 and 3:
 //
 //   DP N                          every rank its own samples          GBS = MBS x N
 //   DP N/2 x SP 2 (Ulysses)       2 ranks share a sample: all-to-all  GBS = MBS x N/2
-//   DP N/2 x SP 2 (ring)          2 ranks share a sample: K, V ring   GBS = MBS x N/2
+//   DP N/2 x SP 2 (ring)          2 ranks share a sample: K, V ring   GBS = MBS x N/2   (zig-zag split)
+//   DP N/2 x SP 2 (ring, contig.) the same, contiguous split: uneven  GBS = MBS x N/2
 //   DP N/2 x TP 2                 2 ranks share a sample: Megatron    GBS = MBS x N/2
 //   DP N/2 x TP 2 + Megatron-SP   the same, all-reduce = RS + AG      GBS = MBS x N/2
 //
@@ -74,6 +75,7 @@ struct LayoutRow {
     std::vector<double> step_ms;   // measured steps of every round
     std::vector<double> round_ms;  // each round's median
     double planned_tps = 0;        // planner's tokens/s (0: no prediction)
+    RingSplit ring_split = RingSplit::zigzag;  // ring rows: which tokens each sp rank holds
 };
 
 void run_bench_layouts(const BenchLayoutsFlags& f) {
@@ -107,7 +109,11 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         const std::string dp = "DP " + std::to_string(half) + " x ";
         rows.push_back({"DP " + std::to_string(n), 1, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
         rows.push_back({dp + "SP 2 (Ulysses)", 1, 2, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
-        if (!emulated) rows.push_back({dp + "SP 2 (ring)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0});
+        if (!emulated) {  // both token splits side by side (model/sequence_split.h)
+            rows.push_back({dp + "SP 2 (ring)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0});
+            rows.push_back({dp + "SP 2 (ring, contig.)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0,
+                            RingSplit::contiguous});
+        }
         rows.push_back({dp + "TP 2", 2, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
         if (!emulated) rows.push_back({dp + "TP 2 + Megatron-SP", 2, 1, z, SpMode::ulysses, true, 0, 0, {}, {}, 0});
     }
@@ -116,6 +122,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         o.tp = r.tp;
         o.sp = r.sp;
         o.sp_mode = r.sp_mode;
+        o.ring_split = r.ring_split;
         o.sequence_parallel = r.sequence_parallel;
         o.zero = r.zero;
         return o;
@@ -194,6 +201,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         for (size_t i = 0; i < r.round_ms.size(); ++i)
             round_vs.push_back(double(r.gbs) / r.round_ms[i] / (double(dp_row->gbs) / dp_row->round_ms[i]));
         out["rows"].push_back({{"layout", r.name}, {"tp", r.tp}, {"sp", r.sp}, {"sp_mode", sp_mode_name(r.sp_mode)},
+                                  {"ring_split", ring_split_name(r.ring_split)},
                                {"sequence_parallel", r.sequence_parallel}, {"zero", r.zero}, {"dp", r.dp},
                                {"gbs", r.gbs}, {"median_ms", median(r.step_ms)}, {"tokens_per_s", tps},
                                {"vs_dp", vs}, {"round_vs_dp", round_vs}, {"round_median_ms", r.round_ms},

@@ -28,6 +28,7 @@ namespace ss::app {
 void add_diagram_command(CLI::App& root) {
     struct Options {
         std::string kind, out;
+        RingSplit ring_split = RingSplit::zigzag;  // ring: --ring-split
         ModelFlags model;
         int ranks = 4, hpz = 4, tp = 2, sp = 2, tokens = 8;
         PipeSpec spec{Schedule::one_f_one_b, 4, 8, 1};
@@ -49,6 +50,7 @@ void add_diagram_command(CLI::App& root) {
     cmd->add_option("--pp", opt->spec.p, "1f1b: pipeline stages p")->capture_default_str();
     cmd->add_option("--ga,--micro", opt->spec.m, "1f1b: micro-batches m")->capture_default_str();
     add_schedule_flag(*cmd, opt->spec.kind);
+    add_ring_split_flag(*cmd, opt->ring_split);
     cmd->add_option("--pp-virtual", opt->spec.v, "1f1b: model chunks per stage v (interleaved)")->capture_default_str();
     cmd->add_option("--run", opt->runs, "losses: LABEL=FILE.json, a `shardscope train --json` report (repeat)");
     cmd->callback([opt, sp_flag] {
@@ -73,7 +75,7 @@ void add_diagram_command(CLI::App& root) {
             else if (k == "hpz") svg = diagram::draw_hpz_partitions(cfg, opt->ranks, opt->hpz);
             else if (k == "tp") svg = diagram::draw_tp_mlp(cfg, opt->tp);
             else if (k == "ulysses") svg = diagram::draw_ulysses(cfg, opt->sp, opt->tokens);
-            else if (k == "ring") svg = diagram::draw_ring(cfg, sp_flag->count() ? opt->sp : 4);
+            else if (k == "ring") svg = diagram::draw_ring(cfg, sp_flag->count() ? opt->sp : 4, opt->ring_split);
             else if (k == "1f1b" || k == "pipeline") svg = diagram::draw_pipeline(opt->spec);
             else SS_FAIL("diagram " << k << ": no such picture; choose zero, hpz, tp, ulysses, ring, 1f1b or losses");
         }

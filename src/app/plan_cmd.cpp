@@ -120,6 +120,7 @@ void add_plan_command(CLI::App& root) {
     auto* pp = cmd->add_option("--pp", l.pp, "Pipeline stages (must divide the layers)");
     auto* sp = cmd->add_option("--sp", l.sp, "Sequence-parallel degree (must divide T; Ulysses: the heads of a TP rank)");
     add_sp_mode_flag(*cmd, l.sp_mode);
+    add_ring_split_flag(*cmd, l.ring_split);
     cmd->add_flag("--sequence-parallel", l.sequence_parallel, "Megatron sequence parallelism on the tp axis");
     cmd->add_option("--dp-shard", l.dp_shard, "Ranks ZeRO shards over (default: the rest of the world)");
     auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");

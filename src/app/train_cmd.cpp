@@ -57,6 +57,7 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--sp", opts->sp, "Sequence-parallel degree: ranks that split every sequence")
         ->capture_default_str();
     add_sp_mode_flag(*cmd, opts->sp_mode);
+    add_ring_split_flag(*cmd, opts->ring_split);
     cmd->add_option("--dp-shard", opts->dp_shard, "Ranks per ZeRO shard group (default: the rest of the world)");
     cmd->add_option("--dp-rep", opts->dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS, not ZeRO++ hpZ (default: 1)");
     cmd->add_option("--bucket-mb", opts->bucket_mb, "DDP: all-reduce gradients in buckets of this many MiB (0: naive)")

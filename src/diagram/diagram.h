@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "diagram/svg.h"
+#include "mesh/layout_names.h"
 #include "model/config.h"
 #include "schedule/pipeline_schedule.h"
 
@@ -42,10 +43,10 @@ Svg draw_tp_mlp(const GPT2Config& cfg, int tp);
 /// [T/sp tokens, all H heads] -> [all T tokens, H/sp heads], as UlyssesComm moves them.
 Svg draw_ulysses(const GPT2Config& cfg, int sp, int tokens);
 
-/// Ring attention over @p sp ranks for @p cfg's T tokens: a grid of ranks x steps with the
-/// block of keys and values each rank holds and whether it computes it (causal diagonal,
-/// full, skipped), and one step's sends and receives, all from ring_step (parallel/ring_attention.h).
-Svg draw_ring(const GPT2Config& cfg, int sp);
+/// Ring attention over @p sp ranks for @p cfg's T tokens, split as @p split: a grid of ranks x
+/// steps with the block of keys and values each rank holds and what it computes of it (causal
+/// diagonal, full, skipped; under zig-zag the chunk pairs), each rank's work, and one step's sends and receives, all from ring_step (parallel/ring_attention.h).
+Svg draw_ring(const GPT2Config& cfg, int sp, RingSplit split);
 
 /// @p spec's schedule (make_pipe_schedule) as simulated (forward 1, backward 2 ticks): a
 /// row per rank, a box per forward and backward, and the bubble.

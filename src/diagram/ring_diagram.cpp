@@ -1,9 +1,13 @@
-// ring_diagram.cpp — `shardscope diagram ring`: ring attention's passes over sp ranks.
+// ring_diagram.cpp — `shardscope diagram ring`: ring attention's passes over sp ranks,
+// under the zig-zag split (the default) or the contiguous one (--ring-split contiguous).
 //
-//            rank 0       rank 1       rank 2       rank 3      (each: the queries of T/sp tokens)
-//   step 0:  K0V0 causal  K1V1 causal  K2V2 causal  K3V3 causal
-//   step 1:  K3V3 skip    K0V0 full    K1V1 full    K2V2 full
+//   contiguous  rank 0       rank 1       rank 2       rank 3      (each: the queries of T/sp tokens)
+//   step 0:     K0V0 causal  K1V1 causal  K2V2 causal  K3V3 causal
+//   step 1:     K3V3 skip    K0V0 full    K1V1 full    K2V2 full
 //   ...
+//   zig-zag     (each rank: the queries of its head chunk h and tail chunk t, T/(2 sp) tokens each)
+//   step 0:     own: hh causal, th, tt causal       (every rank, every step: 2 chunk blocks of work)
+//   step 1:     rank 0: t x K3's h, t   rank 1..3: h, t x K(r-1)'s h
 //   one step:  rank 0 --K0V0--> rank 1 --K1V1--> rank 2 --K2V2--> rank 3
 //                 ^------------------- K3V3 ---------------------'
 //
@@ -11,6 +15,7 @@
 // RingAttention::ring_forward and ring_backward ask, at every step, whose block they
 // hold, whether to compute it and where to pass it. So if the rule changes, so does this.
 #include <algorithm>
+#include <cmath>
 
 #include "core/check.h"
 #include "diagram/diagram.h"
@@ -29,6 +34,30 @@ std::string tokens(int first, int count) {
 
 std::string kv_name(int owner) { return "K" + std::to_string(owner) + " V" + std::to_string(owner); }
 
+// The tokens of sp rank r's pieces: "t0..t7" or "t0..t7, t56..t63".
+std::string pieces_text(bool zigzag, int r, int sp, int T) {
+    std::string out;
+    for (const SeqPiece& p : sequence_pieces(zigzag, r, sp, T)) out += (out.empty() ? "" : ", ") + tokens(p.pos, p.len);
+    return out;
+}
+
+// The products of a zig-zag step: "hh causal, th, tt causal" (my query chunk, then the key chunk).
+std::string pairs_text(const RingStep& st) {
+    if (st.pairs.empty()) return "skipped (ahead)";
+    std::string out;
+    for (const RingPair& p : st.pairs) {
+        out += out.empty() ? "" : ", ";
+        out += std::string(p.q_piece == 0 ? "h" : "t") + (p.k_piece == 0 ? "h" : "t");
+        if (p.block == RingBlock::diagonal) out += " causal";
+    }
+    return out;
+}
+
+std::string work_text(double w) {  // 0.5 -> "0.5", 2 -> "2"
+    const long halves = std::lround(w * 2);
+    return std::to_string(halves / 2) + (halves % 2 ? ".5" : "");
+}
+
 const char* block_name(RingBlock b) {
     switch (b) {
         case RingBlock::diagonal: return "causal (diagonal)";
@@ -40,7 +69,7 @@ const char* block_name(RingBlock b) {
 
 }  // namespace
 
-Svg draw_ring(const GPT2Config& cfg, int sp) {
+Svg draw_ring(const GPT2Config& cfg, int sp, RingSplit split) {
     const int T = cfg.maxT, C = cfg.C;
     std::string divisors;
     for (int d = 2; d <= 8; ++d)
@@ -49,6 +78,10 @@ Svg draw_ring(const GPT2Config& cfg, int sp) {
              "--sp " << sp << ": ring attention gives each rank T/sp tokens, and the picture draws 2 to 8 ranks "
                      << "that divide T = " << T << " (model " << cfg.name << "); choose --sp in {" << divisors
                      << "}");
+    const bool zz = zigzag_split(SpMode::ring, split, sp);
+    SS_CHECK(!zz || T % (2 * sp) == 0, "--sp " << sp << ": --ring-split zigzag cuts T = " << T
+                                                << " into 2 x sp chunks; choose --sp with 2 sp dividing T, or "
+                                                << "--ring-split contiguous");
     const int Tl = T / sp;
 
     // Ask the engine's rule for every (rank, step), and check that the blocks really
@@ -56,7 +89,7 @@ Svg draw_ring(const GPT2Config& cfg, int sp) {
     std::vector<std::vector<RingStep>> grid;  // [rank][step]
     for (int r = 0; r < sp; ++r) {
         grid.emplace_back();
-        for (int k = 0; k < sp; ++k) grid.back().push_back(ring_step(r, k, sp));
+        for (int k = 0; k < sp; ++k) grid.back().push_back(ring_step(r, k, sp, split));
     }
     for (int r = 0; r < sp; ++r)
         for (int k = 1; k < sp; ++k) {
@@ -71,23 +104,28 @@ Svg draw_ring(const GPT2Config& cfg, int sp) {
     const int y_count = y_grid + sp * (kCellH + kGapY) + 16;
     const int y_step = y_count + 62;  // the one-step panel's boxes
     const int width = std::max(kX0 + sp * col + 10, 980);
-    Svg s(width, y_step + kCellH + 148);
-    s.text(10, 24, "Ring attention: the keys and values go round the ring, sp = " + std::to_string(sp) + " (model " +
-                       cfg.name + ", T = " + std::to_string(T) + " tokens, T/sp = " + std::to_string(Tl) +
-                       " per rank)",
+    Svg s(width, y_step + kCellH + 166);
+    s.text(10, 24, "Ring attention: the keys and values go round the ring, sp = " + std::to_string(sp) + ", " +
+                       (zz ? "zig-zag split" : "contiguous split") + " (model " + cfg.name + ", T = " +
+                       std::to_string(T) + ", T/sp = " + std::to_string(Tl) + ")",
            Anchor::start, 15, "#222222", true);
     s.text(10, 44, "each rank keeps the queries of its own tokens; a cell = the block of keys and values it holds "
                    "at that step, coloured by the rank it came from",
            Anchor::start, 12, "#555555");
-    s.text(10, 62, "the causal mask: its own block is causal within (diagonal, triangle); an earlier rank's is seen "
-                   "whole (full, square); a later rank's is skipped",
-           Anchor::start, 12, "#555555");
+    if (zz)
+        s.text(10, 62, "zig-zag: rank r holds chunks r (h, head) and 2sp-1-r (t, tail) of 2 sp; a cell lists its "
+                       "products, my query chunk then their key chunk",
+               Anchor::start, 12, "#555555");
+    else
+        s.text(10, 62, "the causal mask: its own block is causal within (diagonal, triangle); an earlier rank's is "
+                       "seen whole (full, square); a later rank's is skipped",
+               Anchor::start, 12, "#555555");
 
     // The grid: a column per rank, a row per step.
     for (int r = 0; r < sp; ++r) {
         const int x = kX0 + r * col;
         s.text(x + kCellW / 2, y_grid - 22, "rank " + std::to_string(r), Anchor::middle, 12, "#222222", true);
-        s.text(x + kCellW / 2, y_grid - 8, "Q of " + tokens(r * Tl, Tl), Anchor::middle, 10, "#555555");
+        s.text(x + kCellW / 2, y_grid - 8, "Q of " + pieces_text(zz, r, sp, T), Anchor::middle, 10, "#555555");
     }
     for (int k = 0; k < sp; ++k) {
         const int y = y_grid + k * (kCellH + kGapY);
@@ -100,23 +138,28 @@ Svg draw_ring(const GPT2Config& cfg, int sp) {
             s.rect(x, y, kCellW, kCellH, skipped ? "#eeeeee" : svg_colour(st.owner),
                    skipped ? svg_colour(st.owner) : "#ffffff");
             // A glyph of the mask's [queries x keys] block: the lower triangle, or all of it.
-            if (st.block == RingBlock::diagonal)
+            if (!zz && st.block == RingBlock::diagonal)
                 s.polyline({{x + 6, y + 12}, {x + 6, y + 28}, {x + 22, y + 28}, {x + 6, y + 12}}, "#ffffff", 1);
-            if (st.block == RingBlock::full)
+            if (!zz && st.block == RingBlock::full)
                 s.polyline({{x + 6, y + 12}, {x + 6, y + 28}, {x + 22, y + 28}, {x + 22, y + 12}, {x + 6, y + 12}},
                            "#ffffff", 1);
-            s.text(x + kCellW / 2, y + 16, kv_name(st.owner) + "  (" + tokens(st.owner * Tl, Tl) + ")",
-                   Anchor::middle, 11, ink, true);
-            s.text(x + kCellW / 2, y + 32, block_name(st.block), Anchor::middle, 10, ink);
+            s.text(x + kCellW / 2, y + 16,
+                   kv_name(st.owner) + (zz ? "" : "  (" + pieces_text(zz, st.owner, sp, T) + ")"), Anchor::middle,
+                   11, ink, true);
+            s.text(x + kCellW / 2, y + 32, zz ? pairs_text(st) : block_name(st.block), Anchor::middle, 10, ink);
         }
     }
     // The uneven work the causal mask leaves.
     s.text(10, y_count, "computed:", Anchor::start, 11, "#222222", true);
     for (int r = 0; r < sp; ++r) {
         int n = 0;
-        for (int k = 0; k < sp; ++k) n += grid[size_t(r)][size_t(k)].block != RingBlock::skipped;
+        double work = 0;  // in (T/sp)^2 blocks, a diagonal one half (ring_step)
+        for (int k = 0; k < sp; ++k) {
+            n += grid[size_t(r)][size_t(k)].block != RingBlock::skipped;
+            work += grid[size_t(r)][size_t(k)].work;
+        }
         s.text(kX0 + r * col + kCellW / 2, y_count,
-               std::to_string(n) + " of " + std::to_string(sp) + (n == 1 ? " block" : " blocks"), Anchor::middle, 11,
+               std::to_string(n) + " of " + std::to_string(sp) + " steps, work " + work_text(work), Anchor::middle, 11,
                "#222222");
     }
 
@@ -161,7 +204,10 @@ Svg draw_ring(const GPT2Config& cfg, int sp) {
                         "adds to; one more hop brings each gradient home");
     s.note(10, yb + 36, "cells and arrows from ring_step (parallel/ring_attention.h), the rule "
                         "RingAttention::ring_forward and ring_backward run at every step");
-    s.note(10, yb + 54, "drawn by: shardscope diagram ring --model " + cfg.name + " --sp " + std::to_string(sp));
+    s.note(10, yb + 54, "work: in (T/sp) x (T/sp) blocks of scores, a causal (diagonal) one half; the step's "
+                        "slowest rank sets its time");
+    s.note(10, yb + 72, "drawn by: shardscope diagram ring --model " + cfg.name + " --sp " + std::to_string(sp) +
+                            (zz ? "" : " --ring-split contiguous"));
     return s;
 }
 

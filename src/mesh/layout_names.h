@@ -20,6 +20,13 @@ enum class SpMode {
     ring,     ///< ring attention / context parallelism (Liu et al. 2023): K, V passed around a ring
 };
 
+/// How ring attention splits each sequence over the sp ranks (model/sequence_split.h).
+/// Ulysses always splits contiguously: its all-to-all needs each rank's tokens in one run.
+enum class RingSplit {
+    zigzag,      ///< 2 SP chunks; rank i holds chunks i and 2SP-1-i (Megatron CP, torchtitan's head-tail balancer)
+    contiguous,  ///< rank i holds tokens [i T/SP, (i+1) T/SP): the causal work grows with i
+};
+
 /// The order in which pipeline stages run micro-batches.
 enum class Schedule {
     gpipe,        ///< all forwards, then all backwards (Huang et al. 2019): m micro-batches in flight
@@ -29,10 +36,14 @@ enum class Schedule {
 
 /// "ulysses", "ring".
 const char* sp_mode_name(SpMode m);
+/// "zigzag", "contiguous".
+const char* ring_split_name(RingSplit s);
 /// "gpipe", "1f1b", "interleaved".
 const char* schedule_name(Schedule s);
 /// Inverse of sp_mode_name (throws ss::Error listing the accepted names).
 SpMode parse_sp_mode(const std::string& s);
+/// Inverse of ring_split_name (throws ss::Error listing the accepted names).
+RingSplit parse_ring_split(const std::string& s);
 /// Inverse of schedule_name (throws ss::Error listing the accepted names).
 Schedule parse_schedule(const std::string& s);
 

@@ -245,7 +245,7 @@ void part_backward(const PartPass& p, const int* tokens, const int* targets, con
         if (!gemb) gemb = hooks.grads(um.wte);
         float* gpos = um.wpe == um.wte ? gemb : hooks.grads(um.wpe);
         encoder_stage_backward(at(gemb, units[um.wte], lay.wte()), at(gpos, units[um.wpe], lay.wpe()), dx.f32(),
-                               tokens, B, T, C, int(lay.wte().shape[0]), p.mp);
+                               tokens, B, T, C, int(lay.wte().shape[0]), p.mp, p.ledger);
         if (um.wpe != um.wte) hooks.grads_ready(um.wpe);
     } else {
         device_copy(dx_in, dx.f32(), sizeof(float) * size_t(dx.numel()));

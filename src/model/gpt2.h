@@ -113,8 +113,9 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
                     int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger);
 /// Backward of the embedding: accumulates into dwte (this rank's @p Vl rows under TP) and dwpe.
+/// (@p ledger: the zig-zag split's gathered position gradient, a workspace tensor.)
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
-                            int Vl, const ModelParallel& mp);
+                            int Vl, const ModelParallel& mp, Ledger& ledger);
 
 /// The units a pass walks through, in flat-buffer order: for the whole model
 /// unit 0 = embeddings (wte, wpe), unit 1 + l = block l, unit L + 1 = ln_f.

@@ -19,6 +19,7 @@
 #include "model/attention.h"
 #include "model/gpt2.h"
 #include "model/model_parallel.h"
+#include "model/sequence_split.h"
 
 namespace ss {
 
@@ -150,7 +151,18 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
     TensorParallel& tp = mp.tp;
     const int N = a.B * a.T;
     a.encoded = act(ledger, {a.B, a.Tl, C});
-    wpe += long(mp.sp.rank()) * a.T * C;  // Ulysses: my tokens sit at positions rank*T .. rank*T + T-1
+    // My tokens' rows of wpe: positions rank*T .. rank*T + T-1, or zig-zag's two chunks gathered
+    // into one table (model/sequence_split.h). A workspace tensor, so that a device kernel can
+    // read it; the host copies it as ring attention's kernels read qkv (managed memory, core/device.h).
+    Tensor zigzag_wpe;
+    if (!mp.sp.zigzag()) {
+        wpe += long(mp.sp.rank()) * a.T * C;
+    } else {
+        zigzag_wpe = scratch(ledger, {a.T, C});
+        for (const SeqPiece& p : sequence_pieces(true, mp.sp.rank(), mp.sp.size(), a.T * mp.sp.size()))
+            std::copy(wpe + long(p.pos) * C, wpe + long(p.pos + p.len) * C, zigzag_wpe.f32() + long(p.row) * C);
+        wpe = zigzag_wpe.f32();
+    }
     if (tp.size() == 1) {
         kern::encoder_forward(a.encoded.f32(), tokens, wte, wpe, a.B, a.T, C);
         return;
@@ -283,10 +295,10 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     tp.layernorm_f_backward(dx, g.ln1_w, g.ln1_b, dln1, x_in, w.ln1_w, ba.ln1_mean, ba.ln1_rstd);
 }
 
-void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
-                            int Vl, const ModelParallel& mp) {
+// encoder_stage_backward once dwpe points at the rows of my T positions, in my rows' order.
+static void encoder_grads(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int Vl,
+                          const ModelParallel& mp) {
     TensorParallel& tp = mp.tp;
-    dwpe += long(mp.sp.rank()) * T * C;
     if (tp.size() == 1) {
         kern::encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
         return;
@@ -302,6 +314,19 @@ void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int
     std::vector<float> full(size_t(B) * T * C);
     tp.gather_seq(dx, full.data(), B, Tl, C, -1, true);
     cpu::vocab_embedding_backward(dwte, full.data(), tokens, tp.rank() * Vl, Vl, B * T, C);
+}
+
+void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
+                            int Vl, const ModelParallel& mp, Ledger& ledger) {
+    if (!mp.sp.zigzag()) {
+        encoder_grads(dwte, dwpe + long(mp.sp.rank()) * T * C, dx, tokens, B, T, C, Vl, mp);
+        return;
+    }
+    // Zig-zag: my positions' gradient in my rows' order, then added to their rows of dwpe.
+    Tensor mine = scratch(ledger, {T, C});  // zeroed
+    encoder_grads(dwte, mine.f32(), dx, tokens, B, T, C, Vl, mp);
+    for (const SeqPiece& p : sequence_pieces(true, mp.sp.rank(), mp.sp.size(), T * mp.sp.size()))
+        for (long i = 0; i < long(p.len) * C; ++i) dwpe[long(p.pos) * C + i] += mine.f32()[long(p.row) * C + i];
 }
 
 }  // namespace ss

@@ -68,7 +68,8 @@ public:
     virtual ~SequenceParallel() = default;
     /// SP degree.
     virtual int size() const { return 1; }
-    /// This rank's index in its SP group: it holds tokens [rank * T/sp, (rank + 1) * T/sp).
+    /// This rank's index in its SP group: it holds tokens [rank * T/sp, (rank + 1) * T/sp), or the
+    /// zig-zag pieces when zigzag() (model/sequence_split.h).
     virtual int rank() const { return 0; }
     /// The micro-batch and step that collectives are labelled with from now on.
     virtual void set_position(int microbatch, int step) { (void)microbatch, (void)step; }
@@ -81,6 +82,9 @@ public:
     /// is computed by ring_forward / ring_backward on this rank's Tl queries while the
     /// keys and values travel round the sp ranks.
     virtual bool ring() const { return false; }
+    /// Whether this rank's tokens are split zig-zag (two chunks, model/sequence_split.h) rather than
+    /// one contiguous run: ring attention's default. The position embedding follows it.
+    virtual bool zigzag() const { return false; }
     /// Causal attention of my Tl queries over the whole sequence: out [B,Tl,C], lse [B,NH,Tl].
     /// (The base class is one rank: one block, the whole sequence.)
     virtual void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer);

@@ -7,15 +7,28 @@
 
 namespace ss {
 
-RingAttention::RingAttention(Comm& comm, Group sp_group)
-    : comm_(comm), group_(std::move(sp_group)), rank_(group_.index_of(comm.rank())) {}
+RingAttention::RingAttention(Comm& comm, Group sp_group, RingSplit split)
+    : comm_(comm), group_(std::move(sp_group)), split_(split), rank_(group_.index_of(comm.rank())) {}
 
-RingStep ring_step(int sp_rank, int step, int sp) {
+RingStep ring_step(int sp_rank, int step, int sp, RingSplit split) {
     const int owner = (sp_rank - step + sp) % sp;  // the block has gone `step` hops right
-    const RingBlock block = owner == sp_rank  ? RingBlock::diagonal
-                            : owner < sp_rank ? RingBlock::full
-                                              : RingBlock::skipped;  // blocks ahead of me are all masked
-    return RingStep{owner, block, (sp_rank + 1) % sp, (sp_rank + sp - 1) % sp};
+    // Positions in chunks: a sequence of sp chunks (contiguous) or 2 sp (zig-zag), one token each.
+    const bool zz = zigzag_split(SpMode::ring, split, sp);
+    const int chunks = zz ? 2 * sp : sp;
+    const std::vector<SeqPiece> mine = sequence_pieces(zz, sp_rank, sp, chunks);
+    const std::vector<SeqPiece> theirs = sequence_pieces(zz, owner, sp, chunks);
+    RingStep st{owner, RingBlock::skipped, {}, 0.0, (sp_rank + 1) % sp, (sp_rank + sp - 1) % sp};
+    const double piece_work = 1.0 / double(mine.size() * mine.size());  // a piece pair, in (T/sp)^2 blocks
+    for (int qi = 0; qi < int(mine.size()); ++qi)
+        for (int ki = 0; ki < int(theirs.size()); ++ki) {
+            const int q = mine[size_t(qi)].pos, k = theirs[size_t(ki)].pos;
+            if (k > q) continue;  // keys ahead of my queries: all masked
+            const RingBlock b = k == q ? RingBlock::diagonal : RingBlock::full;
+            st.pairs.push_back({qi, ki, b});
+            st.work += b == RingBlock::diagonal ? piece_work / 2 : piece_work;
+        }
+    st.block = owner == sp_rank ? RingBlock::diagonal : st.pairs.empty() ? RingBlock::skipped : RingBlock::full;
+    return st;
 }
 
 namespace {
@@ -28,18 +41,30 @@ std::vector<float> pack_kv(const float* qkv, int B, int Tl, int C) {
 }
 }  // namespace
 
+std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
+    return sequence_pieces(zigzag(), sp_rank, size(), Tl * size());
+}
+
 void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) {
     const int s = size();
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
     std::vector<float> kv = pack_kv(qkv, B, Tl, C), next(kv.size());
+    const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
     for (int step = 0; step < s; ++step) {
-        const RingStep rs = ring_step(rank_, step, s);  // whose keys and values I hold now
+        const RingStep rs = ring_step(rank_, step, s, split_);  // whose keys and values I hold now
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
-        if (rs.block != RingBlock::skipped) {
-            ScopedSpan span(comm_.tracer(), "ring block", "fwd", {{"layer", layer}, {"block", owner}});
-            cpu::attention_block_forward(m.data(), l.data(), out, qkv, kv.data(), kv.data() + C, 2 * C, B, Tl, Tl,
-                                         rank_ * Tl, owner * Tl, C, NH);
+        if (!rs.pairs.empty()) {
+            ScopedSpan span(comm_.tracer(), "ring block", "fwd",
+                            {{"layer", layer}, {"block", owner}, {"work", rs.work}});
+            const std::vector<SeqPiece> held = pieces_of(owner, Tl);
+            for (const RingPair& p : rs.pairs) {  // each a window of my rows against one of the held block
+                const SeqPiece &q = mine[size_t(p.q_piece)], &k = held[size_t(p.k_piece)];
+                const float* k_rows = kv.data() + long(k.row) * 2 * C;
+                cpu::attention_block_forward(m.data() + q.row, l.data() + q.row, out + long(q.row) * C,
+                                             qkv + long(q.row) * 3 * C, k_rows, k_rows + C, 2 * C, B, q.len, k.len,
+                                             q.pos, k.pos, C, NH, Tl, Tl);
+            }
         }
         if (step + 1 < s) {  // pass it on: send right (never waits), then take the left neighbour's
             comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, false), "sp");
@@ -57,13 +82,22 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
     std::vector<float> kv = pack_kv(qkv, B, Tl, C), next(kv.size());
     std::vector<float> dkv(kv.size(), 0.0f), dnext(kv.size());  // gradients of the block I hold
+    const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     for (int step = 0; step < s; ++step) {
-        const RingStep rs = ring_step(rank_, step, s);
+        const RingStep rs = ring_step(rank_, step, s, split_);
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
-        if (rs.block != RingBlock::skipped) {
-            ScopedSpan span(comm_.tracer(), "ring block", "bwd", {{"layer", layer}, {"block", owner}});
-            cpu::attention_block_backward(dqkv, dkv.data(), dkv.data() + C, dout, qkv, kv.data(), kv.data() + C,
-                                          2 * C, lse, D.data(), B, Tl, Tl, rank_ * Tl, owner * Tl, C, NH);
+        if (!rs.pairs.empty()) {
+            ScopedSpan span(comm_.tracer(), "ring block", "bwd",
+                            {{"layer", layer}, {"block", owner}, {"work", rs.work}});
+            const std::vector<SeqPiece> held = pieces_of(owner, Tl);
+            for (const RingPair& p : rs.pairs) {
+                const SeqPiece &q = mine[size_t(p.q_piece)], &k = held[size_t(p.k_piece)];
+                const long ko = long(k.row) * 2 * C;
+                cpu::attention_block_backward(dqkv + long(q.row) * 3 * C, dkv.data() + ko, dkv.data() + ko + C,
+                                              dout + long(q.row) * C, qkv + long(q.row) * 3 * C, kv.data() + ko,
+                                              kv.data() + ko + C, 2 * C, lse + q.row, D.data() + q.row, B, q.len,
+                                              k.len, q.pos, k.pos, C, NH, Tl, Tl);
+            }
         }
         if (s == 1) break;
         if (step + 1 < s) {

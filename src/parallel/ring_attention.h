@@ -3,6 +3,7 @@
 // Megatron's context parallelism): the sp ranks each hold T/sp tokens of
 // every sequence (as Ulysses), but attention keeps the token split: every
 // rank keeps its queries, and the keys and values travel round the ring.
+// With the contiguous split (rank r holds the r-th T/sp tokens):
 //
 //     step 0: rank r attends to its own block           (causal within it)
 //     step k: rank r attends to the block of rank r-k   (whole, if r-k < r; skipped if it lies ahead)
@@ -19,10 +20,26 @@
 // blocks round again, each with the gradient of its keys and values, which
 // every rank adds to on the way; one last hop brings each gradient home.
 //
-// The causal mask makes the work uneven: rank r computes r+1 blocks, rank 0
-// one. The compute spans in the trace show it ("ring block" per step); the
-// zig-zag split (each rank two chunks, from both ends) would even it out and
-// is not implemented here.
+// The causal mask makes the work uneven when each rank holds one contiguous
+// run of T/sp tokens (--ring-split contiguous): rank r computes r+1 blocks
+// (its diagonal one half), rank 0 one, and every step waits for the slowest.
+// The zig-zag split (--ring-split zigzag, the default; model/sequence_split.h)
+// cuts the sequence into 2 sp chunks of Tc = T/(2 sp) and gives rank r chunk r
+// (its head h_r) and chunk 2sp-1-r (its tail t_r). Every head lies before
+// every tail, and h_o < h_r, t_o > t_r when o < r, so at the step where rank r
+// holds the keys of rank o (in Tc x Tc products, a diagonal one is half):
+//
+//     owner      products                          work (Tc x Tc blocks)
+//     o = r      h_r|h_r diagonal, t_r|h_r full,    1/2 + 1 + 1/2 = 2
+//                t_r|t_r diagonal
+//     o < r      h_r|h_o full, t_r|h_o full         2   (both my chunks see o's head)
+//     o > r      t_r|h_o full, t_r|t_o full         2   (my tail sees both of o's chunks)
+//
+// (q|k: my query chunk against a key chunk; the other pairs lie in the future.)
+// Every rank does 2 Tc^2 per step, sp of them: sp/2 (T/sp)^2 in all, the mean
+// of the contiguous split's 1/2 .. sp - 1/2, with no rank waiting on another.
+// ring_step lists the products of each step (RingStep::pairs); the trace has
+// one "ring block" compute span per rank and step, with its work.
 //
 // The block reaches it through model/attention.cpp (ring_attention_forward),
 // which attention() picks when the layout asks for ring.
@@ -31,40 +48,57 @@
 // gradients) backward, on the sp axis.
 #pragma once
 
+#include <vector>
+
 #include "comm/comm.h"
+#include "mesh/layout_names.h"
 #include "model/model_parallel.h"
+#include "model/sequence_split.h"
 
 namespace ss {
 
-/// What a rank does with the block it holds at one step of the ring.
+/// What attention does with a block of keys against a block of queries.
 enum class RingBlock {
-    diagonal,  ///< its own keys: attention is causal within the block
-    full,      ///< an earlier rank's keys: every query sees every key
-    skipped,   ///< a later rank's keys: all masked, nothing computed
+    diagonal,  ///< the same tokens: causal within the block
+    full,      ///< earlier keys: every query sees every key
+    skipped,   ///< later keys: all masked, nothing computed
+};
+
+/// One product of a ring step: my query piece against one piece of the keys I hold
+/// (indices into sequence_pieces of me and of the owner).
+struct RingPair {
+    int q_piece;      ///< which of my pieces (0: the head; 1: the tail, zig-zag only)
+    int k_piece;      ///< which of the owner's pieces
+    RingBlock block;  ///< diagonal or full (skipped pairs are not listed)
 };
 
 /// One rank's step of the ring, in sp ranks (indices into the sp group).
 struct RingStep {
-    int owner;        ///< whose keys and values it holds at this step
-    RingBlock block;  ///< what attention does with them
-    int send_to;      ///< the neighbour it passes them to (the right one)
-    int recv_from;    ///< the neighbour it takes the next block from (the left one)
+    int owner;                    ///< whose keys and values it holds at this step
+    RingBlock block;              ///< in all: diagonal (its own), full (some pair computed) or skipped (none)
+    std::vector<RingPair> pairs;  ///< the products it computes, in order
+    double work;                  ///< their work in (T/sp) x (T/sp) blocks (a diagonal one is half)
+    int send_to;                  ///< the neighbour it passes them to (the right one)
+    int recv_from;                ///< the neighbour it takes the next block from (the left one)
 };
 
-/// Step @p step (0..sp-1) of sp rank @p sp_rank in a ring of @p sp ranks: rank r holds the
-/// block of rank (r - step) mod sp, computes it if that rank is not ahead of r, and passes
-/// it right. RingAttention runs exactly this, and `shardscope diagram ring` draws it.
-RingStep ring_step(int sp_rank, int step, int sp);
+/// Step @p step (0..sp-1) of sp rank @p sp_rank in a ring of @p sp ranks under @p split: rank r
+/// holds the keys of rank (r - step) mod sp, computes the pairs of its pieces and theirs that the
+/// causal mask lets through (the table above), and passes the keys right. RingAttention runs
+/// exactly this, and `shardscope diagram ring` draws it.
+RingStep ring_step(int sp_rank, int step, int sp, RingSplit split);
 
 /// Ring attention over an sp group.
 class RingAttention final : public SequenceParallel {
 public:
-    /// @p sp_group: this rank's sequence-parallel group (axis "sp"), in ring order.
-    RingAttention(Comm& comm, Group sp_group);
+    /// @p sp_group: this rank's sequence-parallel group (axis "sp"), in ring order; @p split:
+    /// which tokens each rank holds (model/sequence_split.h).
+    RingAttention(Comm& comm, Group sp_group, RingSplit split);
 
     int size() const override { return group_.size(); }
     int rank() const override { return rank_; }
     bool ring() const override { return true; }
+    bool zigzag() const override { return zigzag_split(SpMode::ring, split_, size()); }
     /// Attention of my queries over the blocks as they come round (see the file comment).
     void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) override;
     /// Its backward: the blocks and their key/value gradients go round again.
@@ -78,11 +112,14 @@ public:
     }
 
 private:
+    /// The pieces of each sequence that sp rank @p sp_rank holds, its Tl rows (model/sequence_split.h).
+    std::vector<SeqPiece> pieces_of(int sp_rank, int Tl) const;
     Label label(Payload p, int layer, bool backward) const {
         return Label{p, layer, backward ? Phase::bwd : Phase::fwd, microbatch_, step_};
     }
     Comm& comm_;
     Group group_;
+    RingSplit split_;
     int rank_;
     int microbatch_ = -1, step_ = -1;
 };

@@ -42,6 +42,7 @@ struct PlanLayout {
     int pp = 1;                          ///< pipeline stages (must divide L)
     int sp = 1;                          ///< sequence-parallel degree (must divide T; Ulysses: H / tp too)
     SpMode sp_mode = SpMode::ulysses;    ///< how sp splits attention
+    RingSplit ring_split = RingSplit::zigzag;  ///< ring: which tokens each sp rank holds (model/sequence_split.h)
     int dp_shard = 0;                    ///< ranks ZeRO shards over (0: the rest of the world)
     int dp_rep = 0;                      ///< replicas of the shard group (0: the rest, usually 1)
     bool sequence_parallel = false;      ///< Megatron SP on the tp axis (Korthikanti et al. 2022, sec. 4.2.2)

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "model/sequence_split.h"
 #include "plan/zeropp.h"
 
 namespace ss {
@@ -111,6 +112,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     // V needs no check: wte is padded to Vp, a multiple of TP (model/config.h, padded_vocab).
     SS_CHECK(T % l.sp == 0, "SP=" << l.sp << " does not divide the sequence T=" << T << "; choose SP in {"
                                   << join(fitting(T, rest_sp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    check_sequence_split(l.sp_mode, l.ring_split, l.sp, T);  // zig-zag: 2 SP chunks (train checks the same)
     SS_CHECK(l.sp_mode != SpMode::ulysses || (m.H / l.tp) % l.sp == 0,
              "Ulysses SP=" << l.sp << " does not divide the " << m.H / l.tp << " heads each TP rank holds (H " << m.H
                            << " / TP " << l.tp << "): after its all-to-all each rank computes whole heads; choose SP in {"

@@ -114,6 +114,7 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                 for (SpMode mode : {SpMode::ulysses, SpMode::ring}) {
                     if (sp == 1 && mode == SpMode::ring) continue;
                     if (mode == SpMode::ulysses && (m.H / tp) % sp != 0) continue;
+                    if (mode == SpMode::ring && T % (2 * sp) != 0) continue;  // zig-zag's 2 SP chunks
                     for (int zero = s.zero < 0 ? 0 : s.zero; zero <= (s.zero < 0 ? 3 : s.zero); ++zero)
                         for (int rep : choices(s.dp_rep, dp, dp)) {
                             if (zero == 0 && rep > 1 && s.dp_rep == 0) continue;  // DDP all-reduces over all of DP anyway

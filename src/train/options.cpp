@@ -7,6 +7,7 @@
 #include "comm/mpi/mpi_backend.h"
 #include "core/check.h"
 #include "core/device.h"
+#include "model/sequence_split.h"
 #include "core/names.h"
 #include "kernels/cpu/matmul_rate.h"
 #include "parallel/pipeline.h"
@@ -100,6 +101,7 @@ void check_tp_sp(const TrainOptions& o, int T) {
     }
     if (o.sp > 1) {
         check_divides("SP", o.sp, "the sequence length T", T);
+        check_sequence_split(o.sp_mode, o.ring_split, o.sp, T);  // zig-zag: 2 SP chunks (plan checks the same)
         SS_CHECK(o.sp_mode == SpMode::ring || (o.model.H % o.tp == 0 && (o.model.H / o.tp) % o.sp == 0),
                  "Ulysses SP=" << o.sp << " must divide the heads each TP rank holds, H/TP = " << o.model.H << "/"
                                << o.tp << "; choose SP from the divisors of "

@@ -79,6 +79,7 @@ struct TrainOptions {
     bool sequence_parallel = false;  ///< Megatron sequence parallelism on the tp axis (needs tp > 1)
     int sp = 1;                    ///< sequence-parallel degree (parallel/sequence_parallel.h)
     SpMode sp_mode = SpMode::ulysses;  ///< how the sp axis splits attention
+    RingSplit ring_split = RingSplit::zigzag;  ///< ring attention: which tokens each sp rank holds (model/sequence_split.h)
     double bucket_mb = 0;          ///< DDP: bucket size in MiB; 0 = naive (one all-reduce per tensor)
     int replica_sync_every = 1;    ///< 1: replicas average gradients every step; K > 1: local SGD, params every K steps
     ReplicaOuter replica_outer = ReplicaOuter::avg;  ///< K > 1: avg (local SGD) or nesterov (DiLoCo, optim/diloco.h)

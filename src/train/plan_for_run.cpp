@@ -28,6 +28,7 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.layout.sequence_parallel = o.sequence_parallel;
     in.layout.sp = o.sp;
     in.layout.sp_mode = o.sp_mode;
+    in.layout.ring_split = o.ring_split;
     in.layout.dp_shard = o.dp_shard;
     in.layout.dp_rep = o.dp_rep;
     in.layout.zero = o.zero;

@@ -24,6 +24,7 @@
 #include "model/checkpoint.h"
 #include "model/finite.h"
 #include "model/gpt2.h"
+#include "model/sequence_split.h"
 #include "optim/adamw.h"
 #include "parallel/pipeline.h"
 #include "parallel/tensor_parallel.h"
@@ -97,7 +98,7 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.quant_block = opts.quant_block;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
     UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
-    RingAttention ring(comm, mpu.get_sequence_parallel_group());
+    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split);
     SequenceParallel* sp = opts.sp_mode == SpMode::ring ? static_cast<SequenceParallel*>(&ring) : &ulysses;
     // sp ranks hold the same parameters and see different tokens: gradients are
     // averaged over dp x sp and ZeRO shards over dp_shard x sp.
@@ -131,12 +132,16 @@ void rank_main(Comm& comm, Shared& sh) {
         for (int64_t b = 0; b < sh.skip_micro_batches; ++b) loader.next_batch();  // the data position
     }
 
-    // Ulysses: this rank's tokens of each sequence are [sp_rank * Tl, (sp_rank + 1) * Tl).
-    const int t0 = mpu.get_sequence_parallel_rank() * Tl;
+    // This rank's tokens of each sequence (model/sequence_split.h): [sp_rank * Tl, (sp_rank + 1) * Tl)
+    // (Ulysses, ring contiguous), or zig-zag's two chunks sp_rank and 2 SP - 1 - sp_rank (ring).
+    const std::vector<SeqPiece> pieces =
+        sequence_pieces(sp->zigzag(), mpu.get_sequence_parallel_rank(), r.sp, T);
     std::vector<std::vector<int>> in(size_t(opts.ga), std::vector<int>(size_t(B) * Tl)), tg = in;
     auto my_tokens = [&](const std::vector<int32_t>& all, std::vector<int>& mine) {
         for (int b = 0; b < B; ++b)
-            std::copy(all.begin() + size_t(b) * T + t0, all.begin() + size_t(b) * T + t0 + Tl, mine.begin() + size_t(b) * Tl);
+            for (const SeqPiece& p : pieces)
+                std::copy(all.begin() + size_t(b) * T + p.pos, all.begin() + size_t(b) * T + p.pos + p.len,
+                          mine.begin() + size_t(b) * Tl + p.row);
     };
     const float dloss = 1.0f / float(B * Tl * opts.ga);  // mean over this rank's tokens of the step
     // What a checkpoint's manifest says of this run (rank 0 writes it).
@@ -154,7 +159,9 @@ void rank_main(Comm& comm, Shared& sh) {
         j["rng"] = {{"seed", opts.seed}, {"kind", "counter-based init only; no dropout"}};
         j["layout"] = {{"world", r.world}, {"pp", r.pp}, {"pp_virtual", opts.pp_virtual}, {"pp_split", r.pp_split},
                        {"schedule", schedule_name(opts.schedule)}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
-                       {"sp_mode", sp_mode_name(opts.sp_mode)}, {"tp", r.tp}, {"sequence_parallel", opts.sequence_parallel},
+                       {"sp_mode", sp_mode_name(opts.sp_mode)},
+                       {"ring_split", ring_split_name(opts.ring_split)},  // not state: any split resumes
+                       {"tp", r.tp}, {"sequence_parallel", opts.sequence_parallel},
                        {"zero", opts.zero}};
         // How the replicas sync, and how many saved Adam moments of their own (sharded_checkpoint.h).
         const bool apart = r.dp_rep > 1 && opts.replica_sync_every > 1;

@@ -1,0 +1,170 @@
+// test_attention_block.cpp — kernels/cpu/attention_block.h: the sgemm path of the
+// online-softmax block kernels (ring attention's math) against the plain loops
+// (*_reference), on every kind of block the ring meets: the diagonal, a whole
+// earlier block, one the mask cuts part-way (zig-zag chunks of unequal
+// position), one wholly in the future, and several folded in a row.
+//
+// The tolerance, derived. Both sides are fp32 and compute the same sums in
+// another order: sgemm's dot products (blocked, FMA, a kernel chosen at run
+// time per CPU: Prescott, Haswell/Zen, SkylakeX) against one running sum per
+// element; lane sums; exp_fast (<= 0.7 ulp, simd.h) against std::exp (<= 0.5
+// ulp). A reordered fp32 sum of n terms moves by about sqrt(n) u of the terms'
+// root-sum-square, u = 2^-24 = 6.0e-8 (rounding errors as a random walk,
+// Higham 2002, sec. 2.8 and 4.2; tests/equivalence.h item 1 uses the same
+// model). An element of a result comes out of at most D = 4 such sums in a
+// row (forward: scores over hs, softmax sum over Tk, P V over Tk; backward:
+// scores and dP over hs, then dQ over Tk or dK, dV over Tq, with the fold over
+// blocks adding one), the longest with n = 150 terms here, plus two exp
+// roundings (~1.2 ulp): sqrt(150) sqrt(4 + 1) u = 12.2 x 2.2 x 6.0e-8 = 1.6e-6
+// of a tensor's scale. kBlockTol = 2e-5 is about ten times that, for the tail
+// of the random walk and for the cancellation in dS = P (dP - D), and holds
+// whatever order each CPU's sgemm takes. A wrong index, a missed rescale or a
+// dropped mask shows at 1e-2 and above (the last case checks that it does).
+// Measured (2026-12-02, AVX-512 Xeon, -march=native and -march=x86-64-v3 (AVX2) builds, OpenBLAS 0.3.21 with its
+// Prescott, Haswell, Zen and SkylakeX kernels via OPENBLAS_CORETYPE): at most
+// 9.7e-7 (0.048 of kBlockTol, dK/dV of the zig-zag case); run
+// with -s to see the ratio per case.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/attention_block.h"
+
+using namespace ss::cpu;
+using Vec = std::vector<float>;
+
+namespace {
+
+/// max |fast - ref| over max |ref|, per tensor (1. in tests/equivalence.h); see the file comment.
+constexpr double kBlockTol = 2e-5;
+
+// Uniform in [lo, hi), from a 64-bit LCG (as test_kernels.cpp): the same numbers on every platform.
+Vec uniform(long n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    Vec v(n);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& x : v) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x = lo + (hi - lo) * float((s >> 40) * (1.0 / 16777216.0));
+    }
+    return v;
+}
+
+double rel_err(const Vec& got, const Vec& want) {
+    REQUIRE(got.size() == want.size());
+    double err = 0, scale = 1e-30;
+    for (size_t i = 0; i < want.size(); ++i) {
+        if (std::isnan(got[i]) != std::isnan(want[i])) return INFINITY;
+        if (std::isnan(want[i])) continue;
+        err = std::max(err, std::fabs(double(got[i]) - want[i]));
+        scale = std::max(scale, std::fabs(double(want[i])));
+    }
+    return err / scale;
+}
+
+// One key block: Tk keys at position k_pos, in a packed [k | v] buffer (row stride 2C).
+struct KeyBlock {
+    int Tk, k_pos;
+    Vec kv;
+};
+
+// Queries (Tq rows at position q_pos, [q | k | v] rows of 3C) folded over the key
+// blocks in order, then backward over the same blocks.
+struct Run {
+    Vec out, lse, dq, dkv_all;
+};
+Run run(bool fast, const Vec& qkv, const Vec& dout, const std::vector<KeyBlock>& blocks, int B, int Tq, int q_pos,
+        int C, int NH) {
+    auto fwd = fast ? attention_block_forward : attention_block_forward_reference;
+    auto bwd = fast ? attention_block_backward : attention_block_backward_reference;
+    Run r{Vec(size_t(B) * Tq * C), Vec(size_t(B) * NH * Tq), uniform(long(B) * Tq * 3 * C, 71), {}};
+    Vec m(r.lse.size()), l(r.lse.size()), D(r.lse.size());
+    attention_block_init(m.data(), l.data(), r.out.data(), B, Tq, C, NH);
+    for (const KeyBlock& kb : blocks)
+        fwd(m.data(), l.data(), r.out.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B, Tq, kb.Tk, q_pos,
+            kb.k_pos, C, NH, 0, 0);
+    attention_block_finish(r.out.data(), r.lse.data(), m.data(), l.data(), r.out.data(), B, Tq, C, NH);
+    attention_block_delta(D.data(), dout.data(), r.out.data(), B, Tq, C, NH);
+    for (size_t j = 0; j < blocks.size(); ++j) {
+        const KeyBlock& kb = blocks[j];
+        Vec dkv = uniform(long(kb.kv.size()), 80 + j);  // gradients start non-zero: the kernels add (+=)
+        bwd(r.dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C,
+            r.lse.data(), D.data(), B, Tq, kb.Tk, q_pos, kb.k_pos, C, NH, 0, 0);
+        r.dkv_all.insert(r.dkv_all.end(), dkv.begin(), dkv.end());
+    }
+    return r;
+}
+
+KeyBlock key_block(int B, int Tk, int k_pos, int C, uint64_t seed) {
+    return KeyBlock{Tk, k_pos, uniform(long(B) * Tk * 2 * C, seed, -2.0f, 2.0f)};
+}
+
+}  // namespace
+
+TEST_CASE("attention block sgemm path equals the plain loops", "[kernels][attention_block]") {
+    struct Case {
+        const char* what;
+        int B, Tq, q_pos, C, NH;
+        std::vector<std::pair<int, int>> blocks;  // (Tk, k_pos) in the order they are folded
+    };
+    // Tq = 150: three row blocks of 64, the last partial; 17 and hs = 16 or 12: widths no vector divides.
+    const std::vector<Case> cases = {
+        {"diagonal", 2, 150, 0, 48, 3, {{150, 0}}},
+        {"an earlier whole block, then the diagonal", 2, 17, 40, 48, 4, {{40, 0}, {17, 40}}},
+        {"the mask cuts the block part-way", 1, 150, 100, 32, 2, {{150, 30}}},
+        {"a block in the future computes nothing", 1, 17, 0, 32, 2, {{17, 0}, {20, 17}}},
+        {"zig-zag's rank 0 of SP 2: chunks 0 and 3 against 1 and 2", 2, 24, 72, 32, 2,
+         {{24, 72}, {24, 24}, {24, 48}, {24, 0}}},
+    };
+    for (const Case& c : cases) {
+        INFO(c.what << ": B=" << c.B << " Tq=" << c.Tq << " q_pos=" << c.q_pos << " C=" << c.C << " NH=" << c.NH);
+        const Vec qkv = uniform(long(c.B) * c.Tq * 3 * c.C, 61, -2.0f, 2.0f);
+        const Vec dout = uniform(long(c.B) * c.Tq * c.C, 62);
+        std::vector<KeyBlock> blocks;
+        for (size_t j = 0; j < c.blocks.size(); ++j)
+            blocks.push_back(key_block(c.B, c.blocks[j].first, c.blocks[j].second, c.C, 90 + j));
+        const Run f = run(true, qkv, dout, blocks, c.B, c.Tq, c.q_pos, c.C, c.NH);
+        const Run r = run(false, qkv, dout, blocks, c.B, c.Tq, c.q_pos, c.C, c.NH);
+        const double e_out = rel_err(f.out, r.out), e_lse = rel_err(f.lse, r.lse), e_dq = rel_err(f.dq, r.dq),
+                     e_dkv = rel_err(f.dkv_all, r.dkv_all);
+        UNSCOPED_INFO("worst/kBlockTol: out " << e_out / kBlockTol << " lse " << e_lse / kBlockTol << " dq "
+                                              << e_dq / kBlockTol << " dkv " << e_dkv / kBlockTol);
+        CHECK(e_out <= kBlockTol);
+        CHECK(e_lse <= kBlockTol);
+        CHECK(e_dq <= kBlockTol);
+        CHECK(e_dkv <= kBlockTol);
+    }
+}
+
+TEST_CASE("attention block: a block in the future leaves everything as it was", "[kernels][attention_block]") {
+    const int B = 1, Tq = 8, C = 16, NH = 2;
+    const Vec qkv = uniform(long(B) * Tq * 3 * C, 5), dout = uniform(long(B) * Tq * C, 6);
+    const KeyBlock kb = key_block(B, 8, 8, C, 7);  // keys 8..15, queries 0..7: all masked
+    Vec m(size_t(B) * NH * Tq, 0.5f), l(m.size(), 2.0f), acc = uniform(long(B) * Tq * C, 8);
+    const Vec m0 = m, l0 = l, acc0 = acc;
+    attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B,
+                            Tq, kb.Tk, 0, kb.k_pos, C, NH);
+    REQUIRE(m == m0);
+    REQUIRE(l == l0);
+    REQUIRE(acc == acc0);
+    Vec dq = uniform(long(B) * Tq * 3 * C, 9), dkv = uniform(long(kb.kv.size()), 10);
+    const Vec dq0 = dq, dkv0 = dkv;
+    attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(),
+                             kb.kv.data() + C, 2 * C, l.data(), m.data(), B, Tq, kb.Tk, 0, kb.k_pos, C, NH);
+    REQUIRE(dq == dq0);
+    REQUIRE(dkv == dkv0);
+}
+
+TEST_CASE("attention block test can fail: a wrong position is far outside kBlockTol", "[kernels][attention_block]") {
+    // The same block folded with the key block one position late (one key fewer seen
+    // per query) must differ by far more than the tolerance, or the test proves nothing.
+    const int B = 1, Tq = 40, C = 32, NH = 2;
+    const Vec qkv = uniform(long(B) * Tq * 3 * C, 11, -2.0f, 2.0f), dout = uniform(long(B) * Tq * C, 12);
+    const std::vector<KeyBlock> right = {key_block(B, Tq, 0, C, 13)};
+    std::vector<KeyBlock> wrong = right;
+    wrong[0].k_pos = 1;
+    const Run a = run(true, qkv, dout, right, B, Tq, 0, C, NH), b = run(false, qkv, dout, wrong, B, Tq, 0, C, NH);
+    CHECK(rel_err(a.out, b.out) > 100 * kBlockTol);
+}
