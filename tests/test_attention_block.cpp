@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_block.h"
+#include "test_values.h"
 
 using namespace ss::cpu;
 using Vec = std::vector<float>;
@@ -41,16 +42,7 @@ namespace {
 /// max |fast - ref| over max |ref|, per tensor (1. in tests/equivalence.h); see the file comment.
 constexpr double kBlockTol = 2e-5;
 
-// Uniform in [lo, hi), from a 64-bit LCG (as test_kernels.cpp): the same numbers on every platform.
-Vec uniform(long n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-    Vec v(n);
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (auto& x : v) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x = lo + (hi - lo) * float((s >> 40) * (1.0 / 16777216.0));
-    }
-    return v;
-}
+using ss::test::uniform;  // tests/test_values.h
 
 double rel_err(const Vec& got, const Vec& want) {
     REQUIRE(got.size() == want.size());

@@ -80,6 +80,7 @@
 #include "kernels/cuda/lm_head.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/residual.h"
+#include "test_values.h"
 
 using Vec = std::vector<float>;
 using Bits = std::vector<uint16_t>;  // bf16, as core/dtype.h stores it
@@ -92,16 +93,7 @@ constexpr long kGuard = 64;        // poisoned elements after every device buffe
 
 cudaStream_t g_stream = nullptr;  // made in main(): non-blocking, as a rank's compute stream would be
 
-// Uniform in [lo, hi) from a 64-bit LCG, as test_kernels.cpp: the same numbers everywhere.
-Vec uniform(long n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-    Vec v(n);
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (auto& x : v) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x = lo + (hi - lo) * float((s >> 40) * (1.0 / 16777216.0));
-    }
-    return v;
-}
+using ss::test::uniform;  // tests/test_values.h
 
 std::vector<int> tokens_in(long n, int V, uint64_t seed) {
     const Vec u = uniform(n, seed, 0.0f, float(V));

@@ -40,23 +40,14 @@
 #include "kernels/cpu/residual.h"
 #include "kernels/cpu/vocab_parallel.h"
 #include "kernels/cpu/simd.h"
+#include "test_values.h"
 
 using namespace ss::cpu;
 using Vec = std::vector<float>;
 
 namespace {
 
-// Uniform in [lo, hi), from a 64-bit LCG (Knuth's MMIX constants): the same
-// numbers on every platform, unlike std::uniform_real_distribution.
-Vec uniform(long n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-    Vec v(n);
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (auto& x : v) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x = lo + (hi - lo) * float((s >> 40) * (1.0 / 16777216.0));
-    }
-    return v;
-}
+using ss::test::uniform;  // tests/test_values.h
 
 // L = sum_i out_i w_i, in double.
 double weighted_sum(const Vec& out, const Vec& w) {
