@@ -91,10 +91,14 @@ void run_bench_kernels(const KernelBenchFlags& f) {
     std::vector<int> targets(nrows);
     for (int i = 0; i < N; ++i) targets[size_t(i)] = i % m.V;
     std::vector<float> mom(params), var(params, 1e-4f);
-    std::vector<char> src(a.size() * 4 * 2), dst(src.size());
+    std::vector<char> src, dst;  // memcpy's buffers, grown to each row's bytes
 
     auto copy_of = [&](double bytes) {  // memcpy moving @p bytes: half read, half written
         const size_t half = size_t(bytes / 2);
+        if (src.size() < half) {
+            src.assign(half, 1);
+            dst.assign(half, 2);
+        }
         return best_seconds(f.reps, [&] { std::memcpy(dst.data(), src.data(), half); });
     };
     std::vector<Row> rows;
