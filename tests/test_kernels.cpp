@@ -5,7 +5,7 @@
 //     L = sum_i out_i w_i (w random, fixed), which checks the gradient and
 //     its "+=" contract (gradient buffers start non-zero and the test
 //     subtracts what was there);
-//   * the fast path (sgemm, exp_fast, lane sums) against the *_reference
+//   * the fast path (sgemm, register tiles, exp_fast, lane sums) against the *_reference
 //     plain loops on odd shapes that do not divide any block or vector width;
 //   * known values: gelu at a few points, AdamW's first step by hand,
 //     softmax rows summing to 1, attention that cannot see the future.
@@ -40,6 +40,7 @@
 #include "kernels/cpu/residual.h"
 #include "kernels/cpu/vocab_parallel.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/tile.h"
 #include "test_values.h"
 
 using namespace ss::cpu;
@@ -288,6 +289,39 @@ TEST_CASE("gelu backward equals finite differences", "[kernels][gelu][fd]") {
     REQUIRE_CLOSE(added(d, d0), numeric_grad(x, loss, kFdStep), kFdAtol, kFdRtol);
 }
 
+// ---- the register tile ------------------------------------------------------------
+
+TEST_CASE("tile_product equals the plain dot products, every row count and both A layouts", "[kernels][tile]") {
+    // C[r, j] = sum_k A(r, k) B[k, j] against the same sum in double. Each float FMA
+    // rounds once, so a sum of K terms is off by at most K 2^-24 sum_k |a b|
+    // (Higham, "Accuracy and Stability of Numerical Algorithms", 2002, eq. 3.5):
+    // the bound below is that, per element, with 1% to spare. A wrong stride or
+    // row is off by O(|a b|), far outside it.
+    const int W = kTileWidth;
+    for (int rows = 1; rows <= kTileRows; ++rows)
+        for (int K : {0, 1, 7, 33})
+            for (bool by_columns : {false, true}) {  // A(r, k) = a[r*lda + k], or a[r + k*lda] (P read down)
+                INFO("rows=" << rows << " K=" << K << (by_columns ? " A by columns" : " A by rows"));
+                const long lda = 40, ldb = W + 3, ldc = W + 5;
+                const Vec a = uniform(lda * 40, 81), b = uniform(ldb * (K + 1), 82);
+                Vec c(size_t(ldc) * rows, -7.0f);
+                const long a_row = by_columns ? 1 : lda, a_k = by_columns ? lda : 1;
+                tile_product(rows, K, a.data(), a_row, a_k, b.data(), ldb, c.data(), ldc);
+                for (int r = 0; r < rows; ++r)
+                    for (int j = 0; j < W; ++j) {
+                        double want = 0.0, magnitude = 0.0;
+                        for (int k = 0; k < K; ++k) {
+                            const double t = double(a[r * a_row + k * a_k]) * b[k * ldb + j];
+                            want += t;
+                            magnitude += std::fabs(t);
+                        }
+                        REQUIRE(std::fabs(c[r * ldc + j] - want) <= 1.01 * K * 0x1p-24 * magnitude);
+                    }
+                for (int j = W; j < ldc; ++j) REQUIRE(c[j] == -7.0f);  // nothing written past the tile's width
+            }
+    REQUIRE_THROWS_AS(tile_product(kTileRows + 1, 1, nullptr, 0, 0, nullptr, 0, nullptr, 0), ss::Error);
+}
+
 // ---- attention --------------------------------------------------------------------
 
 namespace {
@@ -309,21 +343,25 @@ AttnRun run_attention(bool fast, const Vec& qkv, const Vec& dout, const Vec& dqk
 }
 }  // namespace
 
-TEST_CASE("attention sgemm path equals the plain loops", "[kernels][attention]") {
+TEST_CASE("attention's tiled path equals the plain loops", "[kernels][attention]") {
     struct Shape {
         int B, T, C, NH;
     };
-    // 17: odd, one partial block; 150: three row blocks of 64, the last partial.
-    for (const Shape s : {Shape{2, 17, 48, 3}, Shape{1, 150, 32, 2}}) {
+    // Against the tiles of kernels/cpu/tile.h (6 rows, 16 or 32 columns): 17 and 150 rows
+    // end in a partial row tile; T = 5 is less than one; hs = 16, 12 (not a multiple of any
+    // vector), 32 (one AVX-512 tile), 64 (two) cover the padded and the exact widths.
+    for (const Shape s : {Shape{2, 17, 48, 3}, Shape{1, 150, 32, 2}, Shape{1, 5, 24, 2}, Shape{2, 40, 96, 3},
+                          Shape{1, 70, 128, 2}}) {
         INFO("B=" << s.B << " T=" << s.T << " C=" << s.C << " NH=" << s.NH);
         const long n = long(s.B) * s.T * 3 * s.C;
         const Vec qkv = uniform(n, 51, -2.0f, 2.0f), dout = uniform(long(s.B) * s.T * s.C, 52),
                   dqkv0 = uniform(n, 53);
         const AttnRun f = run_attention(true, qkv, dout, dqkv0, s.B, s.T, s.C, s.NH);
         const AttnRun r = run_attention(false, qkv, dout, dqkv0, s.B, s.T, s.C, s.NH);
-        // Float sums of hs = 16 products (scores) and of up to T terms (outputs,
-        // gradients) against double: errors ~ K 2^-24 sum|terms|, plus exp_fast's
-        // < 1 ulp; 3e-5 absolute for O(1) values, far below a wrong index (O(0.1)).
+        // Float sums of hs <= 64 products (scores) and of up to T = 150 terms (outputs,
+        // gradients) against double: errors ~ sqrt(K) 2^-24 sum|terms| typically, K 2^-24
+        // at worst (~1e-5 for K = 150 and sums of O(1)), plus exp_fast's < 1 ulp; 3e-5
+        // absolute for O(1) values, far below a wrong index (O(0.1)).
         REQUIRE_CLOSE(f.att, r.att, 1e-6, 1e-5);
         REQUIRE_CLOSE(f.out, r.out, 3e-5, 1e-5);
         REQUIRE_CLOSE(f.scratch, r.scratch, 3e-5, 1e-5);
@@ -347,7 +385,7 @@ TEST_CASE("attention backward equals finite differences", "[kernels][attention][
     const Vec w = uniform(long(B) * T * C, 62);
     Vec out(w.size()), att(long(B) * NH * T * T), scratch(att.size());
     for (bool fast : {true, false}) {
-        INFO((fast ? "sgemm path" : "reference path"));
+        INFO((fast ? "tiled path" : "reference path"));
         auto loss = [&] {
             if (fast)
                 attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);

@@ -14,21 +14,24 @@
 //              dS[t,s] = P[t,s] (dP[t,s] - sum_s' P[t,s'] dP[t,s'])   (softmax backward)
 //              dQ += dS K / sqrt(hs)       dK += dS^T Q / sqrt(hs)
 //
-// The four matrix products per (b, h) go to OpenBLAS sgemm, reading Q, K, V,
-// dQ, dK, dV in place through a leading dimension of 3C (no copies); only the
-// masked softmax and its backward are loops. Above the diagonal P is 0, so
-// the products are done in blocks of kBlock rows that stop at the diagonal
-// block: about half the flops of the full T x T products for long T.
+// The four products per (b, h) are register tiles (tile.h), kTileRows query
+// (or key) rows at a time, so the causal mask is followed row tile by row
+// tile: rows [r0, r0 + 6) need keys [0, r0 + 6) only, and about half the
+// flops of the full T x T products are never done. Before the tiles, K (as
+// K^T) and V (and in backward Q, K, V^T, dO) of the head are copied into
+// panels padded to the tile width with zeros, 2 to 4 T x hs copies against
+// the T^2 hs products; the other operand is read in place through its
+// strides. The masked softmax and its backward are loops over each row.
 //
-// att keeps P with the masked entries 0. The *_reference functions are the
-// same math in plain loops (as llm.c's attention_forward), for the tests.
+// att keeps P with the masked entries 0, so backward needs no recomputation
+// (the T x T matrix is saved: Korthikanti et al.'s 5as^2b term). The
+// *_reference functions are the same math in plain loops (as llm.c's
+// attention_forward), for the tests.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the softmax loops at -O2; see simd.h
 #endif
 
 #include "kernels/cpu/attention.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,28 +39,39 @@
 
 #include "core/check.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/tile.h"
 
 namespace ss::cpu {
 
 namespace {
-
-// Rows per block of the causal products. Row block [r0, r1) needs key columns
-// [0, r1) only; the wasted work is the upper half of each diagonal block.
-// Measured on one AVX-512 core (OpenBLAS 0.3.21, forward + backward): 64 is
-// as fast as 32 or 128 at T = 128..1024 and 1.5x faster than no blocking at
-// T = 1024; 256 loses at T = 256.
-constexpr int kBlock = 64;
 
 void check_shape(int C, int NH) {
     SS_CHECK(NH > 0 && C % NH == 0, "attention: C=" << C << " is not divisible by NH=" << NH
                                                     << "; the head size C/NH must be a whole number");
 }
 
-// row-major sgemm: Cm[M,N] = alpha op(A) op(B) + beta Cm, with leading dimensions given
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, long lda, const float* Bm,
-          long ldb, float beta, float* Cm, long ldc) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K,
-                alpha, A, int(lda), Bm, int(ldb), beta, Cm, int(ldc));
+// One head's operands, copied out of the rows of qkv (or dout) into the
+// layouts the tiles read; the padding columns are written 0 once and stay 0.
+//   rows(dst, src):        dst[t, 0:hs] = src[t*stride, 0:hs]     [T, tile_padded(hs)]
+//   transposed(dst, src):  dst[i, t]    = src[t*stride + i]       [hs, tile_padded(T)]
+struct Panels {
+    int T, hs, Tp, hsp;
+    explicit Panels(int T_, int hs_) : T(T_), hs(hs_), Tp(tile_padded(T_)), hsp(tile_padded(hs_)) {}
+    std::vector<float> rows_buffer() const { return std::vector<float>(size_t(T) * hsp); }
+    std::vector<float> transposed_buffer() const { return std::vector<float>(size_t(hs) * Tp); }
+    void rows(std::vector<float>& dst, const float* src, long stride) const {
+        for (int t = 0; t < T; ++t) std::copy(src + t * stride, src + t * stride + hs, dst.data() + long(t) * hsp);
+    }
+    void transposed(std::vector<float>& dst, const float* src, long stride) const {
+        for (int t = 0; t < T; ++t)
+            for (int i = 0; i < hs; ++i) dst[long(i) * Tp + t] = src[t * stride + i];
+    }
+};
+
+// out[r, 0:n) (+)= G[r, 0:n) for r < rows: a tile's result into its destination rows.
+void store_rows(float* out, long ld_out, const float* G, long ldg, int rows, int n, bool add) {
+    for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < n; ++i) out[r * ld_out + i] = (add ? out[r * ld_out + i] : 0.0f) + G[r * ldg + i];
 }
 
 }  // namespace
@@ -67,28 +81,38 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
+    const Panels pan(T, hs);
+    std::vector<float> Kt = pan.transposed_buffer(), V = pan.rows_buffer();
+    std::vector<float> S(size_t(kTileRows) * pan.Tp), O(size_t(kTileRows) * pan.hsp);  // one row tile
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float* Q = qkv + long(b) * T * C3 + long(h) * hs;
-            const float* K = Q + C;
-            const float* V = Q + 2L * C;
+            pan.transposed(Kt, Q + C, C3);
+            pan.rows(V, Q + 2L * C, C3);
             float* P = att + (long(b) * NH + h) * T * T;
-            float* O = out + long(b) * T * C + long(h) * hs;
-            for (int r0 = 0; r0 < T; r0 += kBlock) {
-                const int r1 = std::min(T, r0 + kBlock);
-                // 1. scores of rows [r0, r1) against keys [0, r1): P = scale Q K^T
-                gemm(false, true, r1 - r0, r1, hs, scale, Q + r0 * C3, C3, K, C3, 0.0f, P + long(r0) * T, T);
-                // 2. masked softmax, row by row: keys s <= t are kept, the rest set to 0
-                for (int t = r0; t < r1; t++) {
-                    float* row = P + long(t) * T;
+            for (int r0 = 0; r0 < T; r0 += kTileRows) {
+                const int rows = std::min(kTileRows, T - r0), keys = r0 + rows;  // keys [0, keys) seen
+                // 1. S = Q[r0:r0+rows] K[0:keys]^T, one tile of columns at a time
+                for (int j = 0; j < keys; j += kTileWidth)
+                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, pan.Tp, S.data() + j, pan.Tp);
+                // 2. masked softmax of scale S, row by row: keys s <= t kept, the rest 0 (in S up to
+                //    keys, for step 3; in P up to T)
+                for (int i = 0; i < rows; i++) {
+                    const int t = r0 + i;
+                    float* row = S.data() + long(i) * pan.Tp;
+                    for (int s = 0; s <= t; s++) row[s] *= scale;
                     const float rmax = lane_max(row, t + 1);
                     for (int s = 0; s <= t; s++) row[s] = exp_fast(row[s] - rmax);
                     const float inv_sum = 1.0f / lane_sum(row, t + 1);
                     for (int s = 0; s <= t; s++) row[s] *= inv_sum;
-                    for (int s = t + 1; s < T; s++) row[s] = 0.0f;
+                    for (int s = t + 1; s < keys; s++) row[s] = 0.0f;
+                    std::copy(row, row + t + 1, P + long(t) * T);
+                    std::fill(P + long(t) * T + t + 1, P + long(t + 1) * T, 0.0f);
                 }
-                // 3. O[r0:r1] = P[r0:r1, 0:r1] V[0:r1]
-                gemm(false, false, r1 - r0, hs, r1, 1.0f, P + long(r0) * T, T, V, C3, 0.0f, O + long(r0) * C, C);
+                // 3. O[r0:r0+rows] = P[r0:r0+rows, 0:keys] V[0:keys]
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, keys, S.data(), pan.Tp, 1, V.data() + j, pan.hsp, O.data() + j, pan.hsp);
+                store_rows(out + (long(b) * T + r0) * C + long(h) * hs, C, O.data(), pan.hsp, rows, hs, false);
             }
         }
 }
@@ -99,36 +123,57 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
+    const Panels pan(T, hs);
+    std::vector<float> Vt = pan.transposed_buffer(), K = pan.rows_buffer(), Q = pan.rows_buffer(),
+                       dO = pan.rows_buffer();
+    std::vector<float> D(size_t(kTileRows) * pan.Tp), G(size_t(kTileRows) * pan.hsp);  // one row tile
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const long qkv_off = long(b) * T * C3 + long(h) * hs;
-            const float *Q = qkv + qkv_off, *K = Q + C, *V = Q + 2L * C;
+            const float* dO_rows = dout + long(b) * T * C + long(h) * hs;
+            pan.rows(Q, qkv + qkv_off, C3);
+            pan.rows(K, qkv + qkv_off + C, C3);
+            pan.transposed(Vt, qkv + qkv_off + 2L * C, C3);
+            pan.rows(dO, dO_rows, C);
             float *dQ = dqkv + qkv_off, *dK = dQ + C, *dV = dQ + 2L * C;
             const float* P = att + (long(b) * NH + h) * T * T;
-            float* dS = scratch + (long(b) * NH + h) * T * T;  // holds dP, then dS in place
-            const float* dO = dout + long(b) * T * C + long(h) * hs;
-            for (int r0 = 0; r0 < T; r0 += kBlock) {
-                const int r1 = std::min(T, r0 + kBlock);
-                // 1. dP[r0:r1, 0:r1] = dO[r0:r1] V[0:r1]^T
-                gemm(false, true, r1 - r0, r1, hs, 1.0f, dO + long(r0) * C, C, V, C3, 0.0f, dS + long(r0) * T, T);
+            float* dS = scratch + (long(b) * NH + h) * T * T;
+            // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, keys).
+            for (int r0 = 0; r0 < T; r0 += kTileRows) {
+                const int rows = std::min(kTileRows, T - r0), keys = r0 + rows;
+                // 1. dP[r0:r0+rows, 0:keys] = dO[r0:r0+rows] V[0:keys]^T
+                for (int j = 0; j < keys; j += kTileWidth)
+                    tile_product(rows, hs, dO_rows + r0 * C, C, 1, Vt.data() + j, pan.Tp, D.data() + j, pan.Tp);
                 // 2. softmax backward, scaled: dS = scale P (dP - rowsum(P dP)); 0 above the diagonal
-                for (int t = r0; t < r1; t++) {
+                for (int i = 0; i < rows; i++) {
+                    const int t = r0 + i;
                     const float* p = P + long(t) * T;
-                    float* d = dS + long(t) * T;
+                    float* d = D.data() + long(i) * pan.Tp;
                     const float pdp = lane_dot(p, d, t + 1);
                     for (int s = 0; s <= t; s++) d[s] = scale * p[s] * (d[s] - pdp);
-                    for (int s = t + 1; s < T; s++) d[s] = 0.0f;
+                    for (int s = t + 1; s < keys; s++) d[s] = 0.0f;
+                    std::copy(d, d + t + 1, dS + long(t) * T);
+                    std::fill(dS + long(t) * T + t + 1, dS + long(t + 1) * T, 0.0f);
                 }
-                // 3. dQ[r0:r1] += dS[r0:r1, 0:r1] K[0:r1]
-                gemm(false, false, r1 - r0, hs, r1, 1.0f, dS + long(r0) * T, T, K, C3, 1.0f, dQ + r0 * C3, C3);
+                // 3. dQ[r0:r0+rows] += dS[r0:r0+rows, 0:keys] K[0:keys]
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, keys, D.data(), pan.Tp, 1, K.data() + j, pan.hsp, G.data() + j, pan.hsp);
+                store_rows(dQ + r0 * C3, C3, G.data(), pan.hsp, rows, hs, true);
             }
-            // 4. key/value side, by blocks of keys [s0, s1): only queries t >= s0 see them
-            //    dV[s0:s1] += P[s0:T, s0:s1]^T dO[s0:T],   dK[s0:s1] += dS[s0:T, s0:s1]^T Q[s0:T]
-            for (int s0 = 0; s0 < T; s0 += kBlock) {
-                const int s1 = std::min(T, s0 + kBlock);
+            // 4. Key side, by tiles of key rows [s0, s0 + rows): only queries t >= s0 see them.
+            //    dV[s0:] += P[s0:T, s0:]^T dO[s0:T],  dK[s0:] += dS[s0:T, s0:]^T Q[s0:T]
+            //    (P and dS read down their columns: a_row = 1, a_k = T)
+            for (int s0 = 0; s0 < T; s0 += kTileRows) {
+                const int rows = std::min(kTileRows, T - s0), queries = T - s0;
                 const long at = long(s0) * T + s0;
-                gemm(true, false, s1 - s0, hs, T - s0, 1.0f, P + at, T, dO + long(s0) * C, C, 1.0f, dV + s0 * C3, C3);
-                gemm(true, false, s1 - s0, hs, T - s0, 1.0f, dS + at, T, Q + s0 * C3, C3, 1.0f, dK + s0 * C3, C3);
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, queries, P + at, 1, T, dO.data() + long(s0) * pan.hsp + j, pan.hsp,
+                                 G.data() + j, pan.hsp);
+                store_rows(dV + s0 * C3, C3, G.data(), pan.hsp, rows, hs, true);
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, queries, dS + at, 1, T, Q.data() + long(s0) * pan.hsp + j, pan.hsp,
+                                 G.data() + j, pan.hsp);
+                store_rows(dK + s0 * C3, C3, G.data(), pan.hsp, rows, hs, true);
             }
         }
 }

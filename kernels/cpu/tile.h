@@ -1,0 +1,103 @@
+// tile.h — the register tile: one small matrix product held in vector
+// registers, the piece the attention core is built from (attention.cpp).
+//
+//   C[rows, W] = sum_{k < K} A(r, k) B[k, 0:W]        rows <= kTileRows, W = kTileWidth
+//
+//   A(r, k) = a[r * a_row + k * a_k]   any two strides: rows of Q (a_row = 3C, a_k = 1),
+//                                      or columns of P (a_row = 1, a_k = T), read in place
+//   B       row-major, leading dimension ldb, kTileWidth columns readable (zero-padded)
+//   C       row-major, leading dimension ldc, written (not added to)
+//
+// Why not sgemm: the attention core is 4 products per head in forward and
+// backward, each tiny (K = hs = 32 or 64, a few dozen rows under the causal
+// mask). OpenBLAS packs both operands and splits the work on every call;
+// at these sizes that overhead, not the arithmetic, is most of the time
+// (docs/performance.md, "The attention core"). This tile packs nothing: each
+// step k broadcasts one value of A per row and multiplies one row of B, kept
+// in kTileVecs vector registers, into rows x kTileVecs accumulators, the
+// shape of BLIS's and OpenBLAS's own micro-kernels (Goto and van de Geijn
+// 2008, "Anatomy of high-performance matrix multiplication", section 6).
+//
+//   k --->            B[k, 0:W]  = [ b b b b | b b b b ]   kTileVecs registers
+//   A(0,k) broadcast  acc row 0 += a0 * B[k]               kTileRows x kTileVecs
+//   A(1,k) broadcast  acc row 1 += a1 * B[k]               accumulators
+//   ...
+//
+// kTileRows = 6 and kTileVecs = 2 give 12 accumulators, 2 registers of B and
+// one broadcast: 15 of the 16 AVX2 ymm registers (AVX-512 has 32 zmm), and 12
+// independent FMA chains, enough to keep two FMA units busy through a 4-cycle
+// latency. Measured on one core of this project's AMD EPYC at K = 32 (best
+// of R = 4, 6, 8): 6 x 2 was the fastest for both vector widths.
+//
+// The vectors are GCC's vector extension (also Clang's): plain arithmetic on
+// a fixed-width type, no intrinsics, and the same source for AVX2 (8 floats)
+// and AVX-512 (16). A loop over scalars in their place is not what GCC 12
+// turns into this code: it keeps the accumulators in memory (measured 10
+// GFLOP/s, against 115-220 here).
+#pragma once
+
+#include "core/check.h"
+
+namespace ss::cpu {
+
+#if defined(__AVX512F__)
+constexpr int kVecFloats = 16;  ///< floats in one vector register: 16 with AVX-512
+#else
+constexpr int kVecFloats = 8;   ///< floats in one vector register: 8 with AVX2 (two halves on SSE-only CPUs)
+#endif
+constexpr int kTileVecs = 2;                        ///< vector registers per row of the tile
+constexpr int kTileRows = 6;                        ///< rows of the tile
+constexpr int kTileWidth = kTileVecs * kVecFloats;  ///< columns of the tile: 16 (AVX2) or 32 (AVX-512)
+
+/// n rounded up to a multiple of kTileWidth: the padded width of a B operand.
+constexpr int tile_padded(int n) { return (n + kTileWidth - 1) / kTileWidth * kTileWidth; }
+
+namespace detail {
+
+/// One vector of floats; aligned(4) lets it load from any float address.
+typedef float TileVec __attribute__((vector_size(kVecFloats * sizeof(float)), aligned(4)));
+
+template <int R>
+inline void tile_product_rows(int K, const float* a, long a_row, long a_k, const float* b, long ldb, float* c,
+                              long ldc) {
+    TileVec acc[R][kTileVecs];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < kTileVecs; ++v) acc[r][v] = TileVec{};
+    for (int k = 0; k < K; ++k) {
+        TileVec bk[kTileVecs];
+#pragma GCC unroll 4
+        for (int v = 0; v < kTileVecs; ++v) bk[v] = *reinterpret_cast<const TileVec*>(b + k * ldb + v * kVecFloats);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const float ar = a[r * a_row + k * a_k];  // broadcast
+#pragma GCC unroll 4
+            for (int v = 0; v < kTileVecs; ++v) acc[r][v] += ar * bk[v];
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < kTileVecs; ++v) *reinterpret_cast<TileVec*>(c + r * ldc + v * kVecFloats) = acc[r][v];
+}
+
+}  // namespace detail
+
+/// C[rows, kTileWidth] = sum_{k<K} A(r,k) B[k, 0:kTileWidth] with A(r,k) = a[r*a_row + k*a_k]
+/// (see the top of this file). 1 <= rows <= kTileRows; K >= 0 (K = 0 writes zeros).
+static_assert(kTileRows == 6, "tile_product's switch has one case per row count");
+inline void tile_product(int rows, int K, const float* a, long a_row, long a_k, const float* b, long ldb, float* c,
+                         long ldc) {
+    switch (rows) {  // one instantiation per row count, so the last, partial tile needs no padding of A or C
+        case 1: return detail::tile_product_rows<1>(K, a, a_row, a_k, b, ldb, c, ldc);
+        case 2: return detail::tile_product_rows<2>(K, a, a_row, a_k, b, ldb, c, ldc);
+        case 3: return detail::tile_product_rows<3>(K, a, a_row, a_k, b, ldb, c, ldc);
+        case 4: return detail::tile_product_rows<4>(K, a, a_row, a_k, b, ldb, c, ldc);
+        case 5: return detail::tile_product_rows<5>(K, a, a_row, a_k, b, ldb, c, ldc);
+        case 6: return detail::tile_product_rows<6>(K, a, a_row, a_k, b, ldb, c, ldc);
+        default: SS_FAIL("tile_product: " << rows << " rows; a tile has 1 to " << kTileRows);
+    }
+}
+
+}  // namespace ss::cpu
