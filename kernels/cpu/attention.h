@@ -17,7 +17,9 @@ namespace ss::cpu {
 
 /// Causal attention forward; writes out[B,T,C] and att[B,NH,T,T].
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-/// Accumulates into dqkv[B,T,3C]. scratch must hold B*NH*T*T floats (overwritten).
+/// Accumulates into dqkv[B,T,3C]. scratch: B*NH*T*T floats of workspace, overwritten, its contents
+/// afterwards unspecified (this CPU kernel reuses its first T*T for every head; the reference
+/// and the CUDA kernel keep each head's dS there).
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
                         int T, int C, int NH);
 
