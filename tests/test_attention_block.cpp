@@ -1,13 +1,13 @@
-// test_attention_block.cpp — kernels/cpu/attention_block.h: the sgemm path of the
-// online-softmax block kernels (ring attention's math) against the plain loops
+// test_attention_block.cpp — kernels/cpu/attention_block.h: the register-tile
+// path (kernels/cpu/tile.h) of the online-softmax block kernels (ring attention's math) against the plain loops
 // (*_reference), on every kind of block the ring meets: the diagonal, a whole
 // earlier block, one the mask cuts part-way (zig-zag chunks of unequal
 // position), one wholly in the future, and several folded in a row.
 //
 // The tolerance, derived. Both sides are fp32 and compute the same sums in
-// another order: sgemm's dot products (blocked, FMA, a kernel chosen at run
-// time per CPU: Prescott, Haswell/Zen, SkylakeX) against one running sum per
-// element; lane sums; exp_fast (<= 0.7 ulp, simd.h) against std::exp (<= 0.5
+// another order: the tiles' dot products (FMA chains of 8 or 16 lanes, as the
+// build's vector width gives; until 2026-12-02 OpenBLAS sgemm, whose kernel
+// is chosen at run time per CPU) against one running sum per element; lane sums; exp_fast (<= 0.7 ulp, simd.h) against std::exp (<= 0.5
 // ulp). A reordered fp32 sum of n terms moves by about sqrt(n) u of the terms'
 // root-sum-square, u = 2^-24 = 6.0e-8 (rounding errors as a random walk,
 // Higham 2002, sec. 2.8 and 4.2; tests/equivalence.h item 1 uses the same
@@ -18,12 +18,12 @@
 // roundings (~1.2 ulp): sqrt(150) sqrt(4 + 1) u = 12.2 x 2.2 x 6.0e-8 = 1.6e-6
 // of a tensor's scale. kBlockTol = 2e-5 is about ten times that, for the tail
 // of the random walk and for the cancellation in dS = P (dP - D), and holds
-// whatever order each CPU's sgemm takes. A wrong index, a missed rescale or a
+// whatever order the tiles or an sgemm take. A wrong index, a missed rescale or a
 // dropped mask shows at 1e-2 and above (the last case checks that it does).
-// Measured (2026-12-02, AVX-512 Xeon, -march=native and -march=x86-64-v3 (AVX2) builds, OpenBLAS 0.3.21 with its
-// Prescott, Haswell, Zen and SkylakeX kernels via OPENBLAS_CORETYPE): at most
-// 9.7e-7 (0.048 of kBlockTol, dK/dV of the zig-zag case); run
-// with -s to see the ratio per case.
+// Measured with sgemm (2026-12-02, AVX-512 Xeon, -march=native and -march=x86-64-v3 (AVX2) builds, OpenBLAS
+// 0.3.21 with its Prescott, Haswell, Zen and SkylakeX kernels via OPENBLAS_CORETYPE): at most 9.7e-7 (0.048 of
+// kBlockTol, dK/dV of the zig-zag case). With the tiles (AMD EPYC, AVX-512; native and x86-64-v3 builds): at
+// most 0.056 of kBlockTol (dK/dV, "the mask cuts the block part-way"). Run with -s to see the ratio per case.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -95,13 +95,13 @@ KeyBlock key_block(int B, int Tk, int k_pos, int C, uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("attention block sgemm path equals the plain loops", "[kernels][attention_block]") {
+TEST_CASE("attention block tiled path equals the plain loops", "[kernels][attention_block]") {
     struct Case {
         const char* what;
         int B, Tq, q_pos, C, NH;
         std::vector<std::pair<int, int>> blocks;  // (Tk, k_pos) in the order they are folded
     };
-    // Tq = 150: three row blocks of 64, the last partial; 17 and hs = 16 or 12: widths no vector divides.
+    // Tq = 150 and 17: the last row tile (6 rows) partial; hs = 16 or 12: widths no vector divides.
     const std::vector<Case> cases = {
         {"diagonal", 2, 150, 0, 48, 3, {{150, 0}}},
         {"an earlier whole block, then the diagonal", 2, 17, 40, 48, 4, {{40, 0}, {17, 40}}},

@@ -50,35 +50,6 @@ void check_shape(int C, int NH) {
                                                     << "; the head size C/NH must be a whole number");
 }
 
-// One head's operands, copied out of the rows of qkv (or dout) into the
-// layouts the tiles read; the padding columns are written 0 once and stay 0.
-//   rows(dst, src):          dst[t, 0:hs] = src[t*stride, 0:hs]   [T, tile_padded(hs)]
-//   transposed(dst, panel):  dst[i, t]    = panel[t, i]           [hs, tile_padded(T)]
-// A transposed operand is first copied as rows, then transposed from that
-// panel: the strided reads then hit L1, not the saved activation in memory
-// (measured: the strided gather straight from qkv was a quarter of backward's
-// time outside the tiles).
-struct Panels {
-    int T, hs, Tp, hsp;
-    explicit Panels(int T_, int hs_) : T(T_), hs(hs_), Tp(tile_padded(T_)), hsp(tile_padded(hs_)) {}
-    std::vector<float> rows_buffer() const { return std::vector<float>(size_t(T) * hsp); }
-    std::vector<float> transposed_buffer() const { return std::vector<float>(size_t(hs) * Tp); }
-    void rows(std::vector<float>& dst, const float* src, long stride) const {
-        for (int t = 0; t < T; ++t)
-            for (int i = 0; i < hs; ++i) dst[long(t) * hsp + i] = src[t * stride + i];
-    }
-    void transposed(std::vector<float>& dst, const std::vector<float>& panel) const {
-        for (int i = 0; i < hs; ++i)
-            for (int t = 0; t < T; ++t) dst[long(i) * Tp + t] = panel[long(t) * hsp + i];
-    }
-};
-
-// out[r, 0:n) (+)= G[r, 0:n) for r < rows: a tile's result into its destination rows.
-void store_rows(float* out, long ld_out, const float* G, long ldg, int rows, int n, bool add) {
-    for (int r = 0; r < rows; ++r)
-        for (int i = 0; i < n; ++i) out[r * ld_out + i] = (add ? out[r * ld_out + i] : 0.0f) + G[r * ldg + i];
-}
-
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
@@ -86,9 +57,9 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
-    const Panels pan(T, hs);
+    const TilePanels pan(T, hs);
     std::vector<float> K = pan.rows_buffer(), Kt = pan.transposed_buffer(), V = pan.rows_buffer();
-    std::vector<float> S(size_t(kTileRows) * pan.Tp), O(size_t(kTileRows) * pan.hsp);  // one row tile
+    std::vector<float> S(size_t(kTileRows) * pan.n_pad), O(size_t(kTileRows) * pan.ld);  // one row tile
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float* Q = qkv + long(b) * T * C3 + long(h) * hs;
@@ -100,13 +71,13 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                 const int rows = std::min(kTileRows, T - r0), keys = r0 + rows;  // keys [0, keys) seen
                 // 1. S = Q[r0:r0+rows] K[0:keys]^T, one tile of columns at a time
                 for (int j = 0; j < keys; j += kTileWidth)
-                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, pan.Tp, S.data() + j, pan.Tp);
+                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, pan.n_pad, S.data() + j, pan.n_pad);
                 // 2. masked softmax of scale S, row by row, written to P: keys s <= t kept, the rest 0.
                 //    The loops over S run to a whole number of lane groups, n_pad <= Tp, and the
                 //    one writing P to T, masking by index, so that none has a scalar tail.
                 for (int i = 0; i < rows; i++) {
                     const int t = r0 + i, n_pad = (t + kLanes) / kLanes * kLanes;
-                    float* row = S.data() + long(i) * pan.Tp;
+                    float* row = S.data() + long(i) * pan.n_pad;
                     float* p = P + long(t) * T;
                     for (int s = 0; s < n_pad; s++) row[s] = s <= t ? row[s] * scale : -INFINITY;
                     const float rmax = lane_max(row, n_pad);
@@ -116,8 +87,8 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                 }
                 // 3. O[r0:r0+rows] = P[r0:r0+rows, 0:keys] V[0:keys]
                 for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, keys, P + long(r0) * T, T, 1, V.data() + j, pan.hsp, O.data() + j, pan.hsp);
-                store_rows(out + (long(b) * T + r0) * C + long(h) * hs, C, O.data(), pan.hsp, rows, hs, false);
+                    tile_product(rows, keys, P + long(r0) * T, T, 1, V.data() + j, pan.ld, O.data() + j, pan.ld);
+                tile_store_rows(out + (long(b) * T + r0) * C + long(h) * hs, C, O.data(), pan.ld, rows, hs, false);
             }
         }
 }
@@ -128,10 +99,10 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
-    const Panels pan(T, hs);
+    const TilePanels pan(T, hs);
     std::vector<float> V = pan.rows_buffer(), Vt = pan.transposed_buffer(), K = pan.rows_buffer(),
                        Q = pan.rows_buffer(), dO = pan.rows_buffer();
-    std::vector<float> D(size_t(kTileRows) * pan.Tp), G(size_t(kTileRows) * pan.hsp);  // one row tile
+    std::vector<float> D(size_t(kTileRows) * pan.n_pad), G(size_t(kTileRows) * pan.ld);  // one row tile
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const long qkv_off = long(b) * T * C3 + long(h) * hs;
@@ -149,21 +120,21 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                 const int rows = std::min(kTileRows, T - r0), keys = r0 + rows;
                 // 1. dP[r0:r0+rows, 0:keys] = dO[r0:r0+rows] V[0:keys]^T
                 for (int j = 0; j < keys; j += kTileWidth)
-                    tile_product(rows, hs, dO_rows + r0 * C, C, 1, Vt.data() + j, pan.Tp, D.data() + j, pan.Tp);
+                    tile_product(rows, hs, dO_rows + r0 * C, C, 1, Vt.data() + j, pan.n_pad, D.data() + j, pan.n_pad);
                 // 2. softmax backward, scaled, written to dS: dS = scale P (dP - rowsum(P dP)); 0 above
                 //    the diagonal
                 for (int i = 0; i < rows; i++) {
                     const int t = r0 + i;
                     const float* p = P + long(t) * T;
-                    const float* d = D.data() + long(i) * pan.Tp;
+                    const float* d = D.data() + long(i) * pan.n_pad;
                     const float pdp = lane_dot(p, d, t + 1);
                     float* ds = dS + long(t) * T;
                     for (int s = 0; s < T; s++) ds[s] = s <= t ? scale * p[s] * (d[s] - pdp) : 0.0f;
                 }
                 // 3. dQ[r0:r0+rows] += dS[r0:r0+rows, 0:keys] K[0:keys]
                 for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, keys, dS + long(r0) * T, T, 1, K.data() + j, pan.hsp, G.data() + j, pan.hsp);
-                store_rows(dQ + r0 * C3, C3, G.data(), pan.hsp, rows, hs, true);
+                    tile_product(rows, keys, dS + long(r0) * T, T, 1, K.data() + j, pan.ld, G.data() + j, pan.ld);
+                tile_store_rows(dQ + r0 * C3, C3, G.data(), pan.ld, rows, hs, true);
             }
             // 4. Key side, by tiles of key rows [s0, s0 + rows): only queries t >= s0 see them.
             //    dV[s0:] += P[s0:T, s0:]^T dO[s0:T],  dK[s0:] += dS[s0:T, s0:]^T Q[s0:T]
@@ -172,13 +143,13 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                 const int rows = std::min(kTileRows, T - s0), queries = T - s0;
                 const long at = long(s0) * T + s0;
                 for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, queries, P + at, 1, T, dO.data() + long(s0) * pan.hsp + j, pan.hsp,
-                                 G.data() + j, pan.hsp);
-                store_rows(dV + s0 * C3, C3, G.data(), pan.hsp, rows, hs, true);
+                    tile_product(rows, queries, P + at, 1, T, dO.data() + long(s0) * pan.ld + j, pan.ld,
+                                 G.data() + j, pan.ld);
+                tile_store_rows(dV + s0 * C3, C3, G.data(), pan.ld, rows, hs, true);
                 for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, queries, dS + at, 1, T, Q.data() + long(s0) * pan.hsp + j, pan.hsp,
-                                 G.data() + j, pan.hsp);
-                store_rows(dK + s0 * C3, C3, G.data(), pan.hsp, rows, hs, true);
+                    tile_product(rows, queries, dS + at, 1, T, Q.data() + long(s0) * pan.ld + j, pan.ld,
+                                 G.data() + j, pan.ld);
+                tile_store_rows(dK + s0 * C3, C3, G.data(), pan.ld, rows, hs, true);
             }
         }
 }

@@ -1,43 +1,28 @@
 // attention_block.cpp — one key block of causal attention with the online
-// softmax; the math is in attention_block.h. The sgemm forms come first, the
-// plain loops (*_reference) after them.
+// softmax; the math is in attention_block.h. The register-tile forms
+// (tile.h) come first, the plain loops (*_reference) after them.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the softmax loops at -O2; see simd.h
 #endif
 
 #include "kernels/cpu/attention_block.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/tile.h"
 
 namespace ss::cpu {
 
 namespace {
-
-// Rows per block where the causal mask cuts the key block (as kBlock in attention.cpp).
-constexpr int kBlock = 64;
-
-// row-major sgemm: Cm[M,N] = alpha op(A) op(B) + beta Cm, with leading dimensions given
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, long lda, const float* Bm,
-          long ldb, float beta, float* Cm, long ldc) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K,
-                alpha, A, int(lda), Bm, int(ldb), beta, Cm, int(ldc));
-}
 
 // How many keys of the block (0..Tk) query i may see: those at positions <= q_pos + i.
 int visible_keys(int i, int Tk, int q_pos, int k_pos) {
     const int n = q_pos + i - k_pos + 1;
     return n < 0 ? 0 : (n > Tk ? Tk : n);
 }
-
-// Rows per product: all of them when every query sees the whole block (an earlier
-// block), else kBlock, so that each row block stops at the keys its last row sees.
-int row_block(int Tq, int Tk, int q_pos, int k_pos) { return visible_keys(0, Tk, q_pos, k_pos) == Tk ? Tq : kBlock; }
 
 }  // namespace
 
@@ -57,40 +42,47 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
-    const int rb = row_block(Tq, Tk, q_pos, k_pos);
-    std::vector<float> S(size_t(std::min(rb, Tq)) * Tk);  // scores, then probabilities, of one row block
+    const TilePanels keys(Tk, hs);
+    std::vector<float> K = keys.rows_buffer(), Kt = keys.transposed_buffer(), V = keys.rows_buffer();
+    std::vector<float> S(size_t(kTileRows) * keys.n_pad), G(size_t(kTileRows) * keys.ld);  // one row tile
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
             const float* Q = q_rows + long(b) * qs * C3 + long(h) * hs;
-            const float* K = k_rows + long(b) * ks * kv_stride + long(h) * hs;
-            const float* V = v_rows + long(b) * ks * kv_stride + long(h) * hs;
+            keys.rows(K, k_rows + long(b) * ks * kv_stride + long(h) * hs, kv_stride);
+            keys.transposed(Kt, K);
+            keys.rows(V, v_rows + long(b) * ks * kv_stride + long(h) * hs, kv_stride);
             float* A = acc + long(b) * qs * C + long(h) * hs;
             float* mh = m + (long(b) * NH + h) * qs;
             float* lh = l + (long(b) * NH + h) * qs;
-            for (int r0 = 0; r0 < Tq; r0 += rb) {
-                const int r1 = std::min(Tq, r0 + rb);
-                const int n_hi = visible_keys(r1 - 1, Tk, q_pos, k_pos);  // keys [0, n_hi) seen by some row
-                if (n_hi == 0) continue;  // this row block (and every earlier one) sees none of the block
-                // 1. S = scale Q[r0:r1] K[0:n_hi]^T
-                gemm(false, true, r1 - r0, n_hi, hs, scale, Q + r0 * C3, C3, K, kv_stride, 0.0f, S.data(), Tk);
-                // 2. online softmax, row by row: P = e^(S - m'), masked keys 0; acc and l rescaled by e^(m - m')
-                for (int i = r0; i < r1; ++i) {
-                    float* row = S.data() + long(i - r0) * Tk;
-                    const int n = visible_keys(i, Tk, q_pos, k_pos);
+            for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
+                const int rows = std::min(kTileRows, Tq - r0);
+                const int n_hi = visible_keys(r0 + rows - 1, Tk, q_pos, k_pos);  // keys [0, n_hi) seen by some row
+                if (n_hi == 0) continue;  // this row tile (and every earlier one) sees none of the block
+                // 1. S = Q[r0:r0+rows] K[0:n_hi]^T, a tile of columns at a time (scaled in 2.)
+                for (int j = 0; j < n_hi; j += kTileWidth)
+                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, keys.n_pad, S.data() + j, keys.n_pad);
+                // 2. online softmax, row by row: P = e^(scale S - m'), masked keys 0; acc and l rescaled by e^(m - m')
+                for (int i = 0; i < rows; ++i) {
+                    const int q = r0 + i;
+                    float* row = S.data() + long(i) * keys.n_pad;
+                    const int n = visible_keys(q, Tk, q_pos, k_pos);
                     float rescale = 1.0f;
                     if (n > 0) {
-                        const float mx = lane_max(row, n), m_new = mh[i] > mx ? mh[i] : mx;
-                        rescale = std::exp(mh[i] - m_new);  // 0 on the first block (m = -inf)
+                        for (int k = 0; k < n; ++k) row[k] *= scale;
+                        const float mx = lane_max(row, n), m_new = mh[q] > mx ? mh[q] : mx;
+                        rescale = std::exp(mh[q] - m_new);  // 0 on the first block (m = -inf)
                         for (int k = 0; k < n; ++k) row[k] = exp_fast(row[k] - m_new);
-                        lh[i] = lh[i] * rescale + lane_sum(row, n);
-                        mh[i] = m_new;
+                        lh[q] = lh[q] * rescale + lane_sum(row, n);
+                        mh[q] = m_new;
                     }
                     for (int k = n; k < n_hi; ++k) row[k] = 0.0f;
-                    float* a = A + long(i) * C;
+                    float* a = A + long(q) * C;
                     for (int d = 0; d < hs; ++d) a[d] *= rescale;
                 }
-                // 3. acc[r0:r1] += P V[0:n_hi]
-                gemm(false, false, r1 - r0, hs, n_hi, 1.0f, S.data(), Tk, V, kv_stride, 1.0f, A + long(r0) * C, C);
+                // 3. acc[r0:r0+rows] += P V[0:n_hi]
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, n_hi, S.data(), keys.n_pad, 1, V.data() + j, keys.ld, G.data() + j, keys.ld);
+                tile_store_rows(A + long(r0) * C, C, G.data(), keys.ld, rows, hs, true);
             }
         }
 }
@@ -127,39 +119,71 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
-    const int rb = row_block(Tq, Tk, q_pos, k_pos);
-    std::vector<float> P(size_t(std::min(rb, Tq)) * Tk), dS(P.size());  // of one row block
+    const TilePanels keys(Tk, hs), queries(Tq, hs);
+    std::vector<float> K = keys.rows_buffer(), Kt = keys.transposed_buffer(), V = keys.rows_buffer(),
+                       Vt = keys.transposed_buffer(), Qr = queries.rows_buffer(), dOr = queries.rows_buffer();
+    // P and dS of one (b, h): Tq x Tk, recomputed here and dropped after it (never saved)
+    std::vector<float> P(size_t(Tq) * keys.n_pad), dS(P.size()), G(size_t(kTileRows) * keys.ld);
+    const long ld = keys.n_pad;
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
             const long qo = long(b) * qs * C3 + long(h) * hs, ko = long(b) * ks * kv_stride + long(h) * hs;
-            const float *Q = q_rows + qo, *K = k_rows + ko, *V = v_rows + ko;
+            const float* Q = q_rows + qo;
             float *dQ = dq_rows + qo, *dK = dk_rows + ko, *dV = dv_rows + ko;
             const float* dO = dout + long(b) * qs * C + long(h) * hs;
             const float* lse_h = lse + (long(b) * NH + h) * qs;
             const float* D_h = D + (long(b) * NH + h) * qs;
-            for (int r0 = 0; r0 < Tq; r0 += rb) {
-                const int r1 = std::min(Tq, r0 + rb), rows = r1 - r0;
-                const int n_hi = visible_keys(r1 - 1, Tk, q_pos, k_pos);
-                if (n_hi == 0) continue;
-                // 1. S = scale Q K^T (into P) and dP = dO V^T (into dS), rows [r0, r1), keys [0, n_hi)
-                gemm(false, true, rows, n_hi, hs, scale, Q + r0 * C3, C3, K, kv_stride, 0.0f, P.data(), Tk);
-                gemm(false, true, rows, n_hi, hs, 1.0f, dO + long(r0) * C, C, V, kv_stride, 0.0f, dS.data(), Tk);
-                // 2. P = e^(S - lse), dS = scale P (dP - D); both 0 where masked
-                for (int i = r0; i < r1; ++i) {
-                    float* p = P.data() + long(i - r0) * Tk;
-                    float* d = dS.data() + long(i - r0) * Tk;
-                    const int n = visible_keys(i, Tk, q_pos, k_pos);
-                    const float lse_i = lse_h[i], D_i = D_h[i];
+            keys.rows(K, k_rows + ko, kv_stride);
+            keys.transposed(Kt, K);
+            keys.rows(V, v_rows + ko, kv_stride);
+            keys.transposed(Vt, V);
+            queries.rows(Qr, Q, C3);
+            queries.rows(dOr, dO, C);
+            // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).
+            for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
+                const int rows = std::min(kTileRows, Tq - r0);
+                const int n_hi = visible_keys(r0 + rows - 1, Tk, q_pos, k_pos);
+                float *p0 = P.data() + long(r0) * ld, *d0 = dS.data() + long(r0) * ld;
+                // 1. S = Q K^T (into P) and dP = dO V^T (into dS), rows [r0, r0+rows), keys [0, n_hi)
+                for (int j = 0; j < n_hi; j += kTileWidth) {
+                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, ld, p0 + j, ld);
+                    tile_product(rows, hs, dO + long(r0) * C, C, 1, Vt.data() + j, ld, d0 + j, ld);
+                }
+                // 2. P = e^(scale S - lse), dS = scale P (dP - D); both 0 where masked, up to Tk
+                for (int i = 0; i < rows; ++i) {
+                    const int q = r0 + i;
+                    float* p = p0 + long(i) * ld;
+                    float* d = d0 + long(i) * ld;
+                    const int n = visible_keys(q, Tk, q_pos, k_pos);
+                    const float lse_i = lse_h[q], D_i = D_h[q];
                     for (int k = 0; k < n; ++k) {
-                        p[k] = exp_fast(p[k] - lse_i);
+                        p[k] = exp_fast(scale * p[k] - lse_i);
                         d[k] = scale * p[k] * (d[k] - D_i);
                     }
-                    for (int k = n; k < n_hi; ++k) p[k] = d[k] = 0.0f;
+                    for (int k = n; k < Tk; ++k) p[k] = d[k] = 0.0f;
                 }
-                // 3. dQ[r0:r1] += dS K[0:n_hi];  dV[0:n_hi] += P^T dO[r0:r1];  dK[0:n_hi] += dS^T Q[r0:r1]
-                gemm(false, false, rows, hs, n_hi, 1.0f, dS.data(), Tk, K, kv_stride, 1.0f, dQ + r0 * C3, C3);
-                gemm(true, false, n_hi, hs, rows, 1.0f, P.data(), Tk, dO + long(r0) * C, C, 1.0f, dV, kv_stride);
-                gemm(true, false, n_hi, hs, rows, 1.0f, dS.data(), Tk, Q + r0 * C3, C3, 1.0f, dK, kv_stride);
+                // 3. dQ[r0:r0+rows] += dS K[0:n_hi]
+                if (n_hi == 0) continue;
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, n_hi, d0, ld, 1, K.data() + j, keys.ld, G.data() + j, keys.ld);
+                tile_store_rows(dQ + r0 * C3, C3, G.data(), keys.ld, rows, hs, true);
+            }
+            // 4. Key side, by tiles of key rows [s0, s0 + rows): the queries from q_lo on see them.
+            //    dV[s0:] += P[q_lo:Tq, s0:]^T dO[q_lo:Tq],  dK[s0:] += dS[q_lo:Tq, s0:]^T Q[q_lo:Tq]
+            //    (P and dS read down their columns: a_row = 1, a_k = ld)
+            for (int s0 = 0; s0 < Tk; s0 += kTileRows) {
+                const int rows = std::min(kTileRows, Tk - s0);
+                const int q_lo = std::max(0, k_pos + s0 - q_pos);  // first query at or after key s0
+                if (q_lo >= Tq) break;  // no query sees this key, nor any later one
+                const long at = long(q_lo) * ld + s0;
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, Tq - q_lo, P.data() + at, 1, ld, dOr.data() + long(q_lo) * queries.ld + j,
+                                 queries.ld, G.data() + j, keys.ld);
+                tile_store_rows(dV + long(s0) * kv_stride, kv_stride, G.data(), keys.ld, rows, hs, true);
+                for (int j = 0; j < hs; j += kTileWidth)
+                    tile_product(rows, Tq - q_lo, dS.data() + at, 1, ld, Qr.data() + long(q_lo) * queries.ld + j,
+                                 queries.ld, G.data() + j, keys.ld);
+                tile_store_rows(dK + long(s0) * kv_stride, kv_stride, G.data(), keys.ld, rows, hs, true);
             }
         }
 }

@@ -31,13 +31,15 @@
 // As kernels/cpu/attention.cpp does for one rank, per (b, h) the products
 //   S = Q K^T / sqrt(hs),  acc += P V                      (forward)
 //   dP = dO V^T,  dQ += dS K,  dV += P^T dO,  dK += dS^T Q  (backward, dS scaled)
-// go to OpenBLAS sgemm, reading every operand in place through its leading
-// dimension (3C, kv_stride, C); only the online softmax, its rescale and the
-// softmax backward are loops (simd.h: lane reductions and exp_fast). Where the
-// causal mask cuts the block (the diagonal), rows go in blocks of 64 that stop
-// at the last key the block's last row may see. The *_reference functions are
-// the same math in plain loops, one query at a time (what ring attention ran
-// before), kept for the tests and for reading.
+// are register tiles (tile.h), 6 query (or key) rows at a time, each stopping
+// at the last key its last row may see; the block's keys and values (and in
+// backward Q and dO) are first copied into panels padded to the tile width.
+// Only the online softmax, its rescale and the softmax backward are loops
+// (simd.h: lane reductions and exp_fast). Backward recomputes P and dS of one
+// (b, h) at a time, Tq x Tk floats that live only inside the call: nothing of
+// size T x T is saved between forward and backward. The *_reference functions
+// are the same math in plain loops, one query at a time (what ring attention
+// ran first), kept for the tests and for reading.
 #pragma once
 
 namespace ss::cpu {

@@ -36,6 +36,8 @@
 // GFLOP/s, against 115-220 here).
 #pragma once
 
+#include <vector>
+
 #include "core/check.h"
 
 namespace ss::cpu {
@@ -98,6 +100,42 @@ inline void tile_product(int rows, int K, const float* a, long a_row, long a_k, 
         case 6: return detail::tile_product_rows<6>(K, a, a_row, a_k, b, ldb, c, ldc);
         default: SS_FAIL("tile_product: " << rows << " rows; a tile has 1 to " << kTileRows);
     }
+}
+
+/// One head's operands copied out of their rows (of qkv, dout, a block of k|v)
+/// into the layouts the tiles read as B; the padding is written 0 once and stays 0.
+///
+///   rows(dst, src, stride):    dst[t, 0:width] = src[t*stride + 0:width]   [n, tile_padded(width)]
+///   transposed(dst, panel):    dst[i, t]       = panel[t, i]               [width, tile_padded(n)]
+///
+/// A transposed operand is first copied as rows, then transposed from that
+/// panel: the strided reads then hit L1, not the saved activation in memory
+/// (measured: the strided gather straight from qkv was a quarter of attention
+/// backward's time outside the tiles).
+struct TilePanels {
+    int n, width;       ///< rows (tokens) and columns (the head size) of the operand
+    int n_pad, ld;      ///< tile_padded(n): a transposed panel's row length; tile_padded(width): a rows panel's
+    TilePanels(int n_, int width_) : n(n_), width(width_), n_pad(tile_padded(n_)), ld(tile_padded(width_)) {}
+    /// A zeroed buffer for rows().
+    std::vector<float> rows_buffer() const { return std::vector<float>(size_t(n) * ld); }
+    /// A zeroed buffer for transposed().
+    std::vector<float> transposed_buffer() const { return std::vector<float>(size_t(width) * n_pad); }
+    /// dst[t, 0:width] = src[t*stride + 0:width] for t < n.
+    void rows(std::vector<float>& dst, const float* src, long stride) const {
+        for (int t = 0; t < n; ++t)
+            for (int i = 0; i < width; ++i) dst[long(t) * ld + i] = src[t * stride + i];
+    }
+    /// dst[i, t] = panel[t, i]: the transpose of a rows() panel.
+    void transposed(std::vector<float>& dst, const std::vector<float>& panel) const {
+        for (int i = 0; i < width; ++i)
+            for (int t = 0; t < n; ++t) dst[long(i) * n_pad + t] = panel[long(t) * ld + i];
+    }
+};
+
+/// out[r, 0:n) = G[r, 0:n), or += when @p add, for r < rows: a tile's result into its destination rows.
+inline void tile_store_rows(float* out, long ld_out, const float* G, long ldg, int rows, int n, bool add) {
+    for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < n; ++i) out[r * ld_out + i] = (add ? out[r * ld_out + i] : 0.0f) + G[r * ldg + i];
 }
 
 }  // namespace ss::cpu
