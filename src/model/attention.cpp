@@ -10,12 +10,15 @@ namespace ss {
 
 static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
 
-Attention attention(SequenceParallel& sp, int B, int T, int C, int H) {
+Attention attention(SequenceParallel& sp, int B, int T, int C, int H, Recompute recompute) {
     Attention a{B, T, C, H, T, C, H, true, plain_attention_forward, plain_attention_backward};
-    if (sp.ring()) {
+    // Ring, or one rank whose selective recompute drops the probabilities anyway: the
+    // blockwise kernels never make them (on one rank sp.ring_forward is one block,
+    // model/model_parallel.cpp).
+    if (sp.ring() || (sp.size() == 1 && recompute == Recompute::selective)) {
         a.probs = false;
-        a.forward = ring_attention_forward;
-        a.backward = ring_attention_backward;
+        a.forward = blockwise_attention_forward;
+        a.backward = blockwise_attention_backward;
     } else if (sp.size() > 1) {
         const int s = sp.size();
         a.Ta = T * s, a.Ca = C / s, a.Ha = H / s;
@@ -25,9 +28,9 @@ Attention attention(SequenceParallel& sp, int B, int T, int C, int H) {
     return a;
 }
 
-// The softmax probabilities backward needs: the saved ones, or (selective
-// recompute, Korthikanti et al. 2022, section 5: the forward dropped them) the
-// same kernel on the saved q, k, v again, into @p again.
+// The softmax probabilities backward needs: the saved ones, or (Ulysses with
+// selective recompute, Korthikanti et al. 2022, section 5: the forward dropped
+// them) the same kernel on the saved q, k, v again, into @p again.
 static const float* probabilities(const Attention& a, const BlockActs& ba, Tensor& again, Ledger& ledger) {
     if (!ba.att.empty()) return ba.att.f32();
     again = Tensor(ledger, Mem::workspace, a.att_shape(), DType::f32, false);
@@ -73,15 +76,15 @@ void ulysses_attention_backward(const Attention& a, float* dqkv, float* datt, co
     sp.heads_to_seq(dqkv_heads.f32(), dqkv, a.B, a.T, a.C, 3, layer, true);
 }
 
-// ---- ring -------------------------------------------------------------------------
+// ---- ring, and blockwise on one rank ------------------------------------------------
 
 // ba.att keeps the log-sum-exp of each query: all backward needs of the softmax.
-void ring_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger&) {
+void blockwise_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger&) {
     sp.ring_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), a.B, a.T, a.C, a.H, layer);
 }
 
-void ring_attention_backward(const Attention& a, float* dqkv, float*, const float* datty, const BlockActs& ba,
-                             SequenceParallel& sp, int layer, Ledger&) {
+void blockwise_attention_backward(const Attention& a, float* dqkv, float*, const float* datty, const BlockActs& ba,
+                                  SequenceParallel& sp, int layer, Ledger&) {
     sp.ring_backward(dqkv, datty, ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C, a.H, layer);
 }
 

@@ -8,6 +8,10 @@
 //            (parallel/sequence_parallel.h)
 //   ring     the sp ranks keep their T/sp queries while the keys and values travel round
 //            the ring (parallel/ring_attention.h)
+//   blockwise one rank under --recompute selective: the ring's kernels on the whole sequence
+//            as one block, FlashAttention's online softmax (kernels/cpu/attention_block.h):
+//            the T x T probabilities are never stored, backward recomputes them tile by tile
+//            from the saved log-sum-exp (Dao et al. 2022, arXiv:2205.14135, section 3.1)
 //
 // Each is a forward and a backward over the block's saved activations. The
 // block writes c_attn's output (q|k|v of its tokens, my heads) into ba.qkv and
@@ -20,6 +24,7 @@
 #include "core/tensor.h"
 #include "model/gpt2.h"
 #include "model/model_parallel.h"
+#include "model/recompute.h"
 
 namespace ss {
 
@@ -34,26 +39,28 @@ struct Attention {
     int Ta = 0;  ///< tokens the kernel sees: T, or all T*sp under Ulysses (ring: my queries)
     int Ca = 0;  ///< channels the kernel sees: C, or C/sp under Ulysses
     int Ha = 0;  ///< heads the kernel sees: H, or H/sp under Ulysses
-    bool probs = true;  ///< saves the softmax probabilities [B,Ha,Ta,Ta]; ring keeps a log-sum-exp [B,Ha,Ta] instead
+    bool probs = true;  ///< saves the softmax probabilities [B,Ha,Ta,Ta]; ring and blockwise keep a log-sum-exp [B,Ha,Ta]
 
     /// ba.atty [B,T,C] from ba.qkv [B,T,3C] (c_attn's output); saves ba.att (and
     /// under Ulysses leaves ba.qkv holding the head split, for backward).
     void (*forward)(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
     /// dqkv [B,T,3C] (zero on entry) from datty [B,T,C]. @p datt is the block's
-    /// scratch of att_shape() for the softmax's backward (unused by ring).
+    /// scratch of att_shape() for the softmax's backward (unused by ring and blockwise).
     void (*backward)(const Attention& a, float* dqkv, float* datt, const float* datty, const BlockActs& ba,
                      SequenceParallel& sp, int layer, Ledger& ledger);
 
     /// What ba.qkv holds: [B, Ta, 3Ca] (the same elements as c_attn's [B, T, 3C]).
     Shape qkv_shape() const { return {B, Ta, 3 * Ca}; }
-    /// What ba.att holds: the probabilities [B, Ha, Ta, Ta], or ring's log-sum-exp [B, Ha, Ta].
+    /// What ba.att holds: the probabilities [B, Ha, Ta, Ta], or the log-sum-exp [B, Ha, Ta] (ring, blockwise).
     Shape att_shape() const { return probs ? Shape{B, Ha, Ta, Ta} : Shape{B, Ha, Ta}; }
 };
 
 /// The one place that picks how attention runs: ring attention if sp.ring(),
-/// Ulysses if sp.size() > 1, else plain. @p B, @p T, @p C, @p H are the block's
-/// (Attention::B .. H).
-Attention attention(SequenceParallel& sp, int B, int T, int C, int H);
+/// Ulysses if sp.size() > 1, blockwise on one rank with selective recompute,
+/// else plain. @p B, @p T, @p C, @p H are the block's (Attention::B .. H).
+/// (Ulysses with selective recompute stays Ulysses: backward runs the plain
+/// kernel's forward again for the probabilities, model/attention.cpp.)
+Attention attention(SequenceParallel& sp, int B, int T, int C, int H, Recompute recompute);
 
 /// Plain attention, forward (one rank holds every token of its sequences).
 void plain_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
@@ -65,10 +72,11 @@ void ulysses_attention_forward(const Attention& a, BlockActs& ba, SequenceParall
 /// Ulysses attention, backward: the two all-to-alls in reverse around attention's backward.
 void ulysses_attention_backward(const Attention& a, float* dqkv, float* datt, const float* datty,
                                 const BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
-/// Ring attention, forward: my queries against the key/value blocks as they come round.
-void ring_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
-/// Ring attention, backward: the blocks and their gradients go round again.
-void ring_attention_backward(const Attention& a, float* dqkv, float* datt, const float* datty, const BlockActs& ba,
-                             SequenceParallel& sp, int layer, Ledger& ledger);
+/// Ring attention, forward: my queries against the key/value blocks as they come round
+/// (sp.ring_forward); on one rank (blockwise) the whole sequence is the one block.
+void blockwise_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
+/// Ring attention, backward: the blocks and their gradients go round again (one block on one rank).
+void blockwise_attention_backward(const Attention& a, float* dqkv, float* datt, const float* datty,
+                                  const BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
 
 }  // namespace ss

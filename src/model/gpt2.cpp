@@ -182,9 +182,12 @@ float part_forward(const PartPass& p, const int* tokens, const int* targets, con
     for (int i = 0; i < lay.part.count; ++i) {
         const int l = lay.part.first + i, u = um.block(lay, l);
         const float* w = hooks.params(u, false);
-        block_forward(a.blocks[i], unit_block(lay, w, units[u], l), x, B, a.Tl, C, cfg.H, l, p.mp, p.ledger);
+        block_forward(a.blocks[i], unit_block(lay, w, units[u], l), x, B, a.Tl, C, cfg.H, l, p.mp, p.recompute,
+                      p.ledger);
         hooks.release(u, false);
-        if (p.recompute == Recompute::selective && !p.mp.sp.ring()) a.blocks[i].att.reset();  // the as^2 term
+        // Selective: the as^2 term goes. Kernels that saved the probabilities (Ulysses) drop them
+        // here; ring and blockwise attention never made them (ba.att is the log-sum-exp).
+        if (p.recompute == Recompute::selective && a.blocks[i].att.shape().size() == 4) a.blocks[i].att.reset();
         if (p.recompute == Recompute::full) keep_only_output(a.blocks[i]);
         x = a.blocks[i].x_out.f32();
     }
@@ -235,9 +238,9 @@ void part_backward(const PartPass& p, const int* tokens, const int* targets, con
         BlockGrads g = unit_block(lay, hooks.grads(u), units[u], l);
         BlockActs redone;  // full recompute: the block's forward again, from its saved input
         if (a.recompute == Recompute::full)
-            block_forward(redone, bw, x_in(i), B, a.Tl, C, cfg.H, l, p.mp, p.ledger);
+            block_forward(redone, bw, x_in(i), B, a.Tl, C, cfg.H, l, p.mp, a.recompute, p.ledger);
         const BlockActs& ba = a.recompute == Recompute::full ? redone : a.blocks[size_t(i)];
-        block_backward(dx.f32(), g, ba, bw, x_in(i), B, a.Tl, C, cfg.H, l, p.mp, p.ledger);
+        block_backward(dx.f32(), g, ba, bw, x_in(i), B, a.Tl, C, cfg.H, l, p.mp, a.recompute, p.ledger);
         hooks.release(u, true);
         hooks.grads_ready(u);
     }

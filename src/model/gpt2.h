@@ -96,8 +96,10 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
                            const ModelParallel& mp, Ledger& ledger);
 /// Forward of block @p l (a.blocks[l] is allocated here). @p x_in is the block's input.
 /// C and H are the model's; under TP this rank computes H/t heads and 4C/t MLP columns.
+/// @p recompute picks the attention kernel with model/attention.h's attention() (selective
+/// on one rank: blockwise, no probabilities saved).
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
-                   const ModelParallel& mp, Ledger& ledger);
+                   const ModelParallel& mp, Recompute recompute, Ledger& ledger);
 /// The head: ln_f, tied logits, cross-entropy (vocabulary-parallel under TP). Returns the mean loss.
 /// @p V is the vocabulary, @p Vl the rows of wte this rank holds (Vp/t): rows at or past V
 /// are padding, left out of the softmax.
@@ -111,7 +113,7 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
                    const ModelParallel& mp, Ledger& ledger);
 /// Backward of block @p l: dx holds d/d(x_out) on entry and d/d(x_in) on exit.
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
-                    int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger);
+                    int T, int C, int H, int l, const ModelParallel& mp, Recompute recompute, Ledger& ledger);
 /// Backward of the embedding: accumulates into dwte (this rank's @p Vl rows under TP) and dwpe.
 /// (@p ledger: the zig-zag split's gathered position gradient, a workspace tensor.)
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,

@@ -182,9 +182,9 @@ void encoder_stage_forward(Activations& a, const float* wte, const float* wpe, c
 }
 
 void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int B, int T, int C, int H, int l,
-                   const ModelParallel& mp, Ledger& ledger) {
+                   const ModelParallel& mp, Recompute recompute, Ledger& ledger) {
     const TpStage tp = block_tp(mp.tp, B, T, C, H, l, ledger);
-    const Attention attn = attention(mp.sp, B, tp.Tf, tp.Cl, tp.Hl);  // plain, Ulysses or ring
+    const Attention attn = attention(mp.sp, B, tp.Tf, tp.Cl, tp.Hl, recompute);  // plain, Ulysses, ring, blockwise
     const int N = B * tp.Tf, Nl = B * T;  // rows through the TP layers; rows of my residual stream
     alloc_block_acts(ba, tp, attn, ledger);
 
@@ -264,9 +264,9 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
 }
 
 void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWeights& w, const float* x_in, int B,
-                    int T, int C, int H, int l, const ModelParallel& mp, Ledger& ledger) {
+                    int T, int C, int H, int l, const ModelParallel& mp, Recompute recompute, Ledger& ledger) {
     const TpStage tp = block_tp(mp.tp, B, T, C, H, l, ledger);
-    const Attention attn = attention(mp.sp, B, tp.Tf, tp.Cl, tp.Hl);
+    const Attention attn = attention(mp.sp, B, tp.Tf, tp.Cl, tp.Hl, recompute);
     const int N = B * tp.Tf, Tf = tp.Tf;
 
     // dx = d/d(x_out). The residual passes it to x_mid unchanged (dx_mid starts as dx)

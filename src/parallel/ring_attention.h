@@ -41,7 +41,7 @@
 // ring_step lists the products of each step (RingStep::pairs); the trace has
 // one "ring block" compute span per rank and step, with its work.
 //
-// The block reaches it through model/attention.cpp (ring_attention_forward),
+// The block reaches it through model/attention.cpp (blockwise_attention_forward),
 // which attention() picks when the layout asks for ring.
 //
 // Sends are `act` (keys and values) forward, and `act` + `act_grad` (their

@@ -99,7 +99,8 @@ namespace {
 // engine keeps the GATHERED ln1 and ln2 outputs (2C) instead of gathering them
 // again in backward (parallel/tensor_parallel.h), which Megatron does.
 // Ring attention (parallel/ring_attention.h) never stores the scores: it keeps the
-// log-sum-exp of each query and head (a/t per token) and recomputes blocks in backward.
+// log-sum-exp of each query and head (a/t per token) and recomputes blocks in backward;
+// so does selective recompute on one SP rank (blockwise attention, model/attention.h).
 double engine_layer_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
                           Recompute recompute, bool blockwise) {
     const double whole = sequence_parallel ? 2 * h + (2 * h + 4) / t : 4 * h + 4;
@@ -131,10 +132,12 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     const bool engine = in.act_model == ActModel::engine;
     ActivationBytes r;
     // Ring attention is blockwise (online softmax): the scores are never stored, as with
-    // selective recompute, only an fp32 log-sum-exp per query and head.
-    const bool blockwise = c > 1 && l.sp_mode == SpMode::ring;
-    const Recompute paper_r = blockwise && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
-    const double lse = blockwise && l.recompute != Recompute::full ? 4 * s * b * a / t : 0;
+    // selective recompute, only an fp32 log-sum-exp per query and head. The engine's
+    // selective recompute on one SP rank is blockwise too (model/attention.h, FlashAttention).
+    const bool ring = c > 1 && l.sp_mode == SpMode::ring;
+    const bool blockwise = ring || (engine && c == 1 && l.recompute == Recompute::selective);
+    const Recompute paper_r = ring && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
+    const double lse = ring && l.recompute != Recompute::full ? 4 * s * b * a / t : 0;
     r.per_layer = (engine ? engine_layer_bytes(s, b, h, a, t, seqpar, l.recompute, blockwise)
                           : korthikanti_layer_bytes(s, b, h, a, t, seqpar, paper_r) + lse) /
                   c;
@@ -179,7 +182,7 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
         std::snprintf(buf, sizeof buf, "2sbh%s%s (full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
     else
         std::snprintf(buf, sizeof buf, "sbh(%s%s)%s", seqpar ? "34/t" : (t > 1 ? "10 + 24/t" : "34"),
-                      blockwise ? " + 4as/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
+                      ring ? " + 4as/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
                       c > 1 ? " / sp" : "");
     r.formula = buf;
     return r;
