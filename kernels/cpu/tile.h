@@ -113,8 +113,11 @@ inline void tile_product(int rows, int K, const float* a, long a_row, long a_k, 
 /// (measured: the strided gather straight from qkv was a quarter of attention
 /// backward's time outside the tiles).
 struct TilePanels {
-    int n, width;       ///< rows (tokens) and columns (the head size) of the operand
-    int n_pad, ld;      ///< tile_padded(n): a transposed panel's row length; tile_padded(width): a rows panel's
+    int n;      ///< rows of the operand (tokens)
+    int width;  ///< columns of the operand (the head size)
+    int n_pad;  ///< tile_padded(n): the row length of a transposed panel
+    int ld;     ///< tile_padded(width): the row length of a rows panel
+    /// Panels for an operand of @p n_ rows and @p width_ columns.
     TilePanels(int n_, int width_) : n(n_), width(width_), n_pad(tile_padded(n_)), ld(tile_padded(width_)) {}
     /// A zeroed buffer for rows().
     std::vector<float> rows_buffer() const { return std::vector<float>(size_t(n) * ld); }
