@@ -45,6 +45,10 @@ namespace ss::cpu {
 
 namespace {
 
+// The softmax loops pad a row to whole lane groups inside the S buffer, whose rows are
+// padded to whole tiles.
+static_assert(kTileWidth % kLanes == 0, "a tile's width is a whole number of lane groups");
+
 void check_shape(int C, int NH) {
     SS_CHECK(NH > 0 && C % NH == 0, "attention: C=" << C << " is not divisible by NH=" << NH
                                                     << "; the head size C/NH must be a whole number");
@@ -73,16 +77,17 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                 for (int j = 0; j < keys; j += kTileWidth)
                     tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, pan.n_pad, S.data() + j, pan.n_pad);
                 // 2. masked softmax of scale S, row by row, written to P: keys s <= t kept, the rest 0.
-                //    The loops over S run to a whole number of lane groups, n_pad <= Tp, and the
-                //    one writing P to T, masking by index, so that none has a scalar tail.
+                //    The loops over S run to a whole number of lane groups (n_lanes <= pan.n_pad, the
+                //    row's length) and the one writing P to T, masking by index, so that none has a
+                //    scalar tail.
                 for (int i = 0; i < rows; i++) {
-                    const int t = r0 + i, n_pad = (t + kLanes) / kLanes * kLanes;
+                    const int t = r0 + i, n_lanes = (t + kLanes) / kLanes * kLanes;
                     float* row = S.data() + long(i) * pan.n_pad;
                     float* p = P + long(t) * T;
-                    for (int s = 0; s < n_pad; s++) row[s] = s <= t ? row[s] * scale : -INFINITY;
-                    const float rmax = lane_max(row, n_pad);
-                    for (int s = 0; s < n_pad; s++) row[s] = s <= t ? exp_fast(row[s] - rmax) : 0.0f;
-                    const float inv_sum = 1.0f / lane_sum(row, n_pad);
+                    for (int s = 0; s < n_lanes; s++) row[s] = s <= t ? row[s] * scale : -INFINITY;
+                    const float rmax = lane_max(row, n_lanes);
+                    for (int s = 0; s < n_lanes; s++) row[s] = s <= t ? exp_fast(row[s] - rmax) : 0.0f;
+                    const float inv_sum = 1.0f / lane_sum(row, n_lanes);
                     for (int s = 0; s < T; s++) p[s] = s <= t ? row[s] * inv_sum : 0.0f;
                 }
                 // 3. O[r0:r0+rows] = P[r0:r0+rows, 0:keys] V[0:keys]
