@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/rng.h"
 #include "model/checkpoint.h"
+#include "model/finite.h"
 #include "model/gpt2.h"
 #include "model/model_parallel.h"
 #include "model/safetensors.h"
@@ -324,5 +326,25 @@ TEST_CASE("unit_order is the order the passes take units in: the whole model and
         part_backward(pass, tokens.data(), targets.data(), acts, 1.0f / (B * T), part.head ? nullptr : dy.data(),
                       part.embedding ? nullptr : dx.data());
         REQUIRE(first_taken(hooks.taken) == unit_order(lay, true));
+    }
+}
+
+TEST_CASE("first_nonfinite finds the first nan or inf at every position, in and past whole blocks", "[model][nan]") {
+    // It tests 16 floats at a time (x * 0 == 0 for all of them): a non-finite value at
+    // any index of a block, in the tail, or two in one block, each found where it is.
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    for (int n : {0, 1, 15, 16, 17, 40, 100}) {
+        // finite extremes: the largest float, a denormal, -0: all stay finite
+        std::vector<float> v(size_t(n), 1.0f);
+        for (int i = 0; i < n; ++i) v[size_t(i)] = i % 3 == 0 ? 3.4e38f : i % 3 == 1 ? 1e-40f : -0.0f;
+        REQUIRE(ss::first_nonfinite(v.data(), n) == -1);
+        for (int i = 0; i < n; ++i)
+            for (float b : bad) {
+                std::vector<float> w = v;
+                w[size_t(i)] = b;
+                if (i + 1 < n) w[size_t(i + 1)] = NAN;  // a second one after it is not the first
+                INFO("n=" << n << " i=" << i << " value=" << b);
+                REQUIRE(ss::first_nonfinite(w.data(), n) == i);
+            }
     }
 }

@@ -2,6 +2,8 @@
 #include "model/finite.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 
 namespace ss {
@@ -12,8 +14,28 @@ std::string NonFinite::str() const {
     return os.str();
 }
 
+// A float is nan or +-inf exactly when its 8 exponent bits are all ones, so a
+// block of 16 is all finite when the largest of their exponent fields is not
+// 0x7f800000: an integer max over the block, with no branch per element, which
+// GCC turns into vector code (the loop of isfinite with an early return per
+// element stayed scalar, about 0.5% of a training step of `small`: it runs over
+// every gradient every step). Only a block that fails is searched element by
+// element.
 int64_t first_nonfinite(const float* v, int64_t n) {
-    for (int64_t i = 0; i < n; ++i)
+    constexpr int kBlock = 16;
+    constexpr uint32_t kExponent = 0x7f800000u;
+    int64_t i = 0;
+    for (; i + kBlock <= n; i += kBlock) {
+        uint32_t top = 0;
+        for (int j = 0; j < kBlock; ++j) {
+            uint32_t bits;
+            std::memcpy(&bits, v + i + j, sizeof bits);
+            const uint32_t e = bits & kExponent;
+            top = e > top ? e : top;
+        }
+        if (top == kExponent) break;
+    }
+    for (; i < n; ++i)  // the failing block (its first non-finite element) or the tail
         if (!std::isfinite(v[i])) return i;
     return -1;
 }
