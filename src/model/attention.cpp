@@ -10,12 +10,16 @@ namespace ss {
 
 static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
 
+// Ring, or one rank whose selective recompute drops the probabilities anyway: the
+// blockwise kernels never make them (on one rank sp.ring_forward is one block,
+// model/model_parallel.cpp).
+bool blockwise_attention(const SequenceParallel& sp, Recompute recompute) {
+    return sp.ring() || (sp.size() == 1 && recompute == Recompute::selective);
+}
+
 Attention attention(SequenceParallel& sp, int B, int T, int C, int H, Recompute recompute) {
     Attention a{B, T, C, H, T, C, H, true, plain_attention_forward, plain_attention_backward};
-    // Ring, or one rank whose selective recompute drops the probabilities anyway: the
-    // blockwise kernels never make them (on one rank sp.ring_forward is one block,
-    // model/model_parallel.cpp).
-    if (sp.ring() || (sp.size() == 1 && recompute == Recompute::selective)) {
+    if (blockwise_attention(sp, recompute)) {
         a.probs = false;
         a.forward = blockwise_attention_forward;
         a.backward = blockwise_attention_backward;

@@ -62,6 +62,11 @@ struct Attention {
 /// kernel's forward again for the probabilities, model/attention.cpp.)
 Attention attention(SequenceParallel& sp, int B, int T, int C, int H, Recompute recompute);
 
+/// Whether attention() runs the blockwise kernels: ring attention, or one SP rank with
+/// selective recompute. Then ba.att is the log-sum-exp, and there are no probabilities
+/// for selective recompute to drop.
+bool blockwise_attention(const SequenceParallel& sp, Recompute recompute);
+
 /// Plain attention, forward (one rank holds every token of its sequences).
 void plain_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
 /// Plain attention, backward.

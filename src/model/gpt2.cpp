@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/device.h"
 #include "kernels/dispatch.h"
+#include "model/attention.h"
 #include "model/model_parallel.h"
 
 namespace ss {
@@ -187,7 +188,8 @@ float part_forward(const PartPass& p, const int* tokens, const int* targets, con
         hooks.release(u, false);
         // Selective: the as^2 term goes. Kernels that saved the probabilities (Ulysses) drop them
         // here; ring and blockwise attention never made them (ba.att is the log-sum-exp).
-        if (p.recompute == Recompute::selective && a.blocks[i].att.shape().size() == 4) a.blocks[i].att.reset();
+        if (p.recompute == Recompute::selective && !blockwise_attention(p.mp.sp, p.recompute))
+            a.blocks[i].att.reset();
         if (p.recompute == Recompute::full) keep_only_output(a.blocks[i]);
         x = a.blocks[i].x_out.f32();
     }
