@@ -35,6 +35,7 @@
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/encoder.h"
 #include "kernels/cpu/gelu.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/residual.h"
@@ -156,11 +157,12 @@ TEST_CASE("lane sums and max equal the plain loops on lengths that do not fill t
 
 // ---- matmul -----------------------------------------------------------------------
 
-TEST_CASE("matmul sgemm path equals the plain loops on odd shapes", "[kernels][matmul]") {
+TEST_CASE("matmul's fast path (tiles or sgemm: kMatmulOnTiles) equals the plain loops on odd shapes", "[kernels][matmul]") {
     const int N = 37, C = 48, OC = 29;
     const Vec inp = uniform(N * C, 1), W = uniform(C * OC, 2), b = uniform(OC, 3), dout = uniform(N * OC, 4);
-    // Sums of C = 48 (or N = 37) float products of O(1) terms: sgemm's float
-    // accumulation errs by < C 2^-24 * sum|terms| ~ 1e-5 against the double reference.
+    // Sums of C = 48 (or N = 37) float products of O(1) terms: float accumulation,
+    // in the tiles or in sgemm, errs by < C 2^-24 * sum|terms| ~ 1e-5 against the
+    // double reference (gemm's own test above holds the tiles to the exact bound).
     const double atol = 2e-5, rtol = 1e-5;
     for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
         Vec fast(N * OC), ref(N * OC);
@@ -322,6 +324,55 @@ TEST_CASE("tile_product equals the plain dot products, every row count and both 
                 for (int j = W; j < ldc; ++j) REQUIRE(c[j] == -7.0f);  // nothing written past the tile's width
             }
     REQUIRE_THROWS_AS(tile_product(kTileRows + 1, 1, nullptr, 0, 0, nullptr, 0, nullptr, 0), ss::Error);
+}
+
+// ---- gemm (the linear layers' tiles) ---------------------------------------------
+
+TEST_CASE("gemm equals the plain sums: every start, both layouts of A and of B, tails and K-blocks", "[kernels][gemm]") {
+    // C[m, n] = start + sum_k A(m, k) B(k, n) against the same sum in double. Each
+    // element's result passes through at most K + blocks + 1 roundings (one per FMA,
+    // and per K-block after the first one more: a tail tile's sum is added to C
+    // afterwards), so it is off by at most gamma_n (|start| + sum_k |a b|) with
+    // n = K + K / kGemmKBlock + 2 (Higham 2002, sec. 3.1: the bound holds for any
+    // order of the adds); 1.01 covers 1 / (1 - n u) for n < 1e4. A wrong stride,
+    // tail or block is off by O(|a b|), far outside it.
+    const int W = kTileWidth;
+    const TileStart starts[] = {TileStart::zero, TileStart::add, TileStart::row};
+    for (int M : {1, 7, 13})
+        for (int N : {1, W - 1, W, 2 * W + 3})
+            for (int K : {0, 1, 37, kGemmKBlock + 5})
+                for (TileStart start : starts)
+                    for (int layout = 0; layout < 4; ++layout) {
+                        const bool a_by_columns = layout & 1, b_by_columns = layout & 2;
+                        INFO("M=" << M << " N=" << N << " K=" << K << " start=" << int(start)
+                                  << (a_by_columns ? " A by columns" : " A by rows")
+                                  << (b_by_columns ? " B by columns" : " B by rows"));
+                        const long lda = (a_by_columns ? M : K) + 3, ldb = (b_by_columns ? K : N) + 2;
+                        const long ldc = N + 4;  // columns N..N+3 must stay untouched
+                        const Vec a = uniform(lda * ((a_by_columns ? K : M) + 1), 91);
+                        const Vec b = uniform(ldb * ((b_by_columns ? N : K) + 1), 92);
+                        const Vec bias = uniform(N, 93), c0 = uniform(size_t(ldc) * M, 94);
+                        const MatrixView A = a_by_columns ? MatrixView{a.data(), 1, lda} : MatrixView{a.data(), lda, 1};
+                        const MatrixView B = b_by_columns ? MatrixView{b.data(), 1, ldb} : MatrixView{b.data(), ldb, 1};
+                        Vec c = c0, ref = c0;
+                        gemm(M, N, K, A, B, c.data(), ldc, start, bias.data());
+                        gemm_reference(M, N, K, A, B, ref.data(), ldc, start, bias.data());
+                        const double n_round = K + K / kGemmKBlock + 2;
+                        for (int m = 0; m < M; ++m) {
+                            for (int n = 0; n < N; ++n) {
+                                double magnitude = start == TileStart::add   ? std::fabs(c0[m * ldc + n])
+                                                   : start == TileStart::row ? std::fabs(bias[n])
+                                                                             : 0.0;
+                                for (int k = 0; k < K; ++k)
+                                    magnitude += std::fabs(double(A.data[m * A.row + k * A.col]) *
+                                                           B.data[k * B.row + n * B.col]);
+                                REQUIRE(std::fabs(c[m * ldc + n] - ref[m * ldc + n]) <=
+                                        1.01 * n_round * 0x1p-24 * magnitude + 0x1p-24 * std::fabs(ref[m * ldc + n]));
+                            }
+                            for (int n = N; n < ldc; ++n) REQUIRE(c[m * ldc + n] == c0[m * ldc + n]);
+                        }
+                    }
+    REQUIRE_THROWS_AS(gemm(1, 1, 1, {}, {}, nullptr, 1, TileStart::row, nullptr), ss::Error);  // row needs a bias
 }
 
 // ---- attention --------------------------------------------------------------------

@@ -1,4 +1,5 @@
-// matmul.cpp — the linear layer y = x W + b on the CPU: OpenBLAS sgemm, and plain loops beside it.
+// matmul.cpp — the linear layer y = x W + b on the CPU: register tiles (gemm.h) or OpenBLAS sgemm, and plain
+// loops beside them.
 //
 // N = rows (tokens), C = input features, OC = output features; W is [C, OC]
 // (HF Conv1D layout), every matrix row-major. With A^T meaning "read A
@@ -11,6 +12,12 @@
 //
 // sgemm computes C = alpha op(A) op(B) + beta C; beta = 1 gives the "+=" that
 // backward promises (gradients accumulate over micro-batches and over uses).
+// Which of the two multiplies is kMatmulOnTiles (matmul.h), fixed by the build:
+// the tiles where the build has 16-float vectors (AVX-512), sgemm where it has
+// 8 (AVX2). Measured in docs/performance.md, "The linear layers on register
+// tiles". The tiles start from the bias (TileStart::row) or add to C
+// (TileStart::add) in registers, so neither form makes a pass over C first.
+//
 // The threads OpenBLAS uses are the caller's choice (OPENBLAS_NUM_THREADS or
 // openblas_set_num_threads); nothing here sets them.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -21,10 +28,17 @@
 
 #include <cblas.h>
 
+#include "kernels/cpu/gemm.h"
+
 namespace ss::cpu {
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
     if (N == 0 || OC == 0) return;
+    if (kMatmulOnTiles) {  // out = bias + inp W: the tiles start from the bias row
+        gemm(N, OC, C, {inp, C, 1}, {weight, OC, 1}, out, OC, bias != nullptr ? TileStart::row : TileStart::zero,
+             bias);
+        return;
+    }
     float beta = 0.0f;
     if (bias != nullptr) {  // out starts as the bias in every row; sgemm adds x W to it
         for (long n = 0; n < N; n++)
@@ -37,10 +51,18 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
     if (N == 0) return;
-    if (dinp != nullptr)  // dinp[N,C] += dout[N,OC] @ W^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
-    if (dweight != nullptr)  // dW[C,OC] += inp^T @ dout
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
+    if (dinp != nullptr) {  // dinp[N,C] += dout[N,OC] W^T: W read by columns
+        if (kMatmulOnTiles)
+            gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C, TileStart::add);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
+    }
+    if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns
+        if (kMatmulOnTiles)
+            gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add);
+        else
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
+    }
     if (dbias != nullptr)  // row by row, so the inner loop runs along contiguous memory
         for (long n = 0; n < N; n++)
             for (int o = 0; o < OC; o++) dbias[o] += dout[n * OC + o];

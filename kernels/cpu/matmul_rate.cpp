@@ -1,4 +1,4 @@
-// matmul_rate.cpp — time matmul_forward on one thread and keep the best rate
+// matmul_rate.cpp — time matmul_forward, sgemm and the tiles on one thread and keep the best rate
 // (the best, not the mean: the other builds and ranks sharing the cores only
 // ever slow a timing down).
 #include "kernels/cpu/matmul_rate.h"
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/matmul.h"
 
 namespace ss::cpu {
@@ -45,19 +46,22 @@ double measure_cpu_matmul_gflops(double seconds) {
     return best / 1e9;
 }
 
-double measure_sgemm_gflops(const SgemmShape& s, double seconds) {
-    SS_CHECK(s.M > 0 && s.N > 0 && s.K > 0, "measure_sgemm_gflops: " << s.M << " x " << s.N << " x " << s.K
-                                                                     << " is not a product; every size must be positive");
+namespace {
+
+void check_shape(const SgemmShape& s, const char* what) {
+    SS_CHECK(s.M > 0 && s.N > 0 && s.K > 0, what << ": " << s.M << " x " << s.N << " x " << s.K
+                                                 << " is not a product; every size must be positive");
+}
+
+/// The best rate of @p call (2 M N K FLOPs) over timings of about @p seconds in
+/// all, after one call that warms the caches; then checks C: every element is K
+/// products of 0.5 x 0.25 (exact in fp32 for these sizes).
+template <class Call>
+double best_rate(const SgemmShape& s, double seconds, const std::vector<float>& c, const char* what, Call call) {
     const double flops = 2.0 * s.M * s.N * s.K;
-    std::vector<float> a(size_t(s.M) * s.K, 0.5f), b(size_t(s.K) * s.N, 0.25f), c(size_t(s.M) * s.N);
-    const int lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
-    auto call = [&] {
-        cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans, s.trans_b ? CblasTrans : CblasNoTrans, s.M,
-                    s.N, s.K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.N);
-    };
     using clock = std::chrono::steady_clock;
     auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-    call();  // warm the caches and OpenBLAS
+    call();  // warm the caches (and OpenBLAS)
     double best = 0;
     const auto start = clock::now();
     for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {
@@ -69,10 +73,31 @@ double measure_sgemm_gflops(const SgemmShape& s, double seconds) {
         } while (elapsed(t0) < seconds / 8);
         best = std::max(best, calls * flops / elapsed(t0));
     }
-    // Every element is K products of 0.5 x 0.25 (exact in fp32 for these sizes).
     SS_CHECK(c[0] == 0.125f * float(s.K) && c.back() == c[0],
-             "measure_sgemm_gflops: sgemm gave " << c[0] << ", expected " << 0.125f * float(s.K));
+             what << ": the product gave " << c[0] << ", expected " << 0.125f * float(s.K));
     return best / 1e9;
+}
+
+}  // namespace
+
+double measure_sgemm_gflops(const SgemmShape& s, double seconds) {
+    check_shape(s, "measure_sgemm_gflops");
+    std::vector<float> a(size_t(s.M) * s.K, 0.5f), b(size_t(s.K) * s.N, 0.25f), c(size_t(s.M) * s.N);
+    const int lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+    return best_rate(s, seconds, c, "measure_sgemm_gflops", [&] {
+        cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans, s.trans_b ? CblasTrans : CblasNoTrans, s.M,
+                    s.N, s.K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.N);
+    });
+}
+
+double measure_tile_gemm_gflops(const SgemmShape& s, double seconds) {
+    check_shape(s, "measure_tile_gemm_gflops");
+    std::vector<float> a(size_t(s.M) * s.K, 0.5f), b(size_t(s.K) * s.N, 0.25f), c(size_t(s.M) * s.N);
+    // The same operands as sgemm's: A stored [K,M] when trans_a, B stored [N,K] when trans_b.
+    const MatrixView A = s.trans_a ? MatrixView{a.data(), 1, s.M} : MatrixView{a.data(), s.K, 1};
+    const MatrixView B = s.trans_b ? MatrixView{b.data(), 1, s.K} : MatrixView{b.data(), s.N, 1};
+    return best_rate(s, seconds, c, "measure_tile_gemm_gflops",
+                     [&] { gemm(s.M, s.N, s.K, A, B, c.data(), s.N, TileStart::zero); });
 }
 
 }  // namespace ss::cpu

@@ -36,4 +36,9 @@ struct SgemmShape {
 /// throws ss::Error if the product it timed is wrong.
 double measure_sgemm_gflops(const SgemmShape& s, double seconds = 0.1);
 
+/// The same product as measure_sgemm_gflops, on gemm.h's register tiles (one
+/// thread, the build's vector width): the rate the engine's linear layers run
+/// at where kMatmulOnTiles. Same timing, same check of the result.
+double measure_tile_gemm_gflops(const SgemmShape& s, double seconds = 0.1);
+
 }  // namespace ss::cpu

@@ -54,19 +54,30 @@ constexpr int kTileWidth = kTileVecs * kVecFloats;  ///< columns of the tile: 16
 /// n rounded up to a multiple of kTileWidth: the padded width of a B operand.
 constexpr int tile_padded(int n) { return (n + kTileWidth - 1) / kTileWidth * kTileWidth; }
 
+/// What a tile's accumulators start from before the K products are added.
+enum class TileStart {
+    zero,  ///< C = A B
+    add,   ///< C = C + A B: C's kTileWidth columns are read first
+    row,   ///< C = s + A B in every row, s a row of kTileWidth floats (a bias)
+};
+
 namespace detail {
 
 /// One vector of floats; aligned(4) lets it load from any float address.
 typedef float TileVec __attribute__((vector_size(kVecFloats * sizeof(float)), aligned(4)));
 
-template <int R>
+template <int R, TileStart S>
 inline void tile_product_rows(int K, const float* a, long a_row, long a_k, const float* b, long ldb, float* c,
-                              long ldc) {
+                              long ldc, const float* start_row) {
     TileVec acc[R][kTileVecs];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < kTileVecs; ++v) acc[r][v] = TileVec{};
+        for (int v = 0; v < kTileVecs; ++v) {
+            if constexpr (S == TileStart::zero) acc[r][v] = TileVec{};
+            if constexpr (S == TileStart::add) acc[r][v] = *reinterpret_cast<const TileVec*>(c + r * ldc + v * kVecFloats);
+            if constexpr (S == TileStart::row) acc[r][v] = *reinterpret_cast<const TileVec*>(start_row + v * kVecFloats);
+        }
     for (int k = 0; k < K; ++k) {
         TileVec bk[kTileVecs];
 #pragma GCC unroll 4
@@ -84,21 +95,43 @@ inline void tile_product_rows(int K, const float* a, long a_row, long a_k, const
         for (int v = 0; v < kTileVecs; ++v) *reinterpret_cast<TileVec*>(c + r * ldc + v * kVecFloats) = acc[r][v];
 }
 
+template <TileStart S>
+inline void tile_product_start(int rows, int K, const float* a, long a_row, long a_k, const float* b, long ldb,
+                               float* c, long ldc, const float* start_row) {
+    switch (rows) {  // one instantiation per row count, so the last, partial tile needs no padding of A or C
+        case 1: return tile_product_rows<1, S>(K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case 2: return tile_product_rows<2, S>(K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case 3: return tile_product_rows<3, S>(K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case 4: return tile_product_rows<4, S>(K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case 5: return tile_product_rows<5, S>(K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case 6: return tile_product_rows<6, S>(K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        default: SS_FAIL("tile_product: " << rows << " rows; a tile has 1 to " << kTileRows);
+    }
+}
+
 }  // namespace detail
+
+static_assert(kTileRows == 6, "tile_product_start's switch has one case per row count");
 
 /// C[rows, kTileWidth] = sum_{k<K} A(r,k) B[k, 0:kTileWidth] with A(r,k) = a[r*a_row + k*a_k]
 /// (see the top of this file). 1 <= rows <= kTileRows; K >= 0 (K = 0 writes zeros).
-static_assert(kTileRows == 6, "tile_product's switch has one case per row count");
 inline void tile_product(int rows, int K, const float* a, long a_row, long a_k, const float* b, long ldb, float* c,
                          long ldc) {
-    switch (rows) {  // one instantiation per row count, so the last, partial tile needs no padding of A or C
-        case 1: return detail::tile_product_rows<1>(K, a, a_row, a_k, b, ldb, c, ldc);
-        case 2: return detail::tile_product_rows<2>(K, a, a_row, a_k, b, ldb, c, ldc);
-        case 3: return detail::tile_product_rows<3>(K, a, a_row, a_k, b, ldb, c, ldc);
-        case 4: return detail::tile_product_rows<4>(K, a, a_row, a_k, b, ldb, c, ldc);
-        case 5: return detail::tile_product_rows<5>(K, a, a_row, a_k, b, ldb, c, ldc);
-        case 6: return detail::tile_product_rows<6>(K, a, a_row, a_k, b, ldb, c, ldc);
-        default: SS_FAIL("tile_product: " << rows << " rows; a tile has 1 to " << kTileRows);
+    detail::tile_product_start<TileStart::zero>(rows, K, a, a_row, a_k, b, ldb, c, ldc, nullptr);
+}
+
+/// As tile_product, with the accumulators starting from @p start: C itself
+/// (TileStart::add, C += A B) or @p start_row in every row (TileStart::row,
+/// C = s + A B; start_row has kTileWidth readable floats).
+inline void tile_product_onto(TileStart start, int rows, int K, const float* a, long a_row, long a_k, const float* b,
+                              long ldb, float* c, long ldc, const float* start_row) {
+    switch (start) {
+        case TileStart::zero:
+            return detail::tile_product_start<TileStart::zero>(rows, K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case TileStart::add:
+            return detail::tile_product_start<TileStart::add>(rows, K, a, a_row, a_k, b, ldb, c, ldc, start_row);
+        case TileStart::row:
+            return detail::tile_product_start<TileStart::row>(rows, K, a, a_row, a_k, b, ldb, c, ldc, start_row);
     }
 }
 

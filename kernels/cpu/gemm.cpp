@@ -1,0 +1,112 @@
+// gemm.cpp — C = A B on register tiles (gemm.h has the layout and the reasons).
+#include "kernels/cpu/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/check.h"
+
+namespace ss::cpu {
+
+namespace {
+
+/// B(k0 + k, n) for k < kb into panels [panel][k][kTileWidth], zero past column N.
+void pack_panels(float* dst, MatrixView B, int k0, int kb, int N) {
+    const int panels = tile_padded(N) / kTileWidth;
+    for (int p = 0; p < panels; ++p) {
+        float* panel = dst + long(p) * kb * kTileWidth;
+        const int n0 = p * kTileWidth, width = std::min(kTileWidth, N - n0);
+        if (B.col == 1) {  // rows of B are contiguous: copy along them
+            for (int k = 0; k < kb; ++k) {
+                const float* src = B.data + long(k0 + k) * B.row + n0;
+                for (int w = 0; w < width; ++w) panel[k * kTileWidth + w] = src[w];
+                for (int w = width; w < kTileWidth; ++w) panel[k * kTileWidth + w] = 0.0f;
+            }
+        } else {  // B read by columns (a transposed weight): walk each column along k
+            for (int w = 0; w < kTileWidth; ++w)
+                for (int k = 0; k < kb; ++k)
+                    panel[k * kTileWidth + w] =
+                        w < width ? B.data[long(k0 + k) * B.row + long(n0 + w) * B.col] : 0.0f;
+        }
+    }
+}
+
+/// Asks for the rows [m, m + rows) of A's K-block [k0, k0 + kb) to be brought
+/// into cache while the tiles of the rows before them run: A is read in place,
+/// and a saved activation is usually in memory, not in cache.
+void prefetch_rows(MatrixView A, int m, int rows, int k0, int kb) {
+    constexpr int kLineFloats = 16;  // 64-byte cache lines
+    if (A.col == 1) {                // each row contiguous along k
+        for (int r = 0; r < rows; ++r)
+            for (int k = 0; k < kb; k += kLineFloats) __builtin_prefetch(A.data + long(m + r) * A.row + k0 + k);
+    } else {  // read by columns: the rows of one k lie together
+        for (int k = 0; k < kb; ++k) {
+            __builtin_prefetch(A.data + long(m) * A.row + long(k0 + k) * A.col);
+            __builtin_prefetch(A.data + long(m + rows - 1) * A.row + long(k0 + k) * A.col);
+        }
+    }
+}
+
+}  // namespace
+
+void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start, const float* bias) {
+    SS_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: negative size " << M << " x " << N << " x " << K);
+    SS_CHECK(start != TileStart::row || bias != nullptr, "gemm: TileStart::row needs a bias");
+    if (M == 0 || N == 0) return;
+    thread_local std::vector<float> panels;    // B's panels, one K-block at a time
+    thread_local std::vector<float> bias_row;  // the bias, zero-padded to whole panels
+    const int n_pad = tile_padded(N), n_panels = n_pad / kTileWidth;
+    if (start == TileStart::row) {
+        bias_row.assign(size_t(n_pad), 0.0f);
+        std::copy(bias, bias + N, bias_row.begin());
+    }
+    if (K == 0) {  // C = start
+        for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n)
+                if (start != TileStart::add) c[long(m) * ldc + n] = start == TileStart::row ? bias[n] : 0.0f;
+        return;
+    }
+    float tail[kTileRows * kTileWidth];  // the last panel's tile when N is not a whole number of panels
+    for (int k0 = 0; k0 < K; k0 += kGemmKBlock) {
+        const int kb = std::min(kGemmKBlock, K - k0);
+        const TileStart s = k0 == 0 ? start : TileStart::add;  // later K-blocks add to the first's sums
+        panels.resize(size_t(n_panels) * kb * kTileWidth);
+        pack_panels(panels.data(), B, k0, kb, N);
+        for (int m = 0; m < M; m += kTileRows) {
+            const int rows = std::min(kTileRows, M - m);
+            const float* a = A.data + long(m) * A.row + long(k0) * A.col;
+            if (m + kTileRows < M) prefetch_rows(A, m + kTileRows, std::min(kTileRows, M - m - kTileRows), k0, kb);
+            for (int p = 0; p < n_panels; ++p) {
+                const int n0 = p * kTileWidth, width = std::min(kTileWidth, N - n0);
+                const float* b = panels.data() + long(p) * kb * kTileWidth;
+                float* cm = c + long(m) * ldc + n0;
+                if (width == kTileWidth) {
+                    tile_product_onto(s, rows, kb, a, A.row, A.col, b, kTileWidth, cm, ldc,
+                                      s == TileStart::row ? bias_row.data() + n0 : nullptr);
+                    continue;
+                }
+                tile_product(rows, kb, a, A.row, A.col, b, kTileWidth, tail, kTileWidth);
+                for (int r = 0; r < rows; ++r)
+                    for (int w = 0; w < width; ++w) {
+                        const float base = s == TileStart::add ? cm[r * ldc + w]
+                                           : s == TileStart::row ? bias_row[n0 + w]
+                                                                 : 0.0f;
+                        cm[r * ldc + w] = base + tail[r * kTileWidth + w];
+                    }
+            }
+        }
+    }
+}
+
+void gemm_reference(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start,
+                    const float* bias) {
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+            double acc = start == TileStart::add ? c[long(m) * ldc + n] : start == TileStart::row ? bias[n] : 0.0;
+            for (int k = 0; k < K; ++k)
+                acc += double(A.data[long(m) * A.row + long(k) * A.col]) * B.data[long(k) * B.row + long(n) * B.col];
+            c[long(m) * ldc + n] = float(acc);
+        }
+}
+
+}  // namespace ss::cpu

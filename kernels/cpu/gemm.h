@@ -1,0 +1,55 @@
+// gemm.h — C = A B on the register tiles of tile.h: the linear layers' matrix products.
+//
+//   C[M, N]  = start + sum_{k < K} A(m, k) B(k, n)
+//
+// A and B are read through two strides each (MatrixView), so a transposed
+// operand is a view, not a copy: matmul.cpp's three products are
+//
+//   forward   out  = x W + b     A = x [N,C] rows         B = W [C,OC] rows        start = the bias row
+//   dinp     += dout W^T         A = dout [N,OC] rows     B = W read by columns    start = add
+//   dW       += x^T dout         A = x read by columns    B = dout [N,OC] rows     start = add
+//
+// How (Goto and van de Geijn 2008, section 6, with tile.h's 6 x kTileWidth tile
+// as the micro-kernel): K is cut into blocks of kGemmKBlock; for each block,
+// B's rows are copied once into panels kTileWidth columns wide, each panel
+// contiguous (K-block x kTileWidth floats, zero past column N), so the tile's
+// loads run along memory whatever B's strides, and a power-of-two leading
+// dimension does not pile B's rows into a few L1 sets. A is read in place
+// (a tile broadcasts one value of it per row and step). For each block of 6
+// rows of C, every panel in turn: the 6 rows of A stay in L1 while the panels
+// stream from L2.
+//
+// Why not sgemm: OpenBLAS runs the kernel of the core it detects or is told
+// (OPENBLAS_CORETYPE), and on a CPU with AVX-512 set to Haswell it multiplies
+// 8 floats at a time where the tile multiplies 16; and it packs both operands,
+// where here A is not copied. Measured at the model's shapes in
+// docs/performance.md ("The linear layers on register tiles").
+#pragma once
+
+#include "kernels/cpu/tile.h"
+
+namespace ss::cpu {
+
+/// A matrix read in place: element (i, j) is data[i * row + j * col].
+struct MatrixView {
+    const float* data = nullptr;  ///< element (0, 0)
+    long row = 0;                 ///< distance between rows (i)
+    long col = 1;                 ///< distance between columns (j)
+};
+
+/// Rows of B copied into panels per block of K (see the top of this file).
+constexpr int kGemmKBlock = 256;
+
+/// C[M,N] = start + A[M,K] B[K,N], C row-major with leading dimension @p ldc.
+/// start: TileStart::zero (C = A B), TileStart::add (C += A B) or
+/// TileStart::row (C = bias + A B, @p bias holds N floats). M, N, K >= 0;
+/// K = 0 leaves C = start. Uses a per-thread buffer of up to kGemmKBlock x
+/// tile_padded(N) floats for B's panels (kept between calls).
+void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start,
+          const float* bias = nullptr);
+
+/// Plain loops, accumulated in double: the reference gemm is tested against.
+void gemm_reference(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start,
+                    const float* bias = nullptr);
+
+}  // namespace ss::cpu
