@@ -37,6 +37,7 @@
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/residual.h"
 #include "kernels/cpu/vocab_parallel.h"
@@ -338,41 +339,86 @@ TEST_CASE("gemm equals the plain sums: every start, both layouts of A and of B, 
     // tail or block is off by O(|a b|), far outside it.
     const int W = kTileWidth;
     const TileStart starts[] = {TileStart::zero, TileStart::add, TileStart::row};
-    for (int M : {1, 7, 13})
-        for (int N : {1, W - 1, W, 2 * W + 3})
-            for (int K : {0, 1, 37, kGemmKBlock + 5})
-                for (TileStart start : starts)
-                    for (int layout = 0; layout < 4; ++layout) {
-                        const bool a_by_columns = layout & 1, b_by_columns = layout & 2;
-                        INFO("M=" << M << " N=" << N << " K=" << K << " start=" << int(start)
-                                  << (a_by_columns ? " A by columns" : " A by rows")
-                                  << (b_by_columns ? " B by columns" : " B by rows"));
-                        const long lda = (a_by_columns ? M : K) + 3, ldb = (b_by_columns ? K : N) + 2;
-                        const long ldc = N + 4;  // columns N..N+3 must stay untouched
-                        const Vec a = uniform(lda * ((a_by_columns ? K : M) + 1), 91);
-                        const Vec b = uniform(ldb * ((b_by_columns ? N : K) + 1), 92);
-                        const Vec bias = uniform(N, 93), c0 = uniform(size_t(ldc) * M, 94);
-                        const MatrixView A = a_by_columns ? MatrixView{a.data(), 1, lda} : MatrixView{a.data(), lda, 1};
-                        const MatrixView B = b_by_columns ? MatrixView{b.data(), 1, ldb} : MatrixView{b.data(), ldb, 1};
-                        Vec c = c0, ref = c0;
-                        gemm(M, N, K, A, B, c.data(), ldc, start, bias.data());
-                        gemm_reference(M, N, K, A, B, ref.data(), ldc, start, bias.data());
-                        const double n_round = K + K / kGemmKBlock + 2;
-                        for (int m = 0; m < M; ++m) {
-                            for (int n = 0; n < N; ++n) {
-                                double magnitude = start == TileStart::add   ? std::fabs(c0[m * ldc + n])
-                                                   : start == TileStart::row ? std::fabs(bias[n])
-                                                                             : 0.0;
-                                for (int k = 0; k < K; ++k)
-                                    magnitude += std::fabs(double(A.data[m * A.row + k * A.col]) *
-                                                           B.data[k * B.row + n * B.col]);
-                                REQUIRE(std::fabs(c[m * ldc + n] - ref[m * ldc + n]) <=
-                                        1.01 * n_round * 0x1p-24 * magnitude + 0x1p-24 * std::fabs(ref[m * ldc + n]));
+    struct Sizes {
+        std::vector<int> M, N, K;
+    };
+    // Every size against tails and K-blocks; then, once, an N across two N-blocks.
+    const Sizes sizes[] = {{{1, 7, 13}, {1, W - 1, W, 2 * W + 3}, {0, 1, 37, kGemmKBlock + 5}},
+                           {{7}, {kGemmNBlock + W + 3}, {37}}};
+    for (const Sizes& z : sizes)
+        for (int M : z.M)
+            for (int N : z.N)
+                for (int K : z.K)
+                    for (TileStart start : starts)
+                        for (int layout = 0; layout < 4; ++layout) {
+                            const bool a_by_columns = layout & 1, b_by_columns = layout & 2;
+                            INFO("M=" << M << " N=" << N << " K=" << K << " start=" << int(start)
+                                      << (a_by_columns ? " A by columns" : " A by rows")
+                                      << (b_by_columns ? " B by columns" : " B by rows"));
+                            const long lda = (a_by_columns ? M : K) + 3, ldb = (b_by_columns ? K : N) + 2;
+                            const long ldc = N + 4;  // columns N..N+3 must stay untouched
+                            const Vec a = uniform(lda * ((a_by_columns ? K : M) + 1), 91);
+                            const Vec b = uniform(ldb * ((b_by_columns ? N : K) + 1), 92);
+                            const Vec bias = uniform(N, 93), c0 = uniform(size_t(ldc) * M, 94);
+                            const MatrixView A = a_by_columns ? MatrixView{a.data(), 1, lda} : MatrixView{a.data(), lda, 1};
+                            const MatrixView B = b_by_columns ? MatrixView{b.data(), 1, ldb} : MatrixView{b.data(), ldb, 1};
+                            Vec c = c0, ref = c0, sums = uniform(N, 95);
+                            const Vec sums0 = sums;
+                            gemm(M, N, K, A, B, c.data(), ldc, start, bias.data(), sums.data());
+                            gemm_reference(M, N, K, A, B, ref.data(), ldc, start, bias.data());
+                            const double n_round = K + K / kGemmKBlock + 2;
+                            for (int m = 0; m < M; ++m) {
+                                for (int n = 0; n < N; ++n) {
+                                    double magnitude = start == TileStart::add   ? std::fabs(c0[m * ldc + n])
+                                                       : start == TileStart::row ? std::fabs(bias[n])
+                                                                                 : 0.0;
+                                    for (int k = 0; k < K; ++k)
+                                        magnitude += std::fabs(double(A.data[m * A.row + k * A.col]) *
+                                                               B.data[k * B.row + n * B.col]);
+                                    REQUIRE(std::fabs(c[m * ldc + n] - ref[m * ldc + n]) <=
+                                            1.01 * n_round * 0x1p-24 * magnitude + 0x1p-24 * std::fabs(ref[m * ldc + n]));
+                                }
+                                for (int n = N; n < ldc; ++n) REQUIRE(c[m * ldc + n] == c0[m * ldc + n]);
                             }
-                            for (int n = N; n < ldc; ++n) REQUIRE(c[m * ldc + n] == c0[m * ldc + n]);
+                            // B's column sums: the same float adds in the same order as a loop over B's rows.
+                            for (int n = 0; n < N; ++n) {
+                                float want = sums0[n];
+                                for (int k = 0; k < K; ++k) want += B.data[k * B.row + n * B.col];
+                                REQUIRE(sums[n] == want);
+                            }
                         }
-                    }
     REQUIRE_THROWS_AS(gemm(1, 1, 1, {}, {}, nullptr, 1, TileStart::row, nullptr), ss::Error);  // row needs a bias
+}
+
+TEST_CASE("lm_head's three products equal the plain sums, and backward adds", "[kernels][lm_head]") {
+    const int N = 13, C = 37, V = 71;  // no size a whole number of tiles
+    const Vec x = uniform(N * C, 101), wte = uniform(V * C, 102), dlogits = uniform(N * V, 103);
+    const Vec dx0 = uniform(N * C, 104), dwte0 = uniform(V * C, 105);
+    Vec logits(N * V), dx = dx0, dwte = dwte0;
+    lm_head_forward(logits.data(), x.data(), wte.data(), N, C, V);
+    lm_head_backward(dx.data(), dwte.data(), dlogits.data(), x.data(), wte.data(), N, C, V);
+    // Sums of at most V = 71 products of values in [-1, 1] (plus a start in [-1, 1]), in float,
+    // by tiles or sgemm: at most V + 3 roundings each (gemm's test), so off by at most
+    // gamma_{V+3} (1 + V) (Higham's bound; 1.01 covers 1 / (1 - n u)): 3.2e-4.
+    const double tol = 1.01 * (V + 3) * 0x1p-24 * (V + 1);
+    for (int n = 0; n < N; ++n)
+        for (int v = 0; v < V; ++v) {
+            double want = 0;
+            for (int c = 0; c < C; ++c) want += double(x[n * C + c]) * wte[v * C + c];
+            REQUIRE(std::fabs(logits[n * V + v] - want) <= tol);
+        }
+    for (int n = 0; n < N; ++n)
+        for (int c = 0; c < C; ++c) {
+            double want = dx0[n * C + c];
+            for (int v = 0; v < V; ++v) want += double(dlogits[n * V + v]) * wte[v * C + c];
+            REQUIRE(std::fabs(dx[n * C + c] - want) <= tol);
+        }
+    for (int v = 0; v < V; ++v)
+        for (int c = 0; c < C; ++c) {
+            double want = dwte0[v * C + c];
+            for (int n = 0; n < N; ++n) want += double(dlogits[n * V + v]) * x[n * C + c];
+            REQUIRE(std::fabs(dwte[v * C + c] - want) <= tol);
+        }
 }
 
 // ---- attention --------------------------------------------------------------------

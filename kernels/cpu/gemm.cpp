@@ -10,8 +10,9 @@ namespace ss::cpu {
 
 namespace {
 
-/// B(k0 + k, n) for k < kb into panels [panel][k][kTileWidth], zero past column N.
-void pack_panels(float* dst, MatrixView B, int k0, int kb, int N) {
+/// B(k0 + k, n) for k < kb into panels [panel][k][kTileWidth], zero past column N;
+/// and, when @p column_sums is not null, column_sums[n] += B(k0 + k, n), k ascending.
+void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_sums) {
     const int panels = tile_padded(N) / kTileWidth;
     for (int p = 0; p < panels; ++p) {
         float* panel = dst + long(p) * kb * kTileWidth;
@@ -21,12 +22,16 @@ void pack_panels(float* dst, MatrixView B, int k0, int kb, int N) {
                 const float* src = B.data + long(k0 + k) * B.row + n0;
                 for (int w = 0; w < width; ++w) panel[k * kTileWidth + w] = src[w];
                 for (int w = width; w < kTileWidth; ++w) panel[k * kTileWidth + w] = 0.0f;
+                if (column_sums != nullptr)
+                    for (int w = 0; w < width; ++w) column_sums[n0 + w] += src[w];
             }
         } else {  // B read by columns (a transposed weight): walk each column along k
             for (int w = 0; w < kTileWidth; ++w)
-                for (int k = 0; k < kb; ++k)
-                    panel[k * kTileWidth + w] =
-                        w < width ? B.data[long(k0 + k) * B.row + long(n0 + w) * B.col] : 0.0f;
+                for (int k = 0; k < kb; ++k) {
+                    const float v = w < width ? B.data[long(k0 + k) * B.row + long(n0 + w) * B.col] : 0.0f;
+                    panel[k * kTileWidth + w] = v;
+                    if (column_sums != nullptr && w < width) column_sums[n0 + w] += v;
+                }
         }
     }
 }
@@ -49,13 +54,14 @@ void prefetch_rows(MatrixView A, int m, int rows, int k0, int kb) {
 
 }  // namespace
 
-void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start, const float* bias) {
+void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start, const float* bias,
+          float* b_column_sums) {
     SS_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: negative size " << M << " x " << N << " x " << K);
     SS_CHECK(start != TileStart::row || bias != nullptr, "gemm: TileStart::row needs a bias");
-    if (M == 0 || N == 0) return;
+    if (N == 0 || (M == 0 && b_column_sums == nullptr)) return;
     thread_local std::vector<float> panels;    // B's panels, one K-block at a time
     thread_local std::vector<float> bias_row;  // the bias, zero-padded to whole panels
-    const int n_pad = tile_padded(N), n_panels = n_pad / kTileWidth;
+    const int n_pad = tile_padded(N);
     if (start == TileStart::row) {
         bias_row.assign(size_t(n_pad), 0.0f);
         std::copy(bias, bias + N, bias_row.begin());
@@ -70,29 +76,34 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
     for (int k0 = 0; k0 < K; k0 += kGemmKBlock) {
         const int kb = std::min(kGemmKBlock, K - k0);
         const TileStart s = k0 == 0 ? start : TileStart::add;  // later K-blocks add to the first's sums
-        panels.resize(size_t(n_panels) * kb * kTileWidth);
-        pack_panels(panels.data(), B, k0, kb, N);
-        for (int m = 0; m < M; m += kTileRows) {
-            const int rows = std::min(kTileRows, M - m);
-            const float* a = A.data + long(m) * A.row + long(k0) * A.col;
-            if (m + kTileRows < M) prefetch_rows(A, m + kTileRows, std::min(kTileRows, M - m - kTileRows), k0, kb);
-            for (int p = 0; p < n_panels; ++p) {
-                const int n0 = p * kTileWidth, width = std::min(kTileWidth, N - n0);
-                const float* b = panels.data() + long(p) * kb * kTileWidth;
-                float* cm = c + long(m) * ldc + n0;
-                if (width == kTileWidth) {
-                    tile_product_onto(s, rows, kb, a, A.row, A.col, b, kTileWidth, cm, ldc,
-                                      s == TileStart::row ? bias_row.data() + n0 : nullptr);
-                    continue;
-                }
-                tile_product(rows, kb, a, A.row, A.col, b, kTileWidth, tail, kTileWidth);
-                for (int r = 0; r < rows; ++r)
-                    for (int w = 0; w < width; ++w) {
-                        const float base = s == TileStart::add ? cm[r * ldc + w]
-                                           : s == TileStart::row ? bias_row[n0 + w]
-                                                                 : 0.0f;
-                        cm[r * ldc + w] = base + tail[r * kTileWidth + w];
+        for (int nb0 = 0; nb0 < N; nb0 += kGemmNBlock) {
+            const int nb = std::min(kGemmNBlock, N - nb0), n_panels = tile_padded(nb) / kTileWidth;
+            const MatrixView B_block{B.data + long(nb0) * B.col, B.row, B.col};
+            panels.resize(size_t(n_panels) * kb * kTileWidth);
+            pack_panels(panels.data(), B_block, k0, kb, nb,
+                        b_column_sums != nullptr ? b_column_sums + nb0 : nullptr);
+            for (int m = 0; m < M; m += kTileRows) {
+                const int rows = std::min(kTileRows, M - m);
+                const float* a = A.data + long(m) * A.row + long(k0) * A.col;
+                if (m + kTileRows < M) prefetch_rows(A, m + kTileRows, std::min(kTileRows, M - m - kTileRows), k0, kb);
+                for (int p = 0; p < n_panels; ++p) {
+                    const int n0 = nb0 + p * kTileWidth, width = std::min(kTileWidth, N - n0);
+                    const float* b = panels.data() + long(p) * kb * kTileWidth;
+                    float* cm = c + long(m) * ldc + n0;
+                    if (width == kTileWidth) {
+                        tile_product_onto(s, rows, kb, a, A.row, A.col, b, kTileWidth, cm, ldc,
+                                          s == TileStart::row ? bias_row.data() + n0 : nullptr);
+                        continue;
                     }
+                    tile_product(rows, kb, a, A.row, A.col, b, kTileWidth, tail, kTileWidth);
+                    for (int r = 0; r < rows; ++r)
+                        for (int w = 0; w < width; ++w) {
+                            const float base = s == TileStart::add ? cm[r * ldc + w]
+                                               : s == TileStart::row ? bias_row[n0 + w]
+                                                                     : 0.0f;
+                            cm[r * ldc + w] = base + tail[r * kTileWidth + w];
+                        }
+                }
             }
         }
     }

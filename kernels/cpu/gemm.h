@@ -10,7 +10,8 @@
 //   dW       += x^T dout         A = x read by columns    B = dout [N,OC] rows     start = add
 //
 // How (Goto and van de Geijn 2008, section 6, with tile.h's 6 x kTileWidth tile
-// as the micro-kernel): K is cut into blocks of kGemmKBlock; for each block,
+// as the micro-kernel): K is cut into blocks of kGemmKBlock and N into blocks
+// of kGemmNBlock; for each pair,
 // B's rows are copied once into panels kTileWidth columns wide, each panel
 // contiguous (K-block x kTileWidth floats, zero past column N), so the tile's
 // loads run along memory whatever B's strides, and a power-of-two leading
@@ -39,14 +40,22 @@ struct MatrixView {
 
 /// Rows of B copied into panels per block of K (see the top of this file).
 constexpr int kGemmKBlock = 256;
+/// Columns of B copied into panels at a time: bounds the panel buffer at
+/// kGemmKBlock x kGemmNBlock floats (2 MiB) for any N, the head's 50,304 included.
+constexpr int kGemmNBlock = 2048;
+static_assert(kGemmNBlock % kTileWidth == 0, "N-blocks are whole panels");
 
 /// C[M,N] = start + A[M,K] B[K,N], C row-major with leading dimension @p ldc.
 /// start: TileStart::zero (C = A B), TileStart::add (C += A B) or
 /// TileStart::row (C = bias + A B, @p bias holds N floats). M, N, K >= 0;
 /// K = 0 leaves C = start. Uses a per-thread buffer of up to kGemmKBlock x
-/// tile_padded(N) floats for B's panels (kept between calls).
+/// kGemmNBlock floats for B's panels (kept between calls).
+/// When @p b_column_sums is not null, also b_column_sums[n] += sum_k B(k, n),
+/// k ascending, added while B is packed (the bias gradient of dW's product,
+/// whose B is dout, without its own pass over dout; the same adds in the same
+/// order as a loop over the rows of B).
 void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start,
-          const float* bias = nullptr);
+          const float* bias = nullptr, float* b_column_sums = nullptr);
 
 /// Plain loops, accumulated in double: the reference gemm is tested against.
 void gemm_reference(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, TileStart start,

@@ -58,9 +58,10 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
     }
     if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns
-        if (kMatmulOnTiles)
-            gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add);
-        else
+        if (kMatmulOnTiles) {  // db += the column sums of dout, taken as the tiles pack dout
+            gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add, nullptr, dbias);
+            dbias = nullptr;
+        } else
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
     }
     if (dbias != nullptr)  // row by row, so the inner loop runs along contiguous memory

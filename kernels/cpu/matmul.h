@@ -8,7 +8,7 @@
 //              dW[C,OC]   += inp^T @ dout
 //              db[OC]     += sum over rows of dout
 //
-// The fast versions multiply on the register tiles of gemm.h or call OpenBLAS
+// The fast versions (and lm_head.cpp's) multiply on the register tiles of gemm.h or call OpenBLAS
 // cblas_sgemm (kMatmulOnTiles says which); the *_reference versions are plain
 // loops kept for the tests and for reading.
 #pragma once

@@ -62,14 +62,25 @@ namespace ss::cpu {
 /// Number of partial sums in the lane reductions: 16 floats = one 512-bit register.
 constexpr int kLanes = 16;
 
+/// acc[0] + ... + acc[kLanes-1] by folding halves: lanes j and j + 8 are added,
+/// then j and j + 4, j + 2, j + 1 (each fold one vector add). A sequential sum
+/// of the 16 was a chain of 16 dependent scalar adds, which in the attention's
+/// per-row softmax cost more than the row's exps. Overwrites acc.
+inline float lane_fold_sum(float (&acc)[kLanes]) {
+    static_assert(kLanes == 16, "four folds");
+    for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+    for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+    for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+    return acc[0] + acc[1];
+}
+
 /// sum_i x[i], accumulated in float over kLanes partial sums (see 1. above).
 inline float lane_sum(const float* x, long n) {
     float acc[kLanes] = {};
     long i = 0;
     for (; i + kLanes <= n; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] += x[i + j];
-    float s = 0.0f;
-    for (int j = 0; j < kLanes; j++) s += acc[j];
+    float s = lane_fold_sum(acc);
     for (; i < n; i++) s += x[i];
     return s;
 }
@@ -80,8 +91,7 @@ inline float lane_dot(const float* x, const float* y, long n) {
     long i = 0;
     for (; i + kLanes <= n; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] += x[i + j] * y[i + j];
-    float s = 0.0f;
-    for (int j = 0; j < kLanes; j++) s += acc[j];
+    float s = lane_fold_sum(acc);
     for (; i < n; i++) s += x[i] * y[i];
     return s;
 }
@@ -94,8 +104,12 @@ inline float lane_max(const float* x, long n) {
     long i = 0;
     for (; i + kLanes <= n; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] = (x[i + j] > acc[j] || x[i + j] != x[i + j]) ? x[i + j] : acc[j];
+    // Fold the halves, as lane_fold_sum: the larger of lanes j and j + w, NaN kept.
+    for (int j = 0; j < 8; j++) acc[j] = (acc[j + 8] > acc[j] || acc[j + 8] != acc[j + 8]) ? acc[j + 8] : acc[j];
+    for (int j = 0; j < 4; j++) acc[j] = (acc[j + 4] > acc[j] || acc[j + 4] != acc[j + 4]) ? acc[j + 4] : acc[j];
+    for (int j = 0; j < 2; j++) acc[j] = (acc[j + 2] > acc[j] || acc[j + 2] != acc[j + 2]) ? acc[j + 2] : acc[j];
+    acc[0] = (acc[1] > acc[0] || acc[1] != acc[1]) ? acc[1] : acc[0];
     float m = acc[0];
-    for (int j = 1; j < kLanes; j++) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
     for (; i < n; i++) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
     return m;
 }
