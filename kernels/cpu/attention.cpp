@@ -29,6 +29,9 @@
 // attention_forward), for the tests.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the softmax loops at -O2; see simd.h
+// and keep TilePanels::rows's copy of a head's row (32 or 64 floats) a loop: GCC otherwise makes it a
+// memcpy call per row, whose call and dispatch were a tenth of the attention core's time (perf).
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
 #endif
 
 #include "kernels/cpu/attention.h"
@@ -84,16 +87,24 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                     const int t = r0 + i, n_lanes = (t + kLanes) / kLanes * kLanes;
                     float* row = S.data() + long(i) * pan.n_pad;
                     float* p = P + long(t) * T;
-                    for (int s = 0; s < n_lanes; s++) row[s] = s <= t ? row[s] * scale : -INFINITY;
+                    for (int s = 0; s < n_lanes; s++) {
+                        const float v = row[s] * scale;  // every lane computed, then selected: no masked loads
+                        row[s] = s <= t ? v : -INFINITY;
+                    }
                     const float rmax = lane_max(row, n_lanes);
-                    for (int s = 0; s < n_lanes; s++) row[s] = s <= t ? exp_fast(row[s] - rmax) : 0.0f;
+                    for (int s = 0; s < n_lanes; s++) {
+                        const float e = exp_fast(row[s] - rmax);
+                        row[s] = s <= t ? e : 0.0f;
+                    }
                     const float inv_sum = 1.0f / lane_sum(row, n_lanes);
-                    for (int s = 0; s < T; s++) p[s] = s <= t ? row[s] * inv_sum : 0.0f;
+                    for (int s = 0; s < T; s++) {
+                        const float v = row[s] * inv_sum;
+                        p[s] = s <= t ? v : 0.0f;
+                    }
                 }
                 // 3. O[r0:r0+rows] = P[r0:r0+rows, 0:keys] V[0:keys]
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, keys, P + long(r0) * T, T, 1, V.data() + j, pan.ld, O.data() + j, pan.ld);
-                tile_store_rows(out + (long(b) * T + r0) * C + long(h) * hs, C, O.data(), pan.ld, rows, hs, false);
+                tile_product_into(rows, keys, P + long(r0) * T, T, 1, V.data(), pan.ld,
+                                  out + (long(b) * T + r0) * C + long(h) * hs, C, hs, false, O.data(), pan.ld);
             }
         }
 }
@@ -134,12 +145,14 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                     const float* d = D.data() + long(i) * pan.n_pad;
                     const float pdp = lane_dot(p, d, t + 1);
                     float* ds = dS + long(t) * T;
-                    for (int s = 0; s < T; s++) ds[s] = s <= t ? scale * p[s] * (d[s] - pdp) : 0.0f;
+                    for (int s = 0; s < T; s++) {  // d's row is pan.n_pad >= T long: every lane computed, then selected
+                        const float v = scale * p[s] * (d[s] - pdp);
+                        ds[s] = s <= t ? v : 0.0f;
+                    }
                 }
                 // 3. dQ[r0:r0+rows] += dS[r0:r0+rows, 0:keys] K[0:keys]
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, keys, dS + long(r0) * T, T, 1, K.data() + j, pan.ld, G.data() + j, pan.ld);
-                tile_store_rows(dQ + r0 * C3, C3, G.data(), pan.ld, rows, hs, true);
+                tile_product_into(rows, keys, dS + long(r0) * T, T, 1, K.data(), pan.ld, dQ + r0 * C3, C3, hs, true,
+                                  G.data(), pan.ld);
             }
             // 4. Key side, by tiles of key rows [s0, s0 + rows): only queries t >= s0 see them.
             //    dV[s0:] += P[s0:T, s0:]^T dO[s0:T],  dK[s0:] += dS[s0:T, s0:]^T Q[s0:T]
@@ -147,14 +160,10 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
             for (int s0 = 0; s0 < T; s0 += kTileRows) {
                 const int rows = std::min(kTileRows, T - s0), queries = T - s0;
                 const long at = long(s0) * T + s0;
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, queries, P + at, 1, T, dO.data() + long(s0) * pan.ld + j, pan.ld,
-                                 G.data() + j, pan.ld);
-                tile_store_rows(dV + s0 * C3, C3, G.data(), pan.ld, rows, hs, true);
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, queries, dS + at, 1, T, Q.data() + long(s0) * pan.ld + j, pan.ld,
-                                 G.data() + j, pan.ld);
-                tile_store_rows(dK + s0 * C3, C3, G.data(), pan.ld, rows, hs, true);
+                tile_product_into(rows, queries, P + at, 1, T, dO.data() + long(s0) * pan.ld, pan.ld, dV + s0 * C3,
+                                  C3, hs, true, G.data(), pan.ld);
+                tile_product_into(rows, queries, dS + at, 1, T, Q.data() + long(s0) * pan.ld, pan.ld, dK + s0 * C3,
+                                  C3, hs, true, G.data(), pan.ld);
             }
         }
 }

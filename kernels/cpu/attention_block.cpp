@@ -3,6 +3,9 @@
 // (tile.h) come first, the plain loops (*_reference) after them.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the softmax loops at -O2; see simd.h
+// and keep TilePanels::rows's copy of a head's row (32 or 64 floats) a loop: GCC otherwise makes it a
+// memcpy call per row, whose call and dispatch were a tenth of the attention core's time (perf).
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
 #endif
 
 #include "kernels/cpu/attention_block.h"
@@ -80,9 +83,8 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                     for (int d = 0; d < hs; ++d) a[d] *= rescale;
                 }
                 // 3. acc[r0:r0+rows] += P V[0:n_hi]
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, n_hi, S.data(), keys.n_pad, 1, V.data() + j, keys.ld, G.data() + j, keys.ld);
-                tile_store_rows(A + long(r0) * C, C, G.data(), keys.ld, rows, hs, true);
+                tile_product_into(rows, n_hi, S.data(), keys.n_pad, 1, V.data(), keys.ld, A + long(r0) * C, C, hs, true,
+                                  G.data(), keys.ld);
             }
         }
 }
@@ -164,9 +166,8 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                 }
                 // 3. dQ[r0:r0+rows] += dS K[0:n_hi]
                 if (n_hi == 0) continue;
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, n_hi, d0, ld, 1, K.data() + j, keys.ld, G.data() + j, keys.ld);
-                tile_store_rows(dQ + r0 * C3, C3, G.data(), keys.ld, rows, hs, true);
+                tile_product_into(rows, n_hi, d0, ld, 1, K.data(), keys.ld, dQ + r0 * C3, C3, hs, true, G.data(),
+                                  keys.ld);
             }
             // 4. Key side, by tiles of key rows [s0, s0 + rows): the queries from q_lo on see them.
             //    dV[s0:] += P[q_lo:Tq, s0:]^T dO[q_lo:Tq],  dK[s0:] += dS[q_lo:Tq, s0:]^T Q[q_lo:Tq]
@@ -176,14 +177,10 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                 const int q_lo = std::max(0, k_pos + s0 - q_pos);  // first query at or after key s0
                 if (q_lo >= Tq) break;  // no query sees this key, nor any later one
                 const long at = long(q_lo) * ld + s0;
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, Tq - q_lo, P.data() + at, 1, ld, dOr.data() + long(q_lo) * queries.ld + j,
-                                 queries.ld, G.data() + j, keys.ld);
-                tile_store_rows(dV + long(s0) * kv_stride, kv_stride, G.data(), keys.ld, rows, hs, true);
-                for (int j = 0; j < hs; j += kTileWidth)
-                    tile_product(rows, Tq - q_lo, dS.data() + at, 1, ld, Qr.data() + long(q_lo) * queries.ld + j,
-                                 queries.ld, G.data() + j, keys.ld);
-                tile_store_rows(dK + long(s0) * kv_stride, kv_stride, G.data(), keys.ld, rows, hs, true);
+                tile_product_into(rows, Tq - q_lo, P.data() + at, 1, ld, dOr.data() + long(q_lo) * queries.ld,
+                                  queries.ld, dV + long(s0) * kv_stride, kv_stride, hs, true, G.data(), keys.ld);
+                tile_product_into(rows, Tq - q_lo, dS.data() + at, 1, ld, Qr.data() + long(q_lo) * queries.ld,
+                                  queries.ld, dK + long(s0) * kv_stride, kv_stride, hs, true, G.data(), keys.ld);
             }
         }
 }

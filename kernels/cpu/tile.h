@@ -174,4 +174,20 @@ inline void tile_store_rows(float* out, long ld_out, const float* G, long ldg, i
         for (int i = 0; i < n; ++i) out[r * ld_out + i] = (add ? out[r * ld_out + i] : 0.0f) + G[r * ldg + i];
 }
 
+/// out[r, 0:n) = sum_k A(r,k) B[k, 0:n), or += when @p add, for r < rows: the tiles of one
+/// row block across n columns (B has tile_padded(n) readable columns). Straight into out when
+/// n is a whole number of tiles (to add, the tile starts from out); otherwise through @p G
+/// (rows x @p ldg floats, ldg >= tile_padded(n)) and tile_store_rows.
+inline void tile_product_into(int rows, int K, const float* a, long a_row, long a_k, const float* b, long ldb,
+                              float* out, long ld_out, int n, bool add, float* G, long ldg) {
+    if (n % kTileWidth == 0) {
+        for (int j = 0; j < n; j += kTileWidth)
+            tile_product_onto(add ? TileStart::add : TileStart::zero, rows, K, a, a_row, a_k, b + j, ldb, out + j,
+                              ld_out, nullptr);
+        return;
+    }
+    for (int j = 0; j < n; j += kTileWidth) tile_product(rows, K, a, a_row, a_k, b + j, ldb, G + j, ldg);
+    tile_store_rows(out, ld_out, G, ldg, rows, n, add);
+}
+
 }  // namespace ss::cpu
