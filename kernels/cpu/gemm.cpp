@@ -1,4 +1,9 @@
 // gemm.cpp — C = A B on register tiles (gemm.h has the layout and the reasons).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the packing loops at -O2; see simd.h
+// and keep the copy of a panel's row (kTileWidth floats) a loop, not a memcpy call per row (attention.cpp)
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+#endif
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
