@@ -4,6 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "core/check.h"
 #include "core/device_runtime.h"
@@ -80,6 +83,14 @@ void set_current_device(Device d, int gpu) {
     t_device.set = true;
     t_device.device = d;
     t_device.gpu = gpu;
+}
+
+void keep_host_memory() {
+#if defined(__GLIBC__)
+    mallopt(M_ARENA_MAX, 1);                // every thread allocates from the main (brk) heap, which trims by
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);     // this threshold only, unlike a thread arena's heaps;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);    // and chunks below 32 MiB come from that heap, not from mmap
+#endif
 }
 
 void* device_alloc(Device d, size_t bytes) {

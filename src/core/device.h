@@ -65,6 +65,17 @@ void set_current_device(Device d, int gpu = 0);
 /// This thread's CUDA stream (a cudaStream_t) when its device is cuda, else null.
 void* current_stream();
 
+/// Tunes glibc's malloc, process-wide, for a loop that frees and allocates the
+/// same tensors every step: one arena, no trimming below 1 GiB free, mmap only
+/// above 32 MiB (glibc's largest threshold). By default a rank thread's arena
+/// hands a heap that a step's frees emptied back to the kernel, and the next
+/// step's first write to each of its pages is a page fault (`small`, MBS 8:
+/// ~350 faults a step, ~35 with this; docs/performance.md). Freed memory then
+/// stays in the process, as a caching allocator's does; the Ledger still counts
+/// live tensors only. Call once at program start, before any thread; a no-op
+/// without glibc.
+void keep_host_memory();
+
 /// @p bytes for a tensor on @p d: 64-byte aligned host memory, or CUDA managed
 /// memory (readable and writable by the host too). Never null for bytes > 0.
 void* device_alloc(Device d, size_t bytes);
