@@ -158,12 +158,12 @@ TEST_CASE("lane sums and max equal the plain loops on lengths that do not fill t
 
 // ---- matmul -----------------------------------------------------------------------
 
-TEST_CASE("matmul's fast path (tiles or sgemm: kMatmulOnTiles) equals the plain loops on odd shapes", "[kernels][matmul]") {
+TEST_CASE("matmul's fast path (the tiles) equals the plain loops on odd shapes", "[kernels][matmul]") {
     const int N = 37, C = 48, OC = 29;
     const Vec inp = uniform(N * C, 1), W = uniform(C * OC, 2), b = uniform(OC, 3), dout = uniform(N * OC, 4);
-    // Sums of C = 48 (or N = 37) float products of O(1) terms: float accumulation,
-    // in the tiles or in sgemm, errs by < C 2^-24 * sum|terms| ~ 1e-5 against the
-    // double reference (gemm's own test above holds the tiles to the exact bound).
+    // Sums of C = 48 (or N = 37) float products of O(1) terms: float accumulation
+    // errs by < C 2^-24 * sum|terms| ~ 1e-5 against the double reference (gemm's
+    // own test holds the tiles to the exact bound).
     const double atol = 2e-5, rtol = 1e-5;
     for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
         Vec fast(N * OC), ref(N * OC);
@@ -398,7 +398,7 @@ TEST_CASE("lm_head's three products equal the plain sums, and backward adds", "[
     lm_head_forward(logits.data(), x.data(), wte.data(), N, C, V);
     lm_head_backward(dx.data(), dwte.data(), dlogits.data(), x.data(), wte.data(), N, C, V);
     // Sums of at most V = 71 products of values in [-1, 1] (plus a start in [-1, 1]), in float,
-    // by tiles or sgemm: at most V + 3 roundings each (gemm's test), so off by at most
+    // on the tiles: at most V + 3 roundings each (gemm's test), so off by at most
     // gamma_{V+3} (1 + V) (Higham's bound; 1.01 covers 1 / (1 - n u)): 3.2e-4.
     const double tol = 1.01 * (V + 3) * 0x1p-24 * (V + 1);
     for (int n = 0; n < N; ++n)

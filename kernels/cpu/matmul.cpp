@@ -1,68 +1,43 @@
-// matmul.cpp — the linear layer y = x W + b on the CPU: register tiles (gemm.h) or OpenBLAS sgemm, and plain
-// loops beside them.
+// matmul.cpp — the linear layer y = x W + b on the CPU: register tiles (gemm.h), and plain loops beside them.
 //
 // N = rows (tokens), C = input features, OC = output features; W is [C, OC]
 // (HF Conv1D layout), every matrix row-major. With A^T meaning "read A
-// transposed" (sgemm does it through a flag, nothing is copied):
+// transposed" (a MatrixView with its strides swapped, nothing is copied):
 //
-//   forward    out[N,OC]  = inp[N,C] W[C,OC]          + b      sgemm(N, N)
-//   backward   dinp[N,C]  += dout[N,OC] W^T[OC,C]              sgemm(N, T)
-//              dW[C,OC]   += inp^T[C,N] dout[N,OC]             sgemm(T, N)
-//              db[OC]     += sum_n dout[n,:]
+//   forward    out[N,OC]  = inp[N,C] W[C,OC]          + b      gemm, start = the bias row
+//   backward   dinp[N,C]  += dout[N,OC] W^T[OC,C]              gemm, start = add
+//              dW[C,OC]   += inp^T[C,N] dout[N,OC]             gemm, start = add
+//              db[OC]     += sum_n dout[n,:]                    taken while dW's gemm packs dout
 //
-// sgemm computes C = alpha op(A) op(B) + beta C; beta = 1 gives the "+=" that
-// backward promises (gradients accumulate over micro-batches and over uses).
-// Which of the two multiplies is kMatmulOnTiles (matmul.h), fixed by the build:
-// the tiles where the build has 16-float vectors (AVX-512), sgemm where it has
-// 8 (AVX2). Measured in docs/performance.md, "The linear layers on register
-// tiles". The tiles start from the bias (TileStart::row) or add to C
-// (TileStart::add) in registers, so neither form makes a pass over C first.
-//
-// The threads OpenBLAS uses are the caller's choice (OPENBLAS_NUM_THREADS or
-// openblas_set_num_threads); nothing here sets them.
+// "+=": gradients accumulate over micro-batches and over uses. Until
+// 2026-12-02 these were OpenBLAS sgemm calls; the tiles run at the same rate
+// as its Haswell kernel with 8-float vectors (AVX2) and twice it with 16
+// (AVX-512), and need no pass over C for the bias or the "+=" (measured in
+// docs/performance.md, "The linear layers on register tiles"). OpenBLAS stays
+// the yardstick `shardscope bench` measures them against.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the bias loops at -O2; see simd.h
 #endif
 
 #include "kernels/cpu/matmul.h"
 
-#include <cblas.h>
-
 #include "kernels/cpu/gemm.h"
 
 namespace ss::cpu {
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
-    if (N == 0 || OC == 0) return;
-    if (kMatmulOnTiles) {  // out = bias + inp W: the tiles start from the bias row
-        gemm(N, OC, C, {inp, C, 1}, {weight, OC, 1}, out, OC, bias != nullptr ? TileStart::row : TileStart::zero,
-             bias);
-        return;
-    }
-    float beta = 0.0f;
-    if (bias != nullptr) {  // out starts as the bias in every row; sgemm adds x W to it
-        for (long n = 0; n < N; n++)
-            for (int o = 0; o < OC; o++) out[n * OC + o] = bias[o];
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, C, 1.0f, inp, C, weight, OC, beta, out, OC);
+    // out = bias + inp W: the tiles start from the bias row, so no pass fills out with it first
+    gemm(N, OC, C, {inp, C, 1}, {weight, OC, 1}, out, OC, bias != nullptr ? TileStart::row : TileStart::zero, bias);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
     if (N == 0) return;
-    if (dinp != nullptr) {  // dinp[N,C] += dout[N,OC] W^T: W read by columns
-        if (kMatmulOnTiles)
-            gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C, TileStart::add);
-        else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
-    }
-    if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns
-        if (kMatmulOnTiles) {  // db += the column sums of dout, taken as the tiles pack dout
-            gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add, nullptr, dbias);
-            dbias = nullptr;
-        } else
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
+    if (dinp != nullptr)  // dinp[N,C] += dout[N,OC] W^T: W read by columns
+        gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C, TileStart::add);
+    if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns; db += dout's column sums on the way
+        gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add, nullptr, dbias);
+        return;
     }
     if (dbias != nullptr)  // row by row, so the inner loop runs along contiguous memory
         for (long n = 0; n < N; n++)
@@ -71,7 +46,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 
 // ---- plain loops, for the tests and for reading ---------------------------------
 // Each output element is one dot product, accumulated in double so the
-// reference is the more accurate side when the tests compare it with sgemm.
+// reference is the more accurate side when the tests compare it with the tiles.
 
 void matmul_forward_reference(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                               int OC) {

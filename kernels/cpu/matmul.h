@@ -8,22 +8,12 @@
 //              dW[C,OC]   += inp^T @ dout
 //              db[OC]     += sum over rows of dout
 //
-// The fast versions (and lm_head.cpp's) multiply on the register tiles of gemm.h or call OpenBLAS
-// cblas_sgemm (kMatmulOnTiles says which); the *_reference versions are plain
-// loops kept for the tests and for reading.
+// The fast versions multiply on the register tiles of gemm.h (lm_head.cpp's
+// too); the *_reference versions are plain loops kept for the tests and for
+// reading.
 #pragma once
 
-#include "kernels/cpu/tile.h"
-
 namespace ss::cpu {
-
-/// True where the build's vectors hold 16 floats (AVX-512): matmul_forward and
-/// matmul_backward then multiply on gemm.h's register tiles; false (8 floats,
-/// AVX2): on OpenBLAS sgemm. Measured at the model's shapes, alone and inside
-/// a step: the 16-float tile runs at about twice the rate of OpenBLAS's
-/// Haswell kernel; the 8-float tile ties sgemm alone and loses to it inside a
-/// step (docs/performance.md, "The linear layers on register tiles").
-constexpr bool kMatmulOnTiles = kVecFloats == 16;
 
 /// out = inp @ weight + bias (bias may be null).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);

@@ -3,8 +3,8 @@
 // `--emulate PRESET` slows every emulated link by r = GPU peak / this rate, so
 // that a CPU run keeps the cluster's compute-to-communication ratio
 // (comm/links.h). The rate is the one a rank of a threads run gets: one thread,
-// fp32, the forward matmul of the model's layers (matmul_forward, OpenBLAS
-// sgemm), 2 FLOPs per multiply-add.
+// fp32, the forward matmul of the model's layers (matmul_forward, the
+// register tiles of gemm.h), 2 FLOPs per multiply-add.
 #pragma once
 
 namespace ss::cpu {
@@ -37,8 +37,8 @@ struct SgemmShape {
 double measure_sgemm_gflops(const SgemmShape& s, double seconds = 0.1);
 
 /// The same product as measure_sgemm_gflops, on gemm.h's register tiles (one
-/// thread, the build's vector width): the rate the engine's linear layers run
-/// at where kMatmulOnTiles. Same timing, same check of the result.
+/// thread, the build's vector width): what the engine's linear layers run on.
+/// Same timing, same check of the result.
 double measure_tile_gemm_gflops(const SgemmShape& s, double seconds = 0.1);
 
 }  // namespace ss::cpu
