@@ -1,6 +1,7 @@
-// lm_head.cu — the tied output layer on the GPU: three GEMMs, each with the
-// same row-major arguments as kernels/cpu/lm_head.cpp's cblas_sgemm calls
-// (matmul.cu's gemm() explains how they map onto column-major cuBLAS).
+// lm_head.cu — the tied output layer on the GPU: three GEMMs, each the same
+// product as one of kernels/cpu/lm_head.cpp's (which were cblas_sgemm calls
+// with these row-major arguments until 2026-12-02; matmul.cu's gemm() explains
+// how they map onto column-major cuBLAS).
 #include "kernels/cuda/lm_head.h"
 
 #include "kernels/cuda/matmul.h"
