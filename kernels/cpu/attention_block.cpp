@@ -27,6 +27,12 @@ int visible_keys(int i, int Tk, int q_pos, int k_pos) {
     return n < 0 ? 0 : (n > Tk ? Tk : n);
 }
 
+// A row's loops run to a whole number of lane groups (lanes(n) <= the row's padded length,
+// a whole number of tiles) and select by index, so that none has a scalar tail: a tail's
+// exp_fast per element cost more than the row's vector part (up to 15 of them a row).
+static_assert(kTileWidth % kLanes == 0, "a tile's width is a whole number of lane groups");
+int lanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
+
 }  // namespace
 
 
@@ -71,11 +77,18 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                     const int n = visible_keys(q, Tk, q_pos, k_pos);
                     float rescale = 1.0f;
                     if (n > 0) {
-                        for (int k = 0; k < n; ++k) row[k] *= scale;
-                        const float mx = lane_max(row, n), m_new = mh[q] > mx ? mh[q] : mx;
+                        const int nl = lanes(n);
+                        for (int k = 0; k < nl; ++k) {
+                            const float v = row[k] * scale;
+                            row[k] = k < n ? v : -INFINITY;
+                        }
+                        const float mx = lane_max(row, nl), m_new = mh[q] > mx ? mh[q] : mx;
                         rescale = std::exp(mh[q] - m_new);  // 0 on the first block (m = -inf)
-                        for (int k = 0; k < n; ++k) row[k] = exp_fast(row[k] - m_new);
-                        lh[q] = lh[q] * rescale + lane_sum(row, n);
+                        for (int k = 0; k < nl; ++k) {
+                            const float e = exp_fast(row[k] - m_new);
+                            row[k] = k < n ? e : 0.0f;
+                        }
+                        lh[q] = lh[q] * rescale + lane_sum(row, nl);
                         mh[q] = m_new;
                     }
                     for (int k = n; k < n_hi; ++k) row[k] = 0.0f;
@@ -158,11 +171,13 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                     float* d = d0 + long(i) * ld;
                     const int n = visible_keys(q, Tk, q_pos, k_pos);
                     const float lse_i = lse_h[q], D_i = D_h[q];
-                    for (int k = 0; k < n; ++k) {
-                        p[k] = exp_fast(scale * p[k] - lse_i);
-                        d[k] = scale * p[k] * (d[k] - D_i);
+                    const int nl = n > 0 ? lanes(n) : 0;
+                    for (int k = 0; k < nl; ++k) {
+                        const float pk = exp_fast(scale * p[k] - lse_i), dk = scale * pk * (d[k] - D_i);
+                        p[k] = k < n ? pk : 0.0f;
+                        d[k] = k < n ? dk : 0.0f;
                     }
-                    for (int k = n; k < Tk; ++k) p[k] = d[k] = 0.0f;
+                    for (int k = nl; k < Tk; ++k) p[k] = d[k] = 0.0f;
                 }
                 // 3. dQ[r0:r0+rows] += dS K[0:n_hi]
                 if (n_hi == 0) continue;
