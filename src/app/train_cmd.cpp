@@ -80,12 +80,12 @@ void add_train_command(CLI::App& root) {
            "--overlap",
            [opts](const std::string& v) {
                SS_CHECK(v == "on" || v == "off", "--overlap " << v << " is not a choice; choose on (start the "
-                                                     << "data-parallel and pipeline traffic early, under compute) or off "
+                                                     << "data-parallel, pipeline and ring traffic early, under compute) or off "
                                                      << "(every call blocking where it is made); the results are the same");
                opts->overlap = v == "on";
            },
-           "on: start data-parallel and pipeline traffic early so it hides under compute; off: every call blocks "
-           "where it is made (the same bits either way)")
+           "on: start data-parallel, pipeline and ring-attention traffic early so it hides under compute; off: every "
+           "call blocks where it is made (the same bits either way)")
         ->default_str("on");
     cmd->add_option("--prefetch", opts->prefetch,
                     "ZeRO-3 with --overlap on: units whose all-gather starts ahead of use (0: none)")

@@ -7,8 +7,8 @@
 
 namespace ss {
 
-RingAttention::RingAttention(Comm& comm, Group sp_group, RingSplit split)
-    : comm_(comm), group_(std::move(sp_group)), split_(split), rank_(group_.index_of(comm.rank())) {}
+RingAttention::RingAttention(Comm& comm, Group sp_group, RingSplit split, bool overlap)
+    : comm_(comm), group_(std::move(sp_group)), split_(split), overlap_(overlap), rank_(group_.index_of(comm.rank())) {}
 
 RingStep ring_step(int sp_rank, int step, int sp, RingSplit split) {
     const int owner = (sp_rank - step + sp) % sp;  // the block has gone `step` hops right
@@ -54,6 +54,12 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);  // whose keys and values I hold now
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
+        const bool pass = step + 1 < s;  // the block goes on to the right, the left one's comes in
+        CommHandle sent, got;
+        if (pass && overlap_) {  // started now, finished after the block's compute below
+            sent = comm_.start_send(kv.data(), kv.size(), DType::f32, right, label(Payload::act, layer, false), "sp");
+            got = comm_.start_recv(next.data(), next.size(), DType::f32, left, label(Payload::act, layer, false), "sp");
+        }
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "fwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
@@ -66,9 +72,14 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
                                              q.pos, k.pos, C, NH, Tl, Tl);
             }
         }
-        if (step + 1 < s) {  // pass it on: send right (never waits), then take the left neighbour's
-            comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, false), "sp");
-            comm_.recv(next.data(), next.size(), left, label(Payload::act, layer, false), "sp");
+        if (pass) {  // pass it on: send right (never waits), then take the left neighbour's
+            if (overlap_) {
+                comm_.wait(sent);
+                comm_.wait(got);
+            } else {
+                comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, false), "sp");
+                comm_.recv(next.data(), next.size(), left, label(Payload::act, layer, false), "sp");
+            }
             kv.swap(next);
         }
     }
@@ -86,6 +97,12 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
+        const bool pass = s > 1 && step + 1 < s;
+        CommHandle sent, got;
+        if (pass && overlap_) {  // the keys and values only: their gradients are made by the compute below
+            sent = comm_.start_send(kv.data(), kv.size(), DType::f32, right, label(Payload::act, layer, true), "sp");
+            got = comm_.start_recv(next.data(), next.size(), DType::f32, left, label(Payload::act, layer, true), "sp");
+        }
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "bwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
@@ -100,9 +117,14 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
             }
         }
         if (s == 1) break;
-        if (step + 1 < s) {
-            comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, true), "sp");
-            comm_.recv(next.data(), next.size(), left, label(Payload::act, layer, true), "sp");
+        if (pass) {
+            if (overlap_) {
+                comm_.wait(sent);
+                comm_.wait(got);
+            } else {
+                comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, true), "sp");
+                comm_.recv(next.data(), next.size(), left, label(Payload::act, layer, true), "sp");
+            }
             kv.swap(next);
         }
         // The gradients travel with their block; after the last step one more hop brings

@@ -92,8 +92,10 @@ RingStep ring_step(int sp_rank, int step, int sp, RingSplit split);
 class RingAttention final : public SequenceParallel {
 public:
     /// @p sp_group: this rank's sequence-parallel group (axis "sp"), in ring order; @p split:
-    /// which tokens each rank holds (model/sequence_split.h).
-    RingAttention(Comm& comm, Group sp_group, RingSplit split);
+    /// which tokens each rank holds (model/sequence_split.h); @p overlap (--overlap): each
+    /// hop's keys and values are sent and received (started calls) while the block held
+    /// now is computed, instead of after it. The same bits either way.
+    RingAttention(Comm& comm, Group sp_group, RingSplit split, bool overlap = false);
 
     int size() const override { return group_.size(); }
     int rank() const override { return rank_; }
@@ -120,6 +122,7 @@ private:
     Comm& comm_;
     Group group_;
     RingSplit split_;
+    bool overlap_;
     int rank_;
     int microbatch_ = -1, step_ = -1;
 };

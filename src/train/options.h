@@ -85,7 +85,7 @@ struct TrainOptions {
     ReplicaOuter replica_outer = ReplicaOuter::avg;  ///< K > 1: avg (local SGD) or nesterov (DiLoCo, optim/diloco.h)
     float outer_lr = 0.7f;         ///< DiLoCo's outer learning rate (the paper's 0.7, arXiv:2311.08105)
     float outer_momentum = 0.9f;   ///< DiLoCo's outer Nesterov momentum (the paper's 0.9)
-    bool overlap = true;           ///< --overlap on|off: start data-parallel and pipeline traffic early (bit-identical)
+    bool overlap = true;           ///< --overlap on|off: start data-parallel, pipeline and ring traffic early (bit-identical)
     int prefetch = 1;              ///< ZeRO-3 with overlap: units gathered ahead of use (0: none)
     int hpz = 0;                   ///< --hpz K: ZeRO++ hpZ, ZeRO-3's backward gathers inside groups of K (0: off)
     bool qwz = false;              ///< --qwz: ZeRO++ qwZ, ZeRO-3's parameter gathers move block-quantized int8 (parallel/zeropp.h)

@@ -98,7 +98,7 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.quant_block = opts.quant_block;
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
     UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
-    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split);
+    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split, opts.overlap);
     SequenceParallel* sp = opts.sp_mode == SpMode::ring ? static_cast<SequenceParallel*>(&ring) : &ulysses;
     // sp ranks hold the same parameters and see different tokens: gradients are
     // averaged over dp x sp and ZeRO shards over dp_shard x sp.
