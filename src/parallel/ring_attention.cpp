@@ -41,6 +41,25 @@ std::vector<float> pack_kv(const float* qkv, int B, int Tl, int C) {
 }
 }  // namespace
 
+void RingAttention::start_pass(const std::vector<float>& kv, std::vector<float>& next, int right, int left,
+                               const Label& l, CommHandle& sent, CommHandle& got) {
+    if (!overlap_) return;
+    sent = comm_.start_send(kv.data(), kv.size(), DType::f32, right, l, "sp");
+    got = comm_.start_recv(next.data(), next.size(), DType::f32, left, l, "sp");
+}
+
+void RingAttention::finish_pass(std::vector<float>& kv, std::vector<float>& next, int right, int left, const Label& l,
+                                CommHandle& sent, CommHandle& got) {
+    if (overlap_) {
+        comm_.wait(sent);
+        comm_.wait(got);
+    } else {  // send right (never waits), then take the left neighbour's
+        comm_.send(kv.data(), kv.size(), right, l, "sp");
+        comm_.recv(next.data(), next.size(), left, l, "sp");
+    }
+    kv.swap(next);
+}
+
 std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
     return sequence_pieces(zigzag(), sp_rank, size(), Tl * size());
 }
@@ -55,11 +74,9 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
         const RingStep rs = ring_step(rank_, step, s, split_);  // whose keys and values I hold now
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
         const bool pass = step + 1 < s;  // the block goes on to the right, the left one's comes in
+        const Label kv_label = label(Payload::act, layer, false);
         CommHandle sent, got;
-        if (pass && overlap_) {  // started now, finished after the block's compute below
-            sent = comm_.start_send(kv.data(), kv.size(), DType::f32, right, label(Payload::act, layer, false), "sp");
-            got = comm_.start_recv(next.data(), next.size(), DType::f32, left, label(Payload::act, layer, false), "sp");
-        }
+        if (pass) start_pass(kv, next, right, left, kv_label, sent, got);  // overlap on: under the compute below
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "fwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
@@ -72,16 +89,7 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
                                              q.pos, k.pos, C, NH, Tl, Tl);
             }
         }
-        if (pass) {  // pass it on: send right (never waits), then take the left neighbour's
-            if (overlap_) {
-                comm_.wait(sent);
-                comm_.wait(got);
-            } else {
-                comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, false), "sp");
-                comm_.recv(next.data(), next.size(), left, label(Payload::act, layer, false), "sp");
-            }
-            kv.swap(next);
-        }
+        if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
     }
     cpu::attention_block_finish(out, lse, m.data(), l.data(), out, B, Tl, C, NH);
 }
@@ -98,11 +106,9 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         const RingStep rs = ring_step(rank_, step, s, split_);
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
         const bool pass = s > 1 && step + 1 < s;
-        CommHandle sent, got;
-        if (pass && overlap_) {  // the keys and values only: their gradients are made by the compute below
-            sent = comm_.start_send(kv.data(), kv.size(), DType::f32, right, label(Payload::act, layer, true), "sp");
-            got = comm_.start_recv(next.data(), next.size(), DType::f32, left, label(Payload::act, layer, true), "sp");
-        }
+        const Label kv_label = label(Payload::act, layer, true);
+        CommHandle sent, got;  // the keys and values only: their gradients are made by the compute below
+        if (pass) start_pass(kv, next, right, left, kv_label, sent, got);
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "bwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
@@ -117,16 +123,7 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
             }
         }
         if (s == 1) break;
-        if (pass) {
-            if (overlap_) {
-                comm_.wait(sent);
-                comm_.wait(got);
-            } else {
-                comm_.send(kv.data(), kv.size(), right, label(Payload::act, layer, true), "sp");
-                comm_.recv(next.data(), next.size(), left, label(Payload::act, layer, true), "sp");
-            }
-            kv.swap(next);
-        }
+        if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
         // The gradients travel with their block; after the last step one more hop brings
         // each block's gradient back to its owner.
         comm_.send(dkv.data(), dkv.size(), right, label(Payload::act_grad, layer, true), "sp");

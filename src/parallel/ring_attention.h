@@ -114,6 +114,13 @@ public:
     }
 
 private:
+    /// One hop of the ring: kv goes right, the left neighbour's block comes into next.
+    /// start_pass starts both calls (overlap on; nothing when off); finish_pass waits
+    /// for them, or (overlap off) makes them now, blocking; then swaps kv and next.
+    void start_pass(const std::vector<float>& kv, std::vector<float>& next, int right, int left, const Label& l,
+                    CommHandle& sent, CommHandle& got);
+    void finish_pass(std::vector<float>& kv, std::vector<float>& next, int right, int left, const Label& l,
+                     CommHandle& sent, CommHandle& got);
     /// The pieces of each sequence that sp rank @p sp_rank holds, its Tl rows (model/sequence_split.h).
     std::vector<SeqPiece> pieces_of(int sp_rank, int Tl) const;
     Label label(Payload p, int layer, bool backward) const {
