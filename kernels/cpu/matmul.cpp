@@ -13,31 +13,53 @@
 // 2026-12-02 these were OpenBLAS sgemm calls; the tiles run at the same rate
 // as its Haswell kernel with 8-float vectors (AVX2) and twice it with 16
 // (AVX-512), and need no pass over C for the bias or the "+=" (measured in
-// docs/performance.md, "The linear layers on register tiles"). OpenBLAS stays
-// the yardstick `shardscope bench` measures them against.
+// docs/performance.md, "The linear layers on register tiles"). A build without
+// AVX2 (the sanitizer builds: RelWithDebInfo has no -march) still calls
+// sgemm, whose kernels OpenBLAS picks at run time (kMatmulOnTiles, matmul.h).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic")  // vectorize the bias loops at -O2; see simd.h
 #endif
 
 #include "kernels/cpu/matmul.h"
 
+#include <cblas.h>
+
 #include "kernels/cpu/gemm.h"
 
 namespace ss::cpu {
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
-    // out = bias + inp W: the tiles start from the bias row, so no pass fills out with it first
-    gemm(N, OC, C, {inp, C, 1}, {weight, OC, 1}, out, OC, bias != nullptr ? TileStart::row : TileStart::zero, bias);
+    if (N == 0 || OC == 0) return;
+    if (kMatmulOnTiles) {  // out = bias + inp W: the tiles start from the bias row, no pass fills out first
+        gemm(N, OC, C, {inp, C, 1}, {weight, OC, 1}, out, OC, bias != nullptr ? TileStart::row : TileStart::zero,
+             bias);
+        return;
+    }
+    float beta = 0.0f;
+    if (bias != nullptr) {  // out starts as the bias in every row; sgemm adds x W to it
+        for (long n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) out[n * OC + o] = bias[o];
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, C, 1.0f, inp, C, weight, OC, beta, out, OC);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
     if (N == 0) return;
-    if (dinp != nullptr)  // dinp[N,C] += dout[N,OC] W^T: W read by columns
-        gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C, TileStart::add);
-    if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns; db += dout's column sums on the way
-        gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add, nullptr, dbias);
-        return;
+    if (dinp != nullptr) {  // dinp[N,C] += dout[N,OC] W^T: W read by columns
+        if (kMatmulOnTiles)
+            gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C, TileStart::add);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
+    }
+    if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns
+        if (kMatmulOnTiles) {  // db += dout's column sums, taken as the tiles pack dout
+            gemm(C, OC, N, {inp, 1, C}, {dout, OC, 1}, dweight, OC, TileStart::add, nullptr, dbias);
+            dbias = nullptr;
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
+        }
     }
     if (dbias != nullptr)  // row by row, so the inner loop runs along contiguous memory
         for (long n = 0; n < N; n++)

@@ -9,11 +9,23 @@
 //              db[OC]     += sum over rows of dout
 //
 // The fast versions multiply on the register tiles of gemm.h (lm_head.cpp's
-// too); the *_reference versions are plain loops kept for the tests and for
-// reading.
+// too) where the build has AVX2, else on OpenBLAS sgemm (kMatmulOnTiles); the
+// *_reference versions are plain loops kept for the tests and for reading.
 #pragma once
 
 namespace ss::cpu {
+
+/// True where the build has AVX2 (Release builds: -march=native or x86-64-v3):
+/// matmul and lm_head multiply on gemm.h's register tiles. False in a build for
+/// the x86-64 baseline (the sanitizer builds, RelWithDebInfo without -march),
+/// where a tile's vector is two SSE halves and OpenBLAS, which picks its
+/// kernels at run time, is several times faster: there they call sgemm (and a
+/// sanitized tile GEMM made the AddressSanitizer suite 3x slower, past its timeouts).
+#if defined(__AVX2__)
+constexpr bool kMatmulOnTiles = true;
+#else
+constexpr bool kMatmulOnTiles = false;
+#endif
 
 /// out = inp @ weight + bias (bias may be null).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);
