@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "kernels/cpu/matmul.h"
 #include "kernels/profile.h"
 #include "plan/time.h"
 #include "train/report.h"
@@ -119,7 +120,8 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
     row("model_shapes_tiles", "tiles, model's GEMMs" + shapes_text, rates.tile_model_gflops);
     row("model_shapes", "the faster per shape, model's GEMMs" + shapes_text, rates.best_model_gflops);
     std::printf("goal: shardscope >= 0.85 of the limit at the faster GEMM per shape (the engine's linear layers run "
-                "on the tiles)\n");
+                "on %s in this build: cpu::kMatmulOnTiles)\n",
+                cpu::kMatmulOnTiles ? "the tiles" : "sgemm");
     nlohmann::json shapes = nlohmann::json::array();
     for (const ModelGemm& g : rates.gemms)
         shapes.push_back({{"name", g.name}, {"M", g.shape.M}, {"N", g.shape.N}, {"K", g.shape.K},
