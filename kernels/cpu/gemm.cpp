@@ -7,6 +7,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/check.h"
@@ -66,6 +67,7 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
     if (N == 0 || (M == 0 && b_column_sums == nullptr)) return;
     thread_local std::vector<float> panels;    // B's panels, one K-block at a time
     thread_local std::vector<float> bias_row;  // the bias, zero-padded to whole panels
+    thread_local std::vector<float> a_strip;   // 6 rows of a transposed A, one K-block: [k][kTileRows]
     const int n_pad = tile_padded(N);
     if (start == TileStart::row) {
         bias_row.assign(size_t(n_pad), 0.0f);
@@ -90,17 +92,31 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
             for (int m = 0; m < M; m += kTileRows) {
                 const int rows = std::min(kTileRows, M - m);
                 const float* a = A.data + long(m) * A.row + long(k0) * A.col;
+                long a_row = A.row, a_k = A.col;
                 if (m + kTileRows < M) prefetch_rows(A, m + kTileRows, std::min(kTileRows, M - m - kTileRows), k0, kb);
+                if (A.col != 1) {  // A read by columns: copy the strip so the tiles read it along memory
+                    a_strip.resize(size_t(kTileRows) * kb);
+                    if (rows == kTileRows && A.row == 1)  // a step's 6 values lie together: one 24-byte copy
+                        for (int k = 0; k < kb; ++k)
+                            std::memcpy(&a_strip[size_t(k) * kTileRows], a + k * A.col, kTileRows * sizeof(float));
+                    else
+                        for (int k = 0; k < kb; ++k)
+                            for (int r = 0; r < rows; ++r)
+                                a_strip[size_t(k) * kTileRows + r] = a[r * A.row + k * A.col];
+                    a = a_strip.data();
+                    a_row = 1;
+                    a_k = kTileRows;
+                }
                 for (int p = 0; p < n_panels; ++p) {
                     const int n0 = nb0 + p * kTileWidth, width = std::min(kTileWidth, N - n0);
                     const float* b = panels.data() + long(p) * kb * kTileWidth;
                     float* cm = c + long(m) * ldc + n0;
                     if (width == kTileWidth) {
-                        tile_product_onto(s, rows, kb, a, A.row, A.col, b, kTileWidth, cm, ldc,
+                        tile_product_onto(s, rows, kb, a, a_row, a_k, b, kTileWidth, cm, ldc,
                                           s == TileStart::row ? bias_row.data() + n0 : nullptr);
                         continue;
                     }
-                    tile_product(rows, kb, a, A.row, A.col, b, kTileWidth, tail, kTileWidth);
+                    tile_product(rows, kb, a, a_row, a_k, b, kTileWidth, tail, kTileWidth);
                     for (int r = 0; r < rows; ++r)
                         for (int w = 0; w < width; ++w) {
                             const float base = s == TileStart::add ? cm[r * ldc + w]

@@ -16,9 +16,15 @@
 // contiguous (K-block x kTileWidth floats, zero past column N), so the tile's
 // loads run along memory whatever B's strides, and a power-of-two leading
 // dimension does not pile B's rows into a few L1 sets. A is read in place
-// (a tile broadcasts one value of it per row and step). For each block of 6
-// rows of C, every panel in turn: the 6 rows of A stay in L1 while the panels
-// stream from L2.
+// (a tile broadcasts one value of it per row and step) when its rows run along
+// memory; a transposed A (dW's x^T, the head's dlogits^T) is copied, 6 rows by
+// one K-block, into a strip [k][6] first: read in place, a step's 6 values
+// lie together but successive steps are C floats apart, and at C = 128 or 512
+// the K-block's 256 lines fall into 2 to 8 of L1's 64 sets, so every panel
+// read them again from L2 (measured on a Zen 3: c_fc's dW 63 -> 76 GFLOP/s, the
+// train step 144 -> 136 ms; docs/performance.md). For each block of 6 rows of
+// C, every panel in turn: the 6 rows of A stay in L1 while the panels stream
+// from L2.
 //
 // Why not sgemm: OpenBLAS runs the kernel of the core it detects or is told
 // (OPENBLAS_CORETYPE), and on a CPU with AVX-512 set to Haswell it multiplies
@@ -49,7 +55,8 @@ static_assert(kGemmNBlock % kTileWidth == 0, "N-blocks are whole panels");
 /// start: TileStart::zero (C = A B), TileStart::add (C += A B) or
 /// TileStart::row (C = bias + A B, @p bias holds N floats). M, N, K >= 0;
 /// K = 0 leaves C = start. Uses a per-thread buffer of up to kGemmKBlock x
-/// kGemmNBlock floats for B's panels (kept between calls).
+/// kGemmNBlock floats for B's panels and one of 6 x kGemmKBlock for a
+/// transposed A's strip (kept between calls).
 /// When @p b_column_sums is not null, also b_column_sums[n] += sum_k B(k, n),
 /// k ascending, added while B is packed (the bias gradient of dW's product,
 /// whose B is dout, without its own pass over dout; the same adds in the same
