@@ -76,6 +76,7 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                     float* row = S.data() + long(i) * keys.n_pad;
                     const int n = visible_keys(q, Tk, q_pos, k_pos);
                     float rescale = 1.0f;
+                    const bool acc_zero = lh[q] == 0.0f;  // no block has added to this row yet
                     if (n > 0) {
                         const int nl = lanes(n);
                         for (int k = 0; k < nl; ++k) {
@@ -92,8 +93,13 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                         mh[q] = m_new;
                     }
                     for (int k = n; k < n_hi; ++k) row[k] = 0.0f;
-                    float* a = A + long(q) * C;
-                    for (int d = 0; d < hs; ++d) a[d] *= rescale;
+                    // acc *= rescale, skipped where it changes nothing: the row's first block
+                    // (acc and l still 0) or a max that did not move (e^0 = 1). Reading acc from
+                    // memory here was a third of this function's time outside the tiles (perf).
+                    if (rescale != 1.0f && !acc_zero) {
+                        float* a = A + long(q) * C;
+                        for (int d = 0; d < hs; ++d) a[d] *= rescale;
+                    }
                 }
                 // 3. acc[r0:r0+rows] += P V[0:n_hi]
                 tile_product_into(rows, n_hi, S.data(), keys.n_pad, 1, V.data(), keys.ld, A + long(r0) * C, C, hs, true,

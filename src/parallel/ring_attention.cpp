@@ -4,6 +4,7 @@
 
 #include "comm/trace/trace.h"
 #include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/residual.h"
 
 namespace ss {
 
@@ -131,8 +132,7 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         dkv.swap(dnext);
     }
     // dkv now holds the gradient of my own keys and values, from every rank that used them.
-    for (long row = 0; row < long(B) * Tl; ++row)
-        for (int c = 0; c < 2 * C; ++c) dqkv[row * 3 * C + C + c] += dkv[row * 2 * C + c];
+    for (long row = 0; row < long(B) * Tl; ++row) cpu::add_inplace(dqkv + row * 3 * C + C, dkv.data() + row * 2 * C, 2 * C);
 }
 
 }  // namespace ss
