@@ -68,6 +68,11 @@ cublasHandle_t BLAS() {
     return t_blas.handle;
 }
 void done() { SS_CUDA_CHECK(cudaStreamSynchronize(S())); }
+// Grad::overwrite on the GPU: zero on the stream, then the kernel accumulates.
+void zero_if(kern::Grad mode, float* p, long n) {
+    if (mode == kern::Grad::overwrite && p != nullptr && n > 0)
+        SS_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(float) * size_t(n), S()));
+}
 
 // Token ids on the GPU: callers pass host arrays (the data loader's); @p slot
 // keeps tokens and targets apart. Managed, so it is one more buffer per thread.
@@ -132,10 +137,11 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC) {
+                     const float* weight, int N, int C, int OC, Grad dinp_mode) {
     ProfileScope scope(Kernel::matmul_bwd, 2.0 * N * C * OC * ((dinp != nullptr) + (dweight != nullptr)));
-    ON_GPU(cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, BLAS(), S()));
-    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    ON_GPU((zero_if(dinp_mode, dinp, long(N) * C),
+            cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, BLAS(), S())));
+    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, dinp_mode == Grad::overwrite);
 }
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
@@ -157,10 +163,10 @@ void gelu_forward(float* out, const float* inp, long n) {
     cpu::gelu_forward(out, inp, n);
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n, Grad mode) {
     ProfileScope scope(Kernel::gelu_bwd);
-    ON_GPU(cuda::gelu_backward(dinp, inp, dout, n, S()));
-    cpu::gelu_backward(dinp, inp, dout, n);
+    ON_GPU((zero_if(mode, dinp, n), cuda::gelu_backward(dinp, inp, dout, n, S())));
+    cpu::gelu_backward(dinp, inp, dout, n, mode == Grad::overwrite);
 }
 
 void add_inplace(float* y, const float* x, long n) {

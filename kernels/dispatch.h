@@ -43,9 +43,15 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 /// out[N,OC] = inp[N,C] @ weight[C,OC] + bias (kernels/cpu/matmul.h).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);
-/// Accumulates into dinp, dweight, dbias (any may be null).
+/// How a backward kernel writes its input gradient dinp.
+enum class Grad {
+    accumulate,  ///< dinp += the gradient (the buffer holds earlier contributions, or zeros)
+    overwrite,   ///< dinp = the gradient: a fresh scratch buffer needs no zero-fill first
+};
+/// Accumulates into dweight, dbias and (Grad::accumulate) dinp, or writes dinp (Grad::overwrite,
+/// the same bits as accumulating into zeros); any pointer may be null.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC);
+                     const float* weight, int N, int C, int OC, Grad dinp_mode = Grad::accumulate);
 /// Causal self-attention over qkv[B,T,3C]: out[B,T,C], att[B,NH,T,T] (kernels/cpu/attention.h).
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
 /// Accumulates into dqkv; scratch holds B*NH*T*T floats.
@@ -53,8 +59,8 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                         int T, int C, int NH);
 /// out = gelu(inp), tanh approximation (kernels/cpu/gelu.h).
 void gelu_forward(float* out, const float* inp, long n);
-/// dinp += gelu'(inp) * dout.
-void gelu_backward(float* dinp, const float* inp, const float* dout, long n);
+/// dinp += gelu'(inp) * dout, or dinp = 0 + gelu'(inp) * dout with Grad::overwrite (the same bits).
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n, Grad mode = Grad::accumulate);
 /// y += x (kernels/cpu/residual.h).
 void add_inplace(float* y, const float* x, long n);
 /// out[n, c] += bias[c] for N rows of C.

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -184,6 +185,27 @@ TEST_CASE("matmul's fast path (the tiles) equals the plain loops on odd shapes",
     matmul_backward(nullptr, dW_only.data(), nullptr, dout.data(), inp.data(), W.data(), N, C, OC);
     matmul_backward_reference(nullptr, dW_fresh.data(), nullptr, dout.data(), inp.data(), W.data(), N, C, OC);
     REQUIRE_CLOSE(dW_only, dW_fresh, atol, rtol);
+}
+
+TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever the buffer held",
+          "[kernels][matmul][gelu]") {
+    // kern::Grad::overwrite lets a fresh scratch buffer skip its zero-fill: the result must be
+    // bit for bit the accumulate into a zeroed buffer (tiles from +0, 0 + v in gelu), for any
+    // garbage the buffer held, with a tail tile and K-blocks (OC = 300 > kGemmKBlock).
+    const int N = 37, C = 29, OC = 300;
+    const Vec inp = uniform(N * C, 1), W = uniform(C * OC, 2), dout = uniform(N * OC, 4);
+    Vec zeroed(N * C, 0.0f), garbage = uniform(N * C, 9);
+    garbage[3] = std::numeric_limits<float>::quiet_NaN();
+    matmul_backward(zeroed.data(), nullptr, nullptr, dout.data(), inp.data(), W.data(), N, C, OC);
+    matmul_backward(garbage.data(), nullptr, nullptr, dout.data(), inp.data(), W.data(), N, C, OC, true);
+    REQUIRE(std::memcmp(zeroed.data(), garbage.data(), zeroed.size() * sizeof(float)) == 0);
+
+    const long n = 1000;  // not a whole number of vectors
+    Vec x = uniform(n, 5), d = uniform(n, 6), g_zeroed(n, 0.0f), g_garbage = uniform(n, 7);
+    d[10] = -0.0f;  // a -0 gradient: 0 + (-0) is +0, which the overwrite must give too
+    gelu_backward(g_zeroed.data(), x.data(), d.data(), n);
+    gelu_backward(g_garbage.data(), x.data(), d.data(), n, true);
+    REQUIRE(std::memcmp(g_zeroed.data(), g_garbage.data(), size_t(n) * sizeof(float)) == 0);
 }
 
 TEST_CASE("matmul backward equals finite differences", "[kernels][matmul][fd]") {

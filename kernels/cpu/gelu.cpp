@@ -37,7 +37,11 @@ void gelu_forward(float* out, const float* inp, long n) {
     }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+namespace {
+// dinp[i] = base + gelu'(x) dout[i], base = dinp[i] (accumulate) or +0 (overwrite: the same
+// bits as adding into a zero-filled buffer; GCC keeps 0 + v, which is not v when v = -0).
+template <bool Overwrite>
+void gelu_backward_into(float* dinp, const float* inp, const float* dout, long n) {
     for (long i = 0; i < n; i++) {
         const float x = inp[i];
         const float u = kSqrt2OverPi * (x + kCubic * x * x * x);
@@ -45,8 +49,17 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
         const float e = exp_fast(-2.0f * u);
         const float s = 1.0f / (1.0f + e);  // sigmoid(2u)
         const float one_minus_s = e * s;    // 1 - s without cancellation
-        dinp[i] += (s + x * 2.0f * du * s * one_minus_s) * dout[i];
+        const float base = Overwrite ? 0.0f : dinp[i];
+        dinp[i] = base + (s + x * 2.0f * du * s * one_minus_s) * dout[i];
     }
+}
+}  // namespace
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n, bool overwrite) {
+    if (overwrite)
+        gelu_backward_into<true>(dinp, inp, dout, n);
+    else
+        gelu_backward_into<false>(dinp, inp, dout, n);
 }
 
 // ---- plain formula with std::tanh, for the tests and for reading ---------------

@@ -45,13 +45,15 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC) {
+                     const float* weight, int N, int C, int OC, bool dinp_overwrite) {
     if (N == 0) return;
-    if (dinp != nullptr) {  // dinp[N,C] += dout[N,OC] W^T: W read by columns
+    if (dinp != nullptr) {  // dinp[N,C] += dout[N,OC] W^T (or =): W read by columns
         if (kMatmulOnTiles)
-            gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C, TileStart::add);
+            gemm(N, C, OC, {dout, OC, 1}, {weight, 1, OC}, dinp, C,
+                 dinp_overwrite ? TileStart::zero : TileStart::add);
         else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, OC, 1.0f, dout, OC, weight, OC,
+                        dinp_overwrite ? 0.0f : 1.0f, dinp, C);
     }
     if (dweight != nullptr) {  // dW[C,OC] += inp^T dout: inp read by columns
         if (kMatmulOnTiles) {  // db += dout's column sums, taken as the tiles pack dout

@@ -29,9 +29,11 @@ constexpr bool kMatmulOnTiles = false;
 
 /// out = inp @ weight + bias (bias may be null).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);
-/// Accumulates (+=) into dinp, dweight, dbias; any of them may be null to skip it.
+/// Accumulates (+=) into dinp, dweight, dbias; any of them may be null to skip it. With
+/// @p dinp_overwrite, dinp = dout W^T instead, the bits += gives on a zero-filled dinp
+/// (the tiles start from +0 where they would have read it; sgemm takes beta = 0).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC);
+                     const float* weight, int N, int C, int OC, bool dinp_overwrite = false);
 
 /// Plain-loop twin of matmul_forward, for tests.
 void matmul_forward_reference(float* out, const float* inp, const float* weight, const float* bias, int N, int C,

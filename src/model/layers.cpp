@@ -26,6 +26,10 @@ namespace ss {
 // Saved activations need no zero-fill: forward writes every element first.
 static Tensor act(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::acts, std::move(shape), DType::f32, false); }
 static Tensor scratch(Ledger& ledger, Shape shape) { return Tensor(ledger, Mem::workspace, std::move(shape)); }
+// Scratch its one writer overwrites (kern::Grad::overwrite): no zero-fill pass first.
+static Tensor scratch_unfilled(Ledger& ledger, Shape shape) {
+    return Tensor(ledger, Mem::workspace, std::move(shape), DType::f32, false);
+}
 
 // ---- Megatron's f and g, at one stage's sizes ------------------------------------
 //
@@ -273,25 +277,28 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     // and the MLP branch adds its part.
     {
         const RowGrad dy = tp.g_backward(dx, g.fcproj_b);  // (Megatron-SP: all-gather)
-        Tensor dfch_gelu = scratch(ledger, {B, Tf, tp.Fl});
-        Tensor dfch = scratch(ledger, {B, Tf, tp.Fl});
-        Tensor dln2 = scratch(ledger, {B, Tf, C});
+        Tensor dfch_gelu = scratch_unfilled(ledger, {B, Tf, tp.Fl});
+        Tensor dfch = scratch_unfilled(ledger, {B, Tf, tp.Fl});
+        Tensor dln2 = scratch_unfilled(ledger, {B, Tf, C});
         kern::matmul_backward(dfch_gelu.f32(), g.fcproj_w, dy.dbias, dy.dout, ba.fch_gelu.f32(), w.fcproj_w, N, tp.Fl,
-                              C);
-        kern::gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * tp.Fl);
-        kern::matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, tp.Fl);
+                              C, kern::Grad::overwrite);
+        kern::gelu_backward(dfch.f32(), ba.fch.f32(), dfch_gelu.f32(), long(N) * tp.Fl, kern::Grad::overwrite);
+        kern::matmul_backward(dln2.f32(), g.fc_w, g.fc_b, dfch.f32(), ba.ln2.f32(), w.fc_w, N, C, tp.Fl,
+                              kern::Grad::overwrite);
         tp.layernorm_f_backward(dx, g.ln2_w, g.ln2_b, dln2, ba.x_mid.f32(), w.ln2_w, ba.ln2_mean, ba.ln2_rstd);
     }
 
     // dx = d/d(x_mid) now. The same again for the attention branch.
     const RowGrad dy = tp.g_backward(dx, g.attnproj_b);
-    Tensor datty = scratch(ledger, {B, Tf, tp.Cl});
-    Tensor dqkv = scratch(ledger, {B, Tf, 3 * tp.Cl});
+    Tensor datty = scratch_unfilled(ledger, {B, Tf, tp.Cl});
+    Tensor dqkv = scratch(ledger, {B, Tf, 3 * tp.Cl});  // zeroed: attention's backward adds into it
     Tensor datt = attn.probs ? Tensor(ledger, Mem::workspace, attn.att_shape(), DType::f32, false) : Tensor();
-    Tensor dln1 = scratch(ledger, {B, Tf, C});
-    kern::matmul_backward(datty.f32(), g.attnproj_w, dy.dbias, dy.dout, ba.atty.f32(), w.attnproj_w, N, tp.Cl, C);
+    Tensor dln1 = scratch_unfilled(ledger, {B, Tf, C});
+    kern::matmul_backward(datty.f32(), g.attnproj_w, dy.dbias, dy.dout, ba.atty.f32(), w.attnproj_w, N, tp.Cl, C,
+                          kern::Grad::overwrite);
     attn.backward(attn, dqkv.f32(), datt.f32(), datty.f32(), ba, mp.sp, l, ledger);
-    kern::matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * tp.Cl);
+    kern::matmul_backward(dln1.f32(), g.attn_w, g.attn_b, dqkv.f32(), ba.ln1.f32(), w.attn_w, N, C, 3 * tp.Cl,
+                          kern::Grad::overwrite);
     tp.layernorm_f_backward(dx, g.ln1_w, g.ln1_b, dln1, x_in, w.ln1_w, ba.ln1_mean, ba.ln1_rstd);
 }
 
