@@ -176,6 +176,59 @@ TEST_CASE("send and recv started: a ring exchange posted early", "[comm][async]"
     require_none(fails);
 }
 
+TEST_CASE("receives from one peer keep their issue order: started, blocking, waited out of order",
+          "[comm][async]") {
+    // Without emulated links a started recv runs at its wait (threads_sync.cpp); the
+    // receives from one peer must still take the messages in the order they were
+    // issued, as a progress thread would: one label for all, so only order tells them apart.
+    Failures fails;
+    run_threads(2, [&](Comm& comm) {
+        const Label label{Payload::act, 0, Phase::fwd, 0, 1};
+        if (comm.rank() == 0) {
+            for (int k = 0; k < 4; ++k) {
+                std::vector<float> out = make(100, 0, k);
+                CommHandle h = comm.start_send(out.data(), out.size(), DType::f32, 1, label, "pp");
+                comm.wait(h);  // a started send's buffer is free once waited for
+            }
+            return;
+        }
+        std::vector<std::vector<float>> in(4, std::vector<float>(100));
+        CommHandle h0 = comm.start_recv(in[0].data(), 100, DType::f32, 0, label, "pp");
+        CommHandle h1 = comm.start_recv(in[1].data(), 100, DType::f32, 0, label, "pp");
+        comm.recv(in[2].data(), 100, 0, label, "pp");  // blocking: after the two started before it
+        CommHandle h3 = comm.start_recv(in[3].data(), 100, DType::f32, 0, label, "pp");
+        comm.wait(h3);  // runs no earlier one twice; h0 and h1 ran for the blocking recv
+        comm.wait(h1);
+        comm.wait(h0);
+        for (int k = 0; k < 4; ++k)
+            if (!same_bits(in[size_t(k)], make(100, 0, k))) fails.add("receive " + std::to_string(k) + " got another's data");
+    });
+    require_none(fails);
+}
+
+TEST_CASE("a started recv whose peer never sends: the wait names the peer and the call", "[comm][async][failure]") {
+    std::string m;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        run_threads(2, [](Comm& comm) {
+            float x = 0;
+            const Label label{Payload::act, 2, Phase::fwd, 0, 1};
+            if (comm.rank() == 0) {
+                std::this_thread::sleep_for(std::chrono::seconds(2));  // never sends, and outlives the timeout
+                return;
+            }
+            CommHandle h = comm.start_recv(&x, 1, DType::f32, 0, label, "sp");
+            comm.wait(h);
+        }, CommOptions{1, {}, {}});
+    } catch (const Error& e) {
+        m = e.what();
+    }
+    INFO(m);
+    REQUIRE(has(m, "recv on sp from rank 0"));
+    REQUIRE(has(m, "rank 0"));
+    REQUIRE(seconds(std::chrono::steady_clock::now() - t0) < 10);
+}
+
 TEST_CASE("a started call whose peer never arrives: the wait names the rank, the call and the group",
           "[comm][async][failure]") {
     std::string m;

@@ -6,7 +6,8 @@
 //       wait(h) ──────────────────────────── done? <────────── emulated link time, done
 //
 // A rank that starts a call hands it to the progress thread of the call's
-// group (a key: the group's ranks, and whether it is a collective, a send or a
+// group (a send or a recv only with emulated links: without, they need none,
+// threads_p2p.cpp) (a key: the group's ranks, and whether it is a collective, a send or a
 // recv, so a rank's sends and receives to one peer flow independently, as on
 // a full-duplex link). Each thread runs its queue in order; different groups'
 // threads run side by side, as NCCL runs each communicator on its own stream.

@@ -16,8 +16,10 @@
 //     });                                   // x is 0+1+2+3 = 6 everywhere
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "comm/backend.h"
@@ -49,6 +51,9 @@ public:
     const char* name() const override { return "threads"; }
     SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
     /// Queues @p call on its group's progress thread (progress.h) and returns at once.
+    /// Without emulated links, a send runs at once (it never waits) and a recv runs
+    /// in wait(), after the receives from the same peer started before it: the same
+    /// order and bits as a progress thread gives, without waking one.
     std::unique_ptr<Request> start(const Call& call) override;
     /// Every rank's waits end now (World::mark_failing).
     void rank_failing() override;
@@ -77,6 +82,11 @@ private:
                          size_t elem_size);
     float* scratch(GroupCtx& g, size_t count);
     void drain(int kind, const std::vector<int>& ranks);  // let this group's started calls finish first
+    struct StartedRecv;
+    class StartedRecvRequest;
+    std::unique_ptr<Request> start_p2p(const Call& call);  // a started send or recv without emulated links
+    void recv_started(int peer, const StartedRecv* upto);  // run started receives from peer, oldest first
+    void recv_now(void* buf, size_t count, DType dt, int peer, const std::string& axis, const Label& label);
     void emulate_link(const GroupCtx& g, const char* op, size_t count, DType dt);  // the link's time, slept
     [[noreturn]] void raise(const std::string& msg);
     [[noreturn]] void stop(const std::string& what);
@@ -86,6 +96,9 @@ private:
     std::mutex groups_mu_;  // groups_ is looked up from several progress threads
     std::map<std::vector<int>, GroupCtx> groups_;
     threads::Progress progress_;  // the progress threads of started calls
+    // Receives started without emulated links and not yet run, by peer, oldest first
+    // (only this rank's own thread touches them).
+    std::map<int, std::deque<std::shared_ptr<StartedRecv>>> started_recvs_;
 };
 
 }  // namespace ss

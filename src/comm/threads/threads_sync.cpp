@@ -56,9 +56,12 @@ threads::QueueKey queue_key(const Call& c) {
 }  // namespace
 
 std::unique_ptr<Request> ThreadsBackend::start(const Call& call) {
+    if (!world_.emulates_links() && (call.op == CallOp::send || call.op == CallOp::recv))
+        return start_p2p(call);  // no progress thread needed (threads_p2p.cpp)
     return progress_.submit(queue_key(call), [this, call] { run(call); },
                             describe_call(call_op_name(call.op), call.group, call.label));
 }
+
 
 void ThreadsBackend::rank_failing() { world_.mark_failing(rank_); }
 

@@ -114,6 +114,9 @@ public:
         return link_seconds_ ? link_seconds_(op, bytes, ranks) : 0.0;
     }
 
+    /// Whether calls take emulated links' time (CommOptions::link_seconds was given).
+    bool emulates_links() const { return bool(link_seconds_); }
+
     /// Number of ranks.
     int size() const { return size_; }
     /// How long any wait may last.
