@@ -60,7 +60,24 @@ double rel_err(const Vec& got, const Vec& want) {
 struct KeyBlock {
     int Tk, k_pos;
     Vec kv;
+    std::vector<int> visible;  // the mask, when not causal_visible(Tq, Tk, q_pos, k_pos): a ring step's staircase
 };
+
+// A whole ring step's mask, counted here from positions (as ring_attention.cpp
+// counts it from the pieces): query rows are the runs (pos, len) of q_runs in
+// order, key rows those of k_runs; row i sees the keys at or before its position.
+std::vector<int> staircase(const std::vector<std::pair<int, int>>& q_runs,
+                           const std::vector<std::pair<int, int>>& k_runs) {
+    std::vector<int> v;
+    for (const auto& q : q_runs)
+        for (int i = 0; i < q.second; ++i) {
+            int n = 0;
+            for (const auto& k : k_runs)
+                for (int j = 0; j < k.second; ++j) n += k.first + j <= q.first + i;
+            v.push_back(n);
+        }
+    return v;
+}
 
 // Queries (Tq rows at position q_pos, [q | k | v] rows of 3C) folded over the key
 // blocks in order, then backward over the same blocks.
@@ -74,16 +91,19 @@ Run run(bool fast, const Vec& qkv, const Vec& dout, const std::vector<KeyBlock>&
     Run r{Vec(size_t(B) * Tq * C), Vec(size_t(B) * NH * Tq), uniform(long(B) * Tq * 3 * C, 71), {}};
     Vec m(r.lse.size()), l(r.lse.size()), D(r.lse.size());
     attention_block_init(m.data(), l.data(), r.out.data(), B, Tq, C, NH);
+    auto mask = [&](const KeyBlock& kb) {
+        return kb.visible.empty() ? causal_visible(Tq, kb.Tk, q_pos, kb.k_pos) : kb.visible;
+    };
     for (const KeyBlock& kb : blocks)
-        fwd(m.data(), l.data(), r.out.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B, Tq, kb.Tk, q_pos,
-            kb.k_pos, C, NH, 0, 0);
+        fwd(m.data(), l.data(), r.out.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B, Tq, kb.Tk,
+            mask(kb).data(), C, NH);
     attention_block_finish(r.out.data(), r.lse.data(), m.data(), l.data(), r.out.data(), B, Tq, C, NH);
     attention_block_delta(D.data(), dout.data(), r.out.data(), B, Tq, C, NH);
     for (size_t j = 0; j < blocks.size(); ++j) {
         const KeyBlock& kb = blocks[j];
         Vec dkv = uniform(long(kb.kv.size()), 80 + j);  // gradients start non-zero: the kernels add (+=)
         bwd(r.dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C,
-            r.lse.data(), D.data(), B, Tq, kb.Tk, q_pos, kb.k_pos, C, NH, 0, 0);
+            r.lse.data(), D.data(), B, Tq, kb.Tk, mask(kb).data(), C, NH);
         r.dkv_all.insert(r.dkv_all.end(), dkv.begin(), dkv.end());
     }
     return r;
@@ -130,21 +150,70 @@ TEST_CASE("attention block tiled path equals the plain loops", "[kernels][attent
     }
 }
 
+TEST_CASE("attention block: a whole zig-zag ring step in one call, its staircase mask", "[kernels][attention_block]") {
+    // SP 2 zig-zag, chunks of Tc = 13 (no tile divides it): rank 0 holds chunks 0 and 3
+    // (positions 0.., 39..), rank 1 chunks 1 and 2 (13.., 26..). Each step is one call
+    // with the rows of both my chunks against both held chunks; the mask is a staircase
+    // (ring_attention.cpp). The fast path must agree with the plain loops on it.
+    const int B = 2, Tc = 13, Tq = 2 * Tc, C = 32, NH = 2;
+    const std::vector<std::pair<int, int>> r0 = {{0, Tc}, {3 * Tc, Tc}}, r1 = {{Tc, Tc}, {2 * Tc, Tc}};
+    struct Step {
+        const char* what;
+        std::vector<std::pair<int, int>> mine;
+        std::vector<std::vector<std::pair<int, int>>> held;  // the blocks folded, in ring order
+    };
+    const std::vector<Step> steps = {{"rank 0: its own block, then rank 1's", r0, {r0, r1}},
+                                     {"rank 1: its own block, then rank 0's", r1, {r1, r0}}};
+    for (const Step& st : steps) {
+        INFO(st.what);
+        const Vec qkv = uniform(long(B) * Tq * 3 * C, 63, -2.0f, 2.0f), dout = uniform(long(B) * Tq * C, 64);
+        std::vector<KeyBlock> blocks;
+        for (size_t j = 0; j < st.held.size(); ++j) {
+            KeyBlock kb = key_block(B, Tq, 0, C, 95 + j);
+            kb.visible = staircase(st.mine, st.held[j]);
+            blocks.push_back(kb);
+        }
+        const Run f = run(true, qkv, dout, blocks, B, Tq, 0, C, NH), r = run(false, qkv, dout, blocks, B, Tq, 0, C, NH);
+        const double e_out = rel_err(f.out, r.out), e_dq = rel_err(f.dq, r.dq), e_dkv = rel_err(f.dkv_all, r.dkv_all);
+        UNSCOPED_INFO("worst/kBlockTol: out " << e_out / kBlockTol << " dq " << e_dq / kBlockTol << " dkv "
+                                              << e_dkv / kBlockTol);
+        CHECK(e_out <= kBlockTol);
+        CHECK(rel_err(f.lse, r.lse) <= kBlockTol);
+        CHECK(e_dq <= kBlockTol);
+        CHECK(e_dkv <= kBlockTol);
+    }
+}
+
+TEST_CASE("attention block: a mask that is not a growing prefix is refused, saying why", "[kernels][attention_block]") {
+    const int B = 1, Tq = 4, Tk = 4, C = 8, NH = 1;
+    const Vec qkv = uniform(long(B) * Tq * 3 * C, 1), kv = uniform(long(B) * Tk * 2 * C, 2);
+    Vec m(size_t(B) * NH * Tq), l(m.size()), acc(size_t(B) * Tq * C);
+    attention_block_init(m.data(), l.data(), acc.data(), B, Tq, C, NH);
+    const std::vector<int> shrinking = {1, 3, 2, 4}, too_many = {1, 2, 3, 5};
+    REQUIRE_THROWS_WITH(attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kv.data(), kv.data() + C,
+                                                2 * C, B, Tq, Tk, shrinking.data(), C, NH),
+                        Catch::Contains("visible[2] = 2") && Catch::Contains("no shorter"));
+    REQUIRE_THROWS_WITH(attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kv.data(), kv.data() + C,
+                                                2 * C, B, Tq, Tk, too_many.data(), C, NH),
+                        Catch::Contains("visible[3] = 5") && Catch::Contains("Tk 4"));
+}
+
 TEST_CASE("attention block: a block in the future leaves everything as it was", "[kernels][attention_block]") {
     const int B = 1, Tq = 8, C = 16, NH = 2;
     const Vec qkv = uniform(long(B) * Tq * 3 * C, 5), dout = uniform(long(B) * Tq * C, 6);
     const KeyBlock kb = key_block(B, 8, 8, C, 7);  // keys 8..15, queries 0..7: all masked
     Vec m(size_t(B) * NH * Tq, 0.5f), l(m.size(), 2.0f), acc = uniform(long(B) * Tq * C, 8);
     const Vec m0 = m, l0 = l, acc0 = acc;
+    const std::vector<int> none = causal_visible(Tq, kb.Tk, 0, kb.k_pos);
     attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B,
-                            Tq, kb.Tk, 0, kb.k_pos, C, NH);
+                            Tq, kb.Tk, none.data(), C, NH);
     REQUIRE(m == m0);
     REQUIRE(l == l0);
     REQUIRE(acc == acc0);
     Vec dq = uniform(long(B) * Tq * 3 * C, 9), dkv = uniform(long(kb.kv.size()), 10);
     const Vec dq0 = dq, dkv0 = dkv;
     attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(),
-                             kb.kv.data() + C, 2 * C, l.data(), m.data(), B, Tq, kb.Tk, 0, kb.k_pos, C, NH);
+                             kb.kv.data() + C, 2 * C, l.data(), m.data(), B, Tq, kb.Tk, none.data(), C, NH);
     REQUIRE(dq == dq0);
     REQUIRE(dkv == dkv0);
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/check.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/tile.h"
 
@@ -21,10 +22,15 @@ namespace ss::cpu {
 
 namespace {
 
-// How many keys of the block (0..Tk) query i may see: those at positions <= q_pos + i.
-int visible_keys(int i, int Tk, int q_pos, int k_pos) {
-    const int n = q_pos + i - k_pos + 1;
-    return n < 0 ? 0 : (n > Tk ? Tk : n);
+// The tiles rely on the mask's shape: each query sees a prefix of the block
+// (at most Tk keys), and a later query no fewer keys than an earlier one.
+void check_visible(const int* visible, int Tq, int Tk) {
+    for (int i = 0; i < Tq; ++i)
+        SS_CHECK(visible[i] >= 0 && visible[i] <= Tk && (i == 0 || visible[i] >= visible[i - 1]),
+                 "attention block: visible[" << i << "] = " << visible[i] << " (Tk " << Tk << ", the row before "
+                                            << (i ? visible[i - 1] : 0)
+                                            << "): each query must see a prefix of the block's keys, no shorter "
+                                               "than the query before it's (queries and keys in position order)");
 }
 
 // A row's loops run to a whole number of lane groups (lanes(n) <= the row's padded length,
@@ -35,6 +41,14 @@ int lanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
 }  // namespace
 
+std::vector<int> causal_visible(int Tq, int Tk, int q_pos, int k_pos) {
+    std::vector<int> v(size_t(Tq > 0 ? Tq : 0));
+    for (int i = 0; i < Tq; ++i) {
+        const int n = q_pos + i - k_pos + 1;  // keys at positions k_pos .. q_pos + i
+        v[size_t(i)] = n < 0 ? 0 : (n > Tk ? Tk : n);
+    }
+    return v;
+}
 
 void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, int NH) {
     for (long i = 0; i < long(B) * NH * Tq; ++i) {
@@ -45,9 +59,9 @@ void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, 
 }
 
 void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
-                             const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos, int k_pos, int C,
-                             int NH, int q_seq, int k_seq) {
-    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
+                             const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible, int C,
+                             int NH) {
+    check_visible(visible, Tq, Tk);
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -56,16 +70,16 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
     std::vector<float> S(size_t(kTileRows) * keys.n_pad), G(size_t(kTileRows) * keys.ld);  // one row tile
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
-            const float* Q = q_rows + long(b) * qs * C3 + long(h) * hs;
-            keys.rows(K, k_rows + long(b) * ks * kv_stride + long(h) * hs, kv_stride);
+            const float* Q = q_rows + long(b) * Tq * C3 + long(h) * hs;
+            keys.rows(K, k_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
             keys.transposed(Kt, K);
-            keys.rows(V, v_rows + long(b) * ks * kv_stride + long(h) * hs, kv_stride);
-            float* A = acc + long(b) * qs * C + long(h) * hs;
-            float* mh = m + (long(b) * NH + h) * qs;
-            float* lh = l + (long(b) * NH + h) * qs;
+            keys.rows(V, v_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
+            float* A = acc + long(b) * Tq * C + long(h) * hs;
+            float* mh = m + (long(b) * NH + h) * Tq;
+            float* lh = l + (long(b) * NH + h) * Tq;
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
-                const int n_hi = visible_keys(r0 + rows - 1, Tk, q_pos, k_pos);  // keys [0, n_hi) seen by some row
+                const int n_hi = visible[r0 + rows - 1];  // keys [0, n_hi) seen by some row (the last sees most)
                 if (n_hi == 0) continue;  // this row tile (and every earlier one) sees none of the block
                 // 1. S = Q[r0:r0+rows] K[0:n_hi]^T, a tile of columns at a time (scaled in 2.)
                 for (int j = 0; j < n_hi; j += kTileWidth)
@@ -74,7 +88,7 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                 for (int i = 0; i < rows; ++i) {
                     const int q = r0 + i;
                     float* row = S.data() + long(i) * keys.n_pad;
-                    const int n = visible_keys(q, Tk, q_pos, k_pos);
+                    const int n = visible[q];
                     float rescale = 1.0f;
                     const bool acc_zero = lh[q] == 0.0f;  // no block has added to this row yet
                     if (n > 0) {
@@ -134,9 +148,8 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH,
-                              int q_seq, int k_seq) {
-    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
+                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH) {
+    check_visible(visible, Tq, Tk);
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -148,12 +161,12 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
     const long ld = keys.n_pad;
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
-            const long qo = long(b) * qs * C3 + long(h) * hs, ko = long(b) * ks * kv_stride + long(h) * hs;
+            const long qo = long(b) * Tq * C3 + long(h) * hs, ko = long(b) * Tk * kv_stride + long(h) * hs;
             const float* Q = q_rows + qo;
             float *dQ = dq_rows + qo, *dK = dk_rows + ko, *dV = dv_rows + ko;
-            const float* dO = dout + long(b) * qs * C + long(h) * hs;
-            const float* lse_h = lse + (long(b) * NH + h) * qs;
-            const float* D_h = D + (long(b) * NH + h) * qs;
+            const float* dO = dout + long(b) * Tq * C + long(h) * hs;
+            const float* lse_h = lse + (long(b) * NH + h) * Tq;
+            const float* D_h = D + (long(b) * NH + h) * Tq;
             keys.rows(K, k_rows + ko, kv_stride);
             keys.transposed(Kt, K);
             keys.rows(V, v_rows + ko, kv_stride);
@@ -163,7 +176,7 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
-                const int n_hi = visible_keys(r0 + rows - 1, Tk, q_pos, k_pos);
+                const int n_hi = visible[r0 + rows - 1];
                 float *p0 = P.data() + long(r0) * ld, *d0 = dS.data() + long(r0) * ld;
                 // 1. S = Q K^T (into P) and dP = dO V^T (into dS), rows [r0, r0+rows), keys [0, n_hi)
                 for (int j = 0; j < n_hi; j += kTileWidth) {
@@ -175,7 +188,7 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                     const int q = r0 + i;
                     float* p = p0 + long(i) * ld;
                     float* d = d0 + long(i) * ld;
-                    const int n = visible_keys(q, Tk, q_pos, k_pos);
+                    const int n = visible[q];
                     const float lse_i = lse_h[q], D_i = D_h[q];
                     const int nl = n > 0 ? lanes(n) : 0;
                     for (int k = 0; k < nl; ++k) {
@@ -193,9 +206,10 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
             // 4. Key side, by tiles of key rows [s0, s0 + rows): the queries from q_lo on see them.
             //    dV[s0:] += P[q_lo:Tq, s0:]^T dO[q_lo:Tq],  dK[s0:] += dS[q_lo:Tq, s0:]^T Q[q_lo:Tq]
             //    (P and dS read down their columns: a_row = 1, a_k = ld)
+            int q_lo = 0;  // the first query that sees key s0: it only moves down as s0 grows
             for (int s0 = 0; s0 < Tk; s0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tk - s0);
-                const int q_lo = std::max(0, k_pos + s0 - q_pos);  // first query at or after key s0
+                while (q_lo < Tq && visible[q_lo] <= s0) ++q_lo;
                 if (q_lo >= Tq) break;  // no query sees this key, nor any later one
                 const long at = long(q_lo) * ld + s0;
                 tile_product_into(rows, Tq - q_lo, P.data() + at, 1, ld, dOr.data() + long(q_lo) * queries.ld,
@@ -209,37 +223,35 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
 // ---- plain loops, for the tests and for reading ----------------------------------
 
 void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
-                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos,
-                                       int k_pos, int C, int NH, int q_seq, int k_seq) {
-    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
+                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible,
+                                       int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     std::vector<float> s(static_cast<size_t>(Tk));  // scores of one query against the block
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h)
             for (int i = 0; i < Tq; ++i) {
-                const int visible = q_pos + i - k_pos + 1;  // keys 0 .. visible-1 of this block are allowed
-                const int n = visible < 0 ? 0 : (visible > Tk ? Tk : visible);
+                const int n = visible[i];  // keys 0 .. n-1 of this block are allowed
                 if (n == 0) continue;
-                const float* q = q_rows + (long(b) * qs + i) * C3 + h * hs;
+                const float* q = q_rows + (long(b) * Tq + i) * C3 + h * hs;
                 float mx = -INFINITY;
                 for (int k = 0; k < n; ++k) {
-                    const float* key = k_rows + (long(b) * ks + k) * kv_stride + h * hs;
+                    const float* key = k_rows + (long(b) * Tk + k) * kv_stride + h * hs;
                     float dot = 0.0f;
                     for (int d = 0; d < hs; ++d) dot += q[d] * key[d];
                     s[k] = dot * scale;
                     mx = s[k] > mx ? s[k] : mx;
                 }
-                const long row = (long(b) * NH + h) * qs + i;
+                const long row = (long(b) * NH + h) * Tq + i;
                 const float m_new = m[row] > mx ? m[row] : mx;
                 const float rescale = std::exp(m[row] - m_new);  // 0 on the first block (m = -inf)
-                float* a = acc + (long(b) * qs + i) * C + h * hs;
+                float* a = acc + (long(b) * Tq + i) * C + h * hs;
                 for (int d = 0; d < hs; ++d) a[d] *= rescale;
                 float sum = 0.0f;
                 for (int k = 0; k < n; ++k) {
                     const float p = std::exp(s[k] - m_new);
                     sum += p;
-                    const float* v = v_rows + (long(b) * ks + k) * kv_stride + h * hs;
+                    const float* v = v_rows + (long(b) * Tk + k) * kv_stride + h * hs;
                     for (int d = 0; d < hs; ++d) a[d] += p * v[d];
                 }
                 l[row] = l[row] * rescale + sum;
@@ -249,22 +261,20 @@ void attention_block_forward_reference(float* m, float* l, float* acc, const flo
 
 void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
                                         const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
-                                        const float* lse, const float* D, int B, int Tq, int Tk, int q_pos,
-                                        int k_pos, int C, int NH, int q_seq, int k_seq) {
-    const int qs = q_seq ? q_seq : Tq, ks = k_seq ? k_seq : Tk;  // rows per sequence
+                                        const float* lse, const float* D, int B, int Tq, int Tk, const int* visible,
+                                        int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h)
             for (int i = 0; i < Tq; ++i) {
-                const int visible = q_pos + i - k_pos + 1;
-                const int n = visible < 0 ? 0 : (visible > Tk ? Tk : visible);
-                const long row = (long(b) * NH + h) * qs + i;
-                const float* q = q_rows + (long(b) * qs + i) * C3 + h * hs;
-                float* dq = dq_rows + (long(b) * qs + i) * C3 + h * hs;
-                const float* dO = dout + (long(b) * qs + i) * C + h * hs;
+                const int n = visible[i];
+                const long row = (long(b) * NH + h) * Tq + i;
+                const float* q = q_rows + (long(b) * Tq + i) * C3 + h * hs;
+                float* dq = dq_rows + (long(b) * Tq + i) * C3 + h * hs;
+                const float* dO = dout + (long(b) * Tq + i) * C + h * hs;
                 for (int k = 0; k < n; ++k) {
-                    const long r = (long(b) * ks + k) * kv_stride + h * hs;
+                    const long r = (long(b) * Tk + k) * kv_stride + h * hs;
                     const float* key = k_rows + r;
                     const float* v = v_rows + r;
                     float* dkey = dk_rows + r;

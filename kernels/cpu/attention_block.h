@@ -7,16 +7,17 @@
 // Layout as attention.h: q rows are the q part of [q | k | v] rows of width
 // 3C; keys and values are read from k_rows and v_rows with a row stride of
 // kv_stride floats (3C in the rank's own qkv, 2C in a packed [k | v] block
-// that came round the ring); head h owns columns [h*hs, (h+1)*hs) of each. Queries are Tq rows at global
-// positions q_pos + i; a key block is Tk rows at positions k_pos + k; a query
-// may see keys at positions <= its own (causal).
+// that came round the ring); head h owns columns [h*hs, (h+1)*hs) of each.
+// Each sequence has Tq query rows and Tk key rows.
 //
-// Windows. forward and backward may work on a window of the buffers: q_seq
-// (0: Tq) is the number of query-side rows per sequence (rows of q_rows,
-// dq_rows, acc, out, dout; entries of m, l, lse, D per (b, h)), k_seq (0: Tk)
-// the key rows per sequence, and the pointers point at the window's first
-// row. Zig-zag ring attention calls them per pair of chunks this way: rank
-// i's two chunks are not neighbours in the sequence, so each is its own window.
+// The mask. Query row i sees keys [0, visible[i]) of the block: a prefix,
+// visible nondecreasing in i (the kernels check it). Causal attention gives
+// exactly that whenever queries and keys are each in position order, however
+// they are cut: for queries at positions q_pos + i and keys at k_pos + k,
+// causal_visible() gives visible[i] = clamp(q_pos + i - k_pos + 1, 0, Tk); a
+// zig-zag rank's rows (chunks i and 2 SP-1-i) against a held block's (two
+// chunks too) give a staircase that ring_attention.cpp counts, so one call
+// covers a whole ring step, every piece packed once.
 //
 // Forward, per (b, h, i), over the blocks in any order:
 //   s_k = q_i . k_k / sqrt(hs)            (allowed k only)
@@ -42,14 +43,21 @@
 // ran first), kept for the tests and for reading.
 #pragma once
 
+#include <vector>
+
 namespace ss::cpu {
+
+/// The mask of queries at positions q_pos + i (i < Tq) against keys at k_pos + k (k < Tk):
+/// visible[i] = how many of the block's keys query i sees, clamp(q_pos + i - k_pos + 1, 0, Tk).
+std::vector<int> causal_visible(int Tq, int Tk, int q_pos, int k_pos);
 
 /// Starts the online softmax: m = -inf, l = 0, acc = 0. m, l: [B,NH,Tq]; acc: [B,Tq,C].
 void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, int NH);
 /// Folds one key block into the running state (see the file comment).
+/// @p visible: Tq counts, query i sees keys [0, visible[i]) (nondecreasing; see the file comment).
 void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
-                             const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos, int k_pos, int C,
-                             int NH, int q_seq = 0, int k_seq = 0);
+                             const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible, int C,
+                             int NH);
 /// out = acc / l, lse = m + log l (out may alias acc).
 void attention_block_finish(float* out, float* lse, const float* m, const float* l, const float* acc, int B, int Tq,
                             int C, int NH);
@@ -59,17 +67,16 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 /// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows).
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, int q_pos, int k_pos, int C, int NH,
-                              int q_seq = 0, int k_seq = 0);
+                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH);
 
 /// attention_block_forward in plain loops, one query and one key at a time (for the tests).
 void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
-                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, int q_pos,
-                                       int k_pos, int C, int NH, int q_seq = 0, int k_seq = 0);
+                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible,
+                                       int C, int NH);
 /// attention_block_backward in plain loops, one query and one key at a time (for the tests).
 void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
                                         const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
-                                        const float* lse, const float* D, int B, int Tq, int Tk, int q_pos,
-                                        int k_pos, int C, int NH, int q_seq = 0, int k_seq = 0);
+                                        const float* lse, const float* D, int B, int Tq, int Tk, const int* visible,
+                                        int C, int NH);
 
 }  // namespace ss::cpu

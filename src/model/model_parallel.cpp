@@ -30,7 +30,9 @@ void TensorParallel::scatter_seq(const float* all, float* mine, int B, int Tl, i
 void SequenceParallel::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int) {
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
-    cpu::attention_block_forward(m.data(), l.data(), out, qkv, qkv + C, qkv + 2 * C, 3 * C, B, Tl, Tl, 0, 0, C, NH);
+    const std::vector<int> causal = cpu::causal_visible(Tl, Tl, 0, 0);
+    cpu::attention_block_forward(m.data(), l.data(), out, qkv, qkv + C, qkv + 2 * C, 3 * C, B, Tl, Tl, causal.data(),
+                                 C, NH);
     cpu::attention_block_finish(out, lse, m.data(), l.data(), out, B, Tl, C, NH);
 }
 
@@ -38,8 +40,9 @@ void SequenceParallel::ring_backward(float* dqkv, const float* dout, const float
                                      const float* lse, int B, int Tl, int C, int NH, int) {
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
+    const std::vector<int> causal = cpu::causal_visible(Tl, Tl, 0, 0);
     cpu::attention_block_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C, 3 * C, lse,
-                                  D.data(), B, Tl, Tl, 0, 0, C, NH);
+                                  D.data(), B, Tl, Tl, causal.data(), C, NH);
 }
 
 ModelParallel ModelParallel::none() {

@@ -33,6 +33,22 @@ RingStep ring_step(int sp_rank, int step, int sp, RingSplit split) {
 }
 
 namespace {
+// The mask of one step, as attention_block.h takes it: how many rows of the held
+// block each of my rows sees. My pieces and the held block's are each in position
+// order, so every row sees a prefix of the block (the pieces before it whole, a
+// part of the one it shares a chunk with) and a later row no less: one kernel
+// call per step covers all its pairs, with each piece packed once.
+std::vector<int> step_visible(const std::vector<SeqPiece>& mine, const std::vector<SeqPiece>& held, int Tl) {
+    std::vector<int> visible(size_t(Tl), 0);
+    for (const SeqPiece& q : mine)
+        for (int i = 0; i < q.len; ++i)
+            for (const SeqPiece& k : held) {
+                const int n = q.pos + i - k.pos + 1;  // the held piece's keys at or before my token
+                visible[size_t(q.row + i)] += n < 0 ? 0 : (n > k.len ? k.len : n);
+            }
+    return visible;
+}
+
 // My keys and values, packed as [B, Tl, 2C] rows of [k | v]: what goes round the ring.
 std::vector<float> pack_kv(const float* qkv, int B, int Tl, int C) {
     std::vector<float> kv(size_t(B) * Tl * 2 * C);
@@ -81,14 +97,10 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "fwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
-            const std::vector<SeqPiece> held = pieces_of(owner, Tl);
-            for (const RingPair& p : rs.pairs) {  // each a window of my rows against one of the held block
-                const SeqPiece &q = mine[size_t(p.q_piece)], &k = held[size_t(p.k_piece)];
-                const float* k_rows = kv.data() + long(k.row) * 2 * C;
-                cpu::attention_block_forward(m.data() + q.row, l.data() + q.row, out + long(q.row) * C,
-                                             qkv + long(q.row) * 3 * C, k_rows, k_rows + C, 2 * C, B, q.len, k.len,
-                                             q.pos, k.pos, C, NH, Tl, Tl);
-            }
+            // rs.pairs in one call: my rows against the held block, each row up to the keys it may see
+            const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
+            cpu::attention_block_forward(m.data(), l.data(), out, qkv, kv.data(), kv.data() + C, 2 * C, B, Tl, Tl,
+                                         visible.data(), C, NH);
         }
         if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
     }
@@ -113,15 +125,9 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "bwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
-            const std::vector<SeqPiece> held = pieces_of(owner, Tl);
-            for (const RingPair& p : rs.pairs) {
-                const SeqPiece &q = mine[size_t(p.q_piece)], &k = held[size_t(p.k_piece)];
-                const long ko = long(k.row) * 2 * C;
-                cpu::attention_block_backward(dqkv + long(q.row) * 3 * C, dkv.data() + ko, dkv.data() + ko + C,
-                                              dout + long(q.row) * C, qkv + long(q.row) * 3 * C, kv.data() + ko,
-                                              kv.data() + ko + C, 2 * C, lse + q.row, D.data() + q.row, B, q.len,
-                                              k.len, q.pos, k.pos, C, NH, Tl, Tl);
-            }
+            const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
+            cpu::attention_block_backward(dqkv, dkv.data(), dkv.data() + C, dout, qkv, kv.data(), kv.data() + C, 2 * C,
+                                          lse, D.data(), B, Tl, Tl, visible.data(), C, NH);
         }
         if (s == 1) break;
         if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);

@@ -39,7 +39,10 @@
 // Every rank does 2 Tc^2 per step, sp of them: sp/2 (T/sp)^2 in all, the mean
 // of the contiguous split's 1/2 .. sp - 1/2, with no rank waiting on another.
 // ring_step lists the products of each step (RingStep::pairs); the trace has
-// one "ring block" compute span per rank and step, with its work.
+// one "ring block" compute span per rank and step, with its work. A step's
+// products are one kernel call: each of my rows sees a prefix of the held
+// block (attention_block.h's mask), so the pairs need no call each, and each
+// chunk is packed into the kernel's panels once a step, not once a pair.
 //
 // The block reaches it through model/attention.cpp (blockwise_attention_forward),
 // which attention() picks when the layout asks for ring.
