@@ -41,11 +41,10 @@ namespace {
 std::vector<int> step_visible(const std::vector<SeqPiece>& mine, const std::vector<SeqPiece>& held, int Tl) {
     std::vector<int> visible(size_t(Tl), 0);
     for (const SeqPiece& q : mine)
-        for (int i = 0; i < q.len; ++i)
-            for (const SeqPiece& k : held) {
-                const int n = q.pos + i - k.pos + 1;  // the held piece's keys at or before my token
-                visible[size_t(q.row + i)] += n < 0 ? 0 : (n > k.len ? k.len : n);
-            }
+        for (const SeqPiece& k : held) {  // the held piece's keys at or before each of my piece's tokens
+            const std::vector<int> n = cpu::causal_visible(q.len, k.len, q.pos, k.pos);
+            for (int i = 0; i < q.len; ++i) visible[size_t(q.row + i)] += n[size_t(i)];
+        }
     return visible;
 }
 

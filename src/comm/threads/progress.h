@@ -6,10 +6,10 @@
 //       wait(h) ──────────────────────────── done? <────────── emulated link time, done
 //
 // A rank that starts a call hands it to the progress thread of the call's
-// group (a send or a recv only with emulated links: without, they need none,
-// threads_p2p.cpp) (a key: the group's ranks, and whether it is a collective, a send or a
+// group (a key: the group's ranks, and whether it is a collective, a send or a
 // recv, so a rank's sends and receives to one peer flow independently, as on
-// a full-duplex link). Each thread runs its queue in order; different groups'
+// a full-duplex link). Sends and receives come here only with emulated links;
+// without, they need no thread (threads_p2p.cpp). Each thread runs its queue in order; different groups'
 // threads run side by side, as NCCL runs each communicator on its own stream.
 // A blocking call on a group first waits for that group's queue to empty
 // (drain), so issue order holds for blocking and started calls alike, and the

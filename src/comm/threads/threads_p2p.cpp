@@ -86,7 +86,6 @@ void ThreadsBackend::recv_started(int peer, const StartedRecv* upto) {
     }
 }
 
-
 void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
                           const Label& label) {
     drain(1, {rank_, peer});

@@ -62,7 +62,6 @@ std::unique_ptr<Request> ThreadsBackend::start(const Call& call) {
                             describe_call(call_op_name(call.op), call.group, call.label));
 }
 
-
 void ThreadsBackend::rank_failing() { world_.mark_failing(rank_); }
 
 void ThreadsBackend::drain(int kind, const std::vector<int>& ranks) { progress_.drain({kind, ranks}); }
