@@ -93,6 +93,7 @@ private:
 
     threads::World& world_;
     int rank_;
+    int spin_rounds_;       // yields a waiting rank spins before it sleeps (threads_sync.cpp)
     std::mutex groups_mu_;  // groups_ is looked up from several progress threads
     std::map<std::vector<int>, GroupCtx> groups_;
     threads::Progress progress_;  // the progress threads of started calls

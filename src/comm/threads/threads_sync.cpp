@@ -34,13 +34,31 @@ std::string join_ranks(const std::vector<int>& r) {
 }
 
 // How long a waiting rank spins (yielding its core) before it sleeps. A ring
-// step on a few KiB takes microseconds, so sleeping at once would be slow.
-constexpr int kSpinRounds = 2000;
+// step on a few KiB takes microseconds, so sleeping at once is slow (8 ranks
+// on 2 cores, every wait asleep at once: 285-300 ms a step of DP 4 x SP 2
+// against 195-205). With a core to itself a yield returns at once and 2000 of
+// them last about a millisecond. With more ranks than cores each yield hands
+// the core to another thread, and 2000 became storms of thread switches
+// (100,000-300,000 a second, vmstat) in which steps slowed from 185-205 ms to
+// 230-290: the progress threads of --overlap on spinning beside the compute.
+// There a few dozen yields already let every other rank run once; then sleep.
+// 50 was as fast as any count tried (docs/performance.md, "Waiting on an
+// oversubscribed CPU").
+constexpr int kSpinRoundsOwnCore = 2000;
+constexpr int kSpinRoundsShared = 50;
+
+int spin_rounds(int ranks) {
+    const int cores = int(std::thread::hardware_concurrency());  // 0: unknown, as if enough
+    return cores > 0 && ranks > cores ? kSpinRoundsShared : kSpinRoundsOwnCore;
+}
 
 }  // namespace
 
 ThreadsBackend::ThreadsBackend(threads::World& world, int rank)
-    : world_(world), rank_(rank), progress_(stall_backstop_seconds(world.timeout_seconds())) {}
+    : world_(world),
+      rank_(rank),
+      spin_rounds_(spin_rounds(world.size())),
+      progress_(stall_backstop_seconds(world.timeout_seconds())) {}
 ThreadsBackend::~ThreadsBackend() = default;
 
 // ---- started calls: a progress thread per group (progress.h) --------------------------
@@ -158,10 +176,10 @@ void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
     };
     const Group group{d.axis, gs.ranks};
     // The timeout counts from arrival: under load (more threads than cores)
-    // 2000 yields can themselves take seconds, so the spin stops at the deadline too.
+    // the yields can themselves take seconds, so the spin stops at the deadline too.
     const auto deadline = world_.deadline();
 
-    for (int spin = 0; spin < kSpinRounds && std::chrono::steady_clock::now() < deadline; ++spin) {
+    for (int spin = 0; spin < spin_rounds_ && std::chrono::steady_clock::now() < deadline; ++spin) {
         if (all_here()) return;
         if (world_.failed()) stop(describe_call(d.op, group, d.label));
         std::this_thread::yield();
