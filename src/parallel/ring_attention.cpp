@@ -49,11 +49,13 @@ std::vector<int> step_visible(const std::vector<SeqPiece>& mine, const std::vect
 }
 
 // My keys and values, packed as [B, Tl, 2C] rows of [k | v]: what goes round the ring.
-std::vector<float> pack_kv(const float* qkv, int B, int Tl, int C) {
-    std::vector<float> kv(size_t(B) * Tl * 2 * C);
+// The buffers are kept between calls and sized here: every float of kv is written,
+// and next (the block coming in) is written by its receive, so neither is zeroed.
+void pack_kv(std::vector<float>& kv, std::vector<float>& next, const float* qkv, int B, int Tl, int C) {
+    kv.resize(size_t(B) * Tl * 2 * C);
+    next.resize(kv.size());
     for (long row = 0; row < long(B) * Tl; ++row)
         std::copy(qkv + row * 3 * C + C, qkv + row * 3 * C + 3 * C, kv.begin() + row * 2 * C);
-    return kv;
 }
 }  // namespace
 
@@ -83,7 +85,8 @@ std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
 void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) {
     const int s = size();
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
-    std::vector<float> kv = pack_kv(qkv, B, Tl, C), next(kv.size());
+    std::vector<float>&kv = kv_, &next = next_;
+    pack_kv(kv, next, qkv, B, Tl, C);
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
     for (int step = 0; step < s; ++step) {
@@ -111,8 +114,10 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
     const int s = size();
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
-    std::vector<float> kv = pack_kv(qkv, B, Tl, C), next(kv.size());
-    std::vector<float> dkv(kv.size(), 0.0f), dnext(kv.size());  // gradients of the block I hold
+    std::vector<float>&kv = kv_, &next = next_, &dkv = dkv_, &dnext = dnext_;
+    pack_kv(kv, next, qkv, B, Tl, C);
+    dkv.assign(kv.size(), 0.0f);  // gradients of the block I hold: added to by every step
+    dnext.resize(kv.size());      // written by its receive
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);

@@ -135,6 +135,10 @@ private:
     bool overlap_;
     int rank_;
     int microbatch_ = -1, step_ = -1;
+    // The blocks in flight, kept between calls (ring_forward, ring_backward): sized once,
+    // not allocated and zeroed per layer. kv_: the held block's [k | v] rows; next_: the
+    // one coming in; dkv_, dnext_: their gradients (backward).
+    std::vector<float> kv_, next_, dkv_, dnext_;
 };
 
 }  // namespace ss
