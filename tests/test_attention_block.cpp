@@ -121,7 +121,10 @@ TEST_CASE("attention block tiled path equals the plain loops", "[kernels][attent
         int B, Tq, q_pos, C, NH;
         std::vector<std::pair<int, int>> blocks;  // (Tk, k_pos) in the order they are folded
     };
-    // Tq = 150 and 17: the last row tile (6 rows) partial; hs = 16 or 12: widths no vector divides.
+    // Tq = 150 and 17: the last row tile (6 rows) partial. hs = 12: no tile width divides it, so
+    // every product's result goes through the staging tile (tile_product_into); 16: straight into
+    // its rows with AVX2's 16-wide tiles, staged with AVX-512's 32; 32: straight with either.
+    // Every path the build can select, on each machine.
     const std::vector<Case> cases = {
         {"diagonal", 2, 150, 0, 48, 3, {{150, 0}}},
         {"an earlier whole block, then the diagonal", 2, 17, 40, 48, 4, {{40, 0}, {17, 40}}},
@@ -129,6 +132,7 @@ TEST_CASE("attention block tiled path equals the plain loops", "[kernels][attent
         {"a block in the future computes nothing", 1, 17, 0, 32, 2, {{17, 0}, {20, 17}}},
         {"zig-zag's rank 0 of SP 2: chunks 0 and 3 against 1 and 2", 2, 24, 72, 32, 2,
          {{24, 72}, {24, 24}, {24, 48}, {24, 0}}},
+        {"hs = 32: an earlier block, then the diagonal", 2, 41, 30, 64, 2, {{30, 0}, {41, 30}}},
     };
     for (const Case& c : cases) {
         INFO(c.what << ": B=" << c.B << " Tq=" << c.Tq << " q_pos=" << c.q_pos << " C=" << c.C << " NH=" << c.NH);
