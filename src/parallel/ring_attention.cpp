@@ -85,7 +85,8 @@ std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
 void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) {
     const int s = size();
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
-    std::vector<float>&kv = kv_, &next = next_;
+    std::vector<float>& kv = kv_;      // the block I hold
+    std::vector<float>& next = next_;  // the one coming in
     pack_kv(kv, next, qkv, B, Tl, C);
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
@@ -114,10 +115,13 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
     const int s = size();
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
-    std::vector<float>&kv = kv_, &next = next_, &dkv = dkv_, &dnext = dnext_;
+    std::vector<float>& kv = kv_;
+    std::vector<float>& next = next_;
+    std::vector<float>& dkv = dkv_;      // the gradient of the block I hold: every step adds to it
+    std::vector<float>& dnext = dnext_;  // the one coming in, written by its receive
     pack_kv(kv, next, qkv, B, Tl, C);
-    dkv.assign(kv.size(), 0.0f);  // gradients of the block I hold: added to by every step
-    dnext.resize(kv.size());      // written by its receive
+    dkv.assign(kv.size(), 0.0f);
+    dnext.resize(kv.size());
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);
