@@ -23,7 +23,25 @@ void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_
     for (int p = 0; p < panels; ++p) {
         float* panel = dst + long(p) * kb * kTileWidth;
         const int n0 = p * kTileWidth, width = std::min(kTileWidth, N - n0);
-        if (B.col == 1) {  // rows of B are contiguous: copy along them
+        if (B.col == 1 && width == kTileWidth) {  // a whole panel of contiguous rows: kTileVecs vectors a row,
+            // the column sums kept in registers across the K-block (the same adds, k ascending, as below)
+            using detail::TileVec;
+            TileVec sums[kTileVecs] = {};
+            if (column_sums != nullptr)
+                for (int v = 0; v < kTileVecs; ++v)
+                    sums[v] = *reinterpret_cast<const TileVec*>(column_sums + n0 + v * kVecFloats);
+            for (int k = 0; k < kb; ++k) {
+                const float* src = B.data + long(k0 + k) * B.row + n0;
+                for (int v = 0; v < kTileVecs; ++v) {
+                    const TileVec x = *reinterpret_cast<const TileVec*>(src + v * kVecFloats);
+                    *reinterpret_cast<TileVec*>(panel + k * kTileWidth + v * kVecFloats) = x;
+                    sums[v] += x;
+                }
+            }
+            if (column_sums != nullptr)
+                for (int v = 0; v < kTileVecs; ++v)
+                    *reinterpret_cast<TileVec*>(column_sums + n0 + v * kVecFloats) = sums[v];
+        } else if (B.col == 1) {  // the last, partial panel: copy along the rows, zero past column N
             for (int k = 0; k < kb; ++k) {
                 const float* src = B.data + long(k0 + k) * B.row + n0;
                 for (int w = 0; w < width; ++w) panel[k * kTileWidth + w] = src[w];
