@@ -97,10 +97,12 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                         row[s] = s <= t ? e : 0.0f;
                     }
                     const float inv_sum = 1.0f / lane_sum(row, n_lanes);
-                    for (int s = 0; s < T; s++) {
+                    const int kept = std::min(n_lanes, T);
+                    for (int s = 0; s < kept; s++) {
                         const float v = row[s] * inv_sum;
                         p[s] = s <= t ? v : 0.0f;
                     }
+                    for (int s = kept; s < T; s++) p[s] = 0.0f;
                 }
                 // 3. O[r0:r0+rows] = P[r0:r0+rows, 0:keys] V[0:keys]
                 tile_product_into(rows, keys, P + long(r0) * T, T, 1, V.data(), pan.ld,

@@ -33,8 +33,7 @@ static float sum_sq_dev(const float* x, float m, int C) {
     int i = 0;
     for (; i + kLanes <= C; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] += (x[i + j] - m) * (x[i + j] - m);
-    float s = 0.0f;
-    for (int j = 0; j < kLanes; j++) s += acc[j];
+    float s = lane_fold_sum(acc);  // folded by halves: a chain of 4 adds, not 16 (simd.h, 5.)
     for (; i < C; i++) s += (x[i] - m) * (x[i] - m);
     return s;
 }
@@ -70,11 +69,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                 acc_g[j] += g;
                 acc_gn[j] += g * ((x[i + j] - m) * s);
             }
-        float sum_g = 0.0f, sum_gn = 0.0f;
-        for (int j = 0; j < kLanes; j++) {
-            sum_g += acc_g[j];
-            sum_gn += acc_gn[j];
-        }
+        float sum_g = lane_fold_sum(acc_g), sum_gn = lane_fold_sum(acc_gn);  // chains of 4 adds, not 16
         for (; i < C; i++) {
             const float g = weight[i] * dy[i];
             sum_g += g;
