@@ -233,3 +233,22 @@ TEST_CASE("attention block test can fail: a wrong position is far outside kBlock
     const Run a = run(true, qkv, dout, right, B, Tq, 0, C, NH), b = run(false, qkv, dout, wrong, B, Tq, 0, C, NH);
     CHECK(rel_err(a.out, b.out) > 100 * kBlockTol);
 }
+
+TEST_CASE("attention_block_forward: a NaN score makes its rows NaN, however the max treats it", "[attention_block]") {
+    // The online softmax's block max is lane_max_fast, which may skip a NaN; the NaN must
+    // still reach every row that sees it, through its exp and the row's sum l.
+    const int B = 1, T = 30, C = 16, NH = 2, hs = C / NH, t_nan = 11;
+    Vec qkv = uniform(long(B) * T * 3 * C, 75);
+    qkv[long(t_nan) * 3 * C + C] = NAN;  // head 0's key at t_nan
+    Vec m(size_t(B) * NH * T), l(m.size()), out(size_t(B) * T * C), lse(m.size());
+    const std::vector<int> visible = causal_visible(T, T, 0, 0);
+    attention_block_init(m.data(), l.data(), out.data(), B, T, C, NH);
+    attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, 3 * C,
+                            B, T, T, visible.data(), C, NH);
+    attention_block_finish(out.data(), lse.data(), m.data(), l.data(), out.data(), B, T, C, NH);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hs; i++) {
+            REQUIRE(std::isnan(out[long(t) * C + i]) == (t >= t_nan));  // head 0: rows that see the key
+            REQUIRE(std::isfinite(out[long(t) * C + hs + i]));          // head 1 never reads it
+        }
+}

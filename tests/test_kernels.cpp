@@ -151,7 +151,9 @@ TEST_CASE("lane sums and max equal the plain loops on lengths that do not fill t
         REQUIRE(lane_sum(x.data(), n) == Approx(sum).margin(1e-5));
         REQUIRE(lane_dot(x.data(), y.data(), n) == Approx(dot).margin(1e-5));
         REQUIRE(lane_max(x.data(), n) == mx);  // a max is exact
+        REQUIRE(lane_max_fast(x.data(), n) == mx);
     }
+    REQUIRE(lane_max_fast(nullptr, 0) == -INFINITY);
     Vec x = uniform(40, 3);
     x[33] = std::numeric_limits<float>::quiet_NaN();
     REQUIRE(std::isnan(lane_max(x.data(), 40)));  // a NaN logit must not be hidden by the max
@@ -542,6 +544,22 @@ TEST_CASE("attention is causal: a later token changes no earlier output", "[kern
         for (long i = long(t_changed) * C; i < long(T) * C; i++) later_changed |= out1[i] != out2[i];
         REQUIRE(later_changed);
     }
+}
+
+TEST_CASE("attention: a NaN score makes its rows NaN, however the max treats it", "[kernels][attention]") {
+    // The softmax's shift is lane_max_fast, which may skip a NaN; the NaN must still reach every
+    // output row whose scores include it, through its exp and the row's sum.
+    const int B = 1, T = 40, C = 16, NH = 2, hs = C / NH;
+    Vec qkv = uniform(long(B) * T * 3 * C, 73);
+    const int t_nan = 21;
+    qkv[long(t_nan) * 3 * C + C] = std::numeric_limits<float>::quiet_NaN();  // head 0's key at t_nan
+    Vec out(long(T) * C), att(long(NH) * T * T);
+    attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hs; i++) {
+            REQUIRE(std::isnan(out[long(t) * C + i]) == (t >= t_nan));  // head 0: rows that see the key
+            REQUIRE(std::isfinite(out[long(t) * C + hs + i]));          // head 1 never reads it
+        }
 }
 
 TEST_CASE("attention rejects a head count that does not divide C", "[kernels][attention]") {

@@ -91,7 +91,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
                         const float v = row[s] * scale;  // every lane computed, then selected: no masked loads
                         row[s] = s <= t ? v : -INFINITY;
                     }
-                    const float rmax = lane_max(row, n_lanes);
+                    const float rmax = lane_max_fast(row, n_lanes);
                     for (int s = 0; s < n_lanes; s++) {
                         const float e = exp_fast(row[s] - rmax);
                         row[s] = s <= t ? e : 0.0f;

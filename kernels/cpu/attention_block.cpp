@@ -97,7 +97,7 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                             const float v = row[k] * scale;
                             row[k] = k < n ? v : -INFINITY;
                         }
-                        const float mx = lane_max(row, nl), m_new = mh[q] > mx ? mh[q] : mx;
+                        const float mx = lane_max_fast(row, nl), m_new = mh[q] > mx ? mh[q] : mx;
                         rescale = std::exp(mh[q] - m_new);  // 0 on the first block (m = -inf)
                         for (int k = 0; k < nl; ++k) {
                             const float e = exp_fast(row[k] - m_new);
