@@ -63,7 +63,8 @@
 //     gelu.cpp's argument in three operations instead of five. For the same
 //     reason a kernel ends its lane sums with lane_fold_sum (a chain of 4
 //     adds), not a loop over the 16 (a chain of 16): LayerNorm forward over
-//     1024 rows of 128, 62 -> 48 us (docs/performance.md, "Shorter chains").
+//     1024 rows of 128, 62 -> 48 us (docs/performance.md, "Packing, shorter chains,
+//     the softmax's max").
 #pragma once
 
 #include <cmath>
