@@ -16,6 +16,38 @@ namespace ss::cpu {
 
 namespace {
 
+/// Eight floats: the unit of transpose8 (AVX2 and AVX-512 both have 8-float registers).
+typedef float Vec8 __attribute__((vector_size(8 * sizeof(float)), aligned(4)));
+typedef int Lanes8 __attribute__((vector_size(8 * sizeof(int))));
+
+/// r[0..8) = the rows of an 8 x 8 block, returned as its columns: r[j][i] = old r[i][j].
+/// Three rounds of two-vector shuffles (interleave pairs of rows, then pairs of pairs,
+/// then the 128-bit halves): the classic AVX transpose, written without intrinsics;
+/// GCC gives each shuffle one instruction (vunpcklps/vunpckhps, vshufps, vperm2f128).
+inline void transpose8(Vec8 r[8]) {
+    const Lanes8 lo{0, 8, 1, 9, 4, 12, 5, 13}, hi{2, 10, 3, 11, 6, 14, 7, 15};
+    const Lanes8 lo2{0, 1, 8, 9, 4, 5, 12, 13}, hi2{2, 3, 10, 11, 6, 7, 14, 15};
+    const Lanes8 lo4{0, 1, 2, 3, 8, 9, 10, 11}, hi4{4, 5, 6, 7, 12, 13, 14, 15};
+    Vec8 t[8], u[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 2) {  // t[i]: rows i, i + 1 interleaved, columns 0, 1 (and 4, 5); t[i + 1]: 2, 3 (6, 7)
+        t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
+        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 4) {  // u[i + j]: column j (and j + 4) of rows i .. i + 3
+        u[i] = __builtin_shuffle(t[i], t[i + 2], lo2);
+        u[i + 1] = __builtin_shuffle(t[i], t[i + 2], hi2);
+        u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], lo2);
+        u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], hi2);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 4; ++j) {  // the halves joined: column j of rows 0 .. 7, and column j + 4
+        r[j] = __builtin_shuffle(u[j], u[j + 4], lo4);
+        r[j + 4] = __builtin_shuffle(u[j], u[j + 4], hi4);
+    }
+}
+
 /// B(k0 + k, n) for k < kb into panels [panel][k][kTileWidth], zero past column N;
 /// and, when @p column_sums is not null, column_sums[n] += B(k0 + k, n), k ascending.
 void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_sums) {
@@ -49,6 +81,29 @@ void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_
                 if (column_sums != nullptr)
                     for (int w = 0; w < width; ++w) column_sums[n0 + w] += src[w];
             }
+        } else if (B.row == 1 && width == kTileWidth) {  // B read by columns, each contiguous along k (dinp's W^T):
+            // 8 x 8 blocks, 8 columns' runs of 8 k loaded as vectors and stored as 8 panel rows; then the k
+            // past a multiple of 8 one at a time. The column sums, k ascending, as in the loop below.
+            const int k8 = kb / 8 * 8;
+            for (int k = 0; k < k8; k += 8)
+                for (int w0 = 0; w0 < kTileWidth; w0 += 8) {
+                    Vec8 r[8];
+#pragma GCC unroll 8
+                    for (int i = 0; i < 8; ++i)
+                        r[i] = *reinterpret_cast<const Vec8*>(B.data + k0 + k + long(n0 + w0 + i) * B.col);
+                    transpose8(r);
+#pragma GCC unroll 8
+                    for (int j = 0; j < 8; ++j) {
+                        *reinterpret_cast<Vec8*>(panel + (k + j) * kTileWidth + w0) = r[j];
+                        if (column_sums != nullptr) *reinterpret_cast<Vec8*>(column_sums + n0 + w0) += r[j];
+                    }
+                }
+            for (int w = 0; w < kTileWidth; ++w)
+                for (int k = k8; k < kb; ++k) {
+                    const float v = B.data[k0 + k + long(n0 + w) * B.col];
+                    panel[k * kTileWidth + w] = v;
+                    if (column_sums != nullptr) column_sums[n0 + w] += v;
+                }
         } else {  // B read by columns (a transposed weight): walk each column along k
             for (int w = 0; w < kTileWidth; ++w)
                 for (int k = 0; k < kb; ++k) {
@@ -104,7 +159,8 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
         for (int nb0 = 0; nb0 < N; nb0 += kGemmNBlock) {
             const int nb = std::min(kGemmNBlock, N - nb0), n_panels = tile_padded(nb) / kTileWidth;
             const MatrixView B_block{B.data + long(nb0) * B.col, B.row, B.col};
-            panels.resize(size_t(n_panels) * kb * kTileWidth);
+            // grown, never shrunk: resize zero-fills what it adds, and the shapes of a step alternate
+            if (panels.size() < size_t(n_panels) * kb * kTileWidth) panels.resize(size_t(n_panels) * kb * kTileWidth);
             pack_panels(panels.data(), B_block, k0, kb, nb,
                         b_column_sums != nullptr ? b_column_sums + nb0 : nullptr);
             for (int m = 0; m < M; m += kTileRows) {
@@ -113,7 +169,7 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
                 long a_row = A.row, a_k = A.col;
                 if (m + kTileRows < M) prefetch_rows(A, m + kTileRows, std::min(kTileRows, M - m - kTileRows), k0, kb);
                 if (A.col != 1) {  // A read by columns: copy the strip so the tiles read it along memory
-                    a_strip.resize(size_t(kTileRows) * kb);
+                    if (a_strip.size() < size_t(kTileRows) * kb) a_strip.resize(size_t(kTileRows) * kb);
                     if (rows == kTileRows && A.row == 1)  // a step's 6 values lie together: one 24-byte copy
                         for (int k = 0; k < kb; ++k)
                             std::memcpy(&a_strip[size_t(k) * kTileRows], a + k * A.col, kTileRows * sizeof(float));
