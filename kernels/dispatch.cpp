@@ -151,10 +151,11 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) {
+                        int T, int C, int NH, Grad mode) {
     ProfileScope scope(Kernel::attention_bwd, 8.0 * B * T * T * C);
-    ON_GPU(cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, BLAS(), S()));
-    cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+    ON_GPU((zero_if(mode, dqkv, 3L * B * T * C),
+            cuda::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, BLAS(), S())));
+    cpu::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH, mode == Grad::overwrite);
 }
 
 void gelu_forward(float* out, const float* inp, long n) {

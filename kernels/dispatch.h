@@ -54,9 +54,10 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* weight, int N, int C, int OC, Grad dinp_mode = Grad::accumulate);
 /// Causal self-attention over qkv[B,T,3C]: out[B,T,C], att[B,NH,T,T] (kernels/cpu/attention.h).
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-/// Accumulates into dqkv; scratch holds B*NH*T*T floats.
+/// Accumulates into dqkv, or writes it (Grad::overwrite, the same bits as accumulating into zeros);
+/// scratch holds B*NH*T*T floats.
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH);
+                        int T, int C, int NH, Grad mode = Grad::accumulate);
 /// out = gelu(inp), tanh approximation (kernels/cpu/gelu.h).
 void gelu_forward(float* out, const float* inp, long n);
 /// dinp += gelu'(inp) * dout, or dinp = 0 + gelu'(inp) * dout with Grad::overwrite (the same bits).

@@ -190,7 +190,7 @@ TEST_CASE("matmul's fast path (the tiles) equals the plain loops on odd shapes",
 }
 
 TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever the buffer held",
-          "[kernels][matmul][gelu]") {
+          "[kernels][matmul][gelu][attention]") {
     // kern::Grad::overwrite lets a fresh scratch buffer skip its zero-fill: the result must be
     // bit for bit the accumulate into a zeroed buffer (tiles from +0, 0 + v in gelu), for any
     // garbage the buffer held, with a tail tile and K-blocks (OC = 300 > kGemmKBlock).
@@ -208,6 +208,25 @@ TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever 
     gelu_backward(g_zeroed.data(), x.data(), d.data(), n);
     gelu_backward(g_garbage.data(), x.data(), d.data(), n, true);
     REQUIRE(std::memcmp(g_zeroed.data(), g_garbage.data(), size_t(n) * sizeof(float)) == 0);
+
+    // attention: each element of dqkv is one tile's sum, started from 0 or from the zeroed
+    // buffer (hs = 16, 12: through the tail tile's copy, 64); T = 17, 40 end in partial row tiles.
+    struct AttnShape {
+        int B, T, C, NH;
+    };
+    for (const AttnShape a : {AttnShape{2, 17, 48, 3}, AttnShape{1, 40, 24, 2}, AttnShape{1, 70, 128, 2}}) {
+        INFO("B=" << a.B << " T=" << a.T << " C=" << a.C << " NH=" << a.NH);
+        const long nq = long(a.B) * a.T * 3 * a.C;
+        const Vec qkv = uniform(nq, 21, -2.0f, 2.0f), dy = uniform(long(a.B) * a.T * a.C, 22);
+        Vec y(size_t(a.B) * a.T * a.C), att(size_t(a.B) * a.NH * a.T * a.T), scratch(att.size());
+        attention_forward(y.data(), att.data(), qkv.data(), a.B, a.T, a.C, a.NH);
+        Vec dqkv_zeroed(size_t(nq), 0.0f), dqkv_garbage = uniform(nq, 23);
+        dqkv_garbage[5] = std::numeric_limits<float>::quiet_NaN();
+        attention_backward(dqkv_zeroed.data(), scratch.data(), dy.data(), qkv.data(), att.data(), a.B, a.T, a.C, a.NH);
+        attention_backward(dqkv_garbage.data(), scratch.data(), dy.data(), qkv.data(), att.data(), a.B, a.T, a.C,
+                           a.NH, true);
+        REQUIRE(std::memcmp(dqkv_zeroed.data(), dqkv_garbage.data(), size_t(nq) * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("matmul backward equals finite differences", "[kernels][matmul][fd]") {

@@ -112,7 +112,8 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) {
+                        int T, int C, int NH, bool overwrite) {
+    const bool add = !overwrite;  // each element of dqkv is written by one tile: started from 0 or from dqkv
     check_shape(C, NH);
     const int hs = C / NH;
     const long C3 = 3L * C;
@@ -153,7 +154,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                     }
                 }
                 // 3. dQ[r0:r0+rows] += dS[r0:r0+rows, 0:keys] K[0:keys]
-                tile_product_into(rows, keys, dS + long(r0) * T, T, 1, K.data(), pan.ld, dQ + r0 * C3, C3, hs, true,
+                tile_product_into(rows, keys, dS + long(r0) * T, T, 1, K.data(), pan.ld, dQ + r0 * C3, C3, hs, add,
                                   G.data(), pan.ld);
             }
             // 4. Key side, by tiles of key rows [s0, s0 + rows): only queries t >= s0 see them.
@@ -163,9 +164,9 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                 const int rows = std::min(kTileRows, T - s0), queries = T - s0;
                 const long at = long(s0) * T + s0;
                 tile_product_into(rows, queries, P + at, 1, T, dO.data() + long(s0) * pan.ld, pan.ld, dV + s0 * C3,
-                                  C3, hs, true, G.data(), pan.ld);
+                                  C3, hs, add, G.data(), pan.ld);
                 tile_product_into(rows, queries, dS + at, 1, T, Q.data() + long(s0) * pan.ld, pan.ld, dK + s0 * C3,
-                                  C3, hs, true, G.data(), pan.ld);
+                                  C3, hs, add, G.data(), pan.ld);
             }
         }
 }

@@ -53,7 +53,7 @@ void plain_attention_backward(const Attention& a, float* dqkv, float* datt, cons
                               SequenceParallel&, int, Ledger& ledger) {
     Tensor again;
     const float* att = probabilities(a, ba, again, ledger);
-    kern::attention_backward(dqkv, datt, datty, ba.qkv.f32(), att, a.B, a.T, a.C, a.H);
+    kern::attention_backward(dqkv, datt, datty, ba.qkv.f32(), att, a.B, a.T, a.C, a.H, kern::Grad::overwrite);
 }
 
 // ---- Ulysses ----------------------------------------------------------------------
@@ -75,9 +75,10 @@ void ulysses_attention_backward(const Attention& a, float* dqkv, float* datt, co
     const float* att = probabilities(a, ba, again, ledger);
     Tensor dy_heads = scratch(ledger, {a.B, a.Ta, a.Ca});
     sp.seq_to_heads(datty, dy_heads.f32(), a.B, a.T, a.C, 1, layer, true);
-    Tensor dqkv_heads = scratch(ledger, {a.B, a.Ta, 3 * a.Ca});
-    kern::attention_backward(dqkv_heads.f32(), datt, dy_heads.f32(), ba.qkv.f32(), att, a.B, a.Ta, a.Ca, a.Ha);
-    sp.heads_to_seq(dqkv_heads.f32(), dqkv, a.B, a.T, a.C, 3, layer, true);
+    Tensor dqkv_heads(ledger, Mem::workspace, {a.B, a.Ta, 3 * a.Ca}, DType::f32, false);  // written whole, below
+    kern::attention_backward(dqkv_heads.f32(), datt, dy_heads.f32(), ba.qkv.f32(), att, a.B, a.Ta, a.Ca, a.Ha,
+                             kern::Grad::overwrite);
+    sp.heads_to_seq(dqkv_heads.f32(), dqkv, a.B, a.T, a.C, 3, layer, true);  // writes all of dqkv
 }
 
 // ---- ring, and blockwise on one rank ------------------------------------------------
@@ -89,6 +90,7 @@ void blockwise_attention_forward(const Attention& a, BlockActs& ba, SequencePara
 
 void blockwise_attention_backward(const Attention& a, float* dqkv, float*, const float* datty, const BlockActs& ba,
                                   SequenceParallel& sp, int layer, Ledger&) {
+    device_zero(current_device(), dqkv, sizeof(float) * size_t(a.B) * a.T * 3 * a.C);  // the blocks add into it
     sp.ring_backward(dqkv, datty, ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C, a.H, layer);
 }
 

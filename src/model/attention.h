@@ -44,7 +44,8 @@ struct Attention {
     /// ba.atty [B,T,C] from ba.qkv [B,T,3C] (c_attn's output); saves ba.att (and
     /// under Ulysses leaves ba.qkv holding the head split, for backward).
     void (*forward)(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger& ledger);
-    /// dqkv [B,T,3C] (zero on entry) from datty [B,T,C]. @p datt is the block's
+    /// dqkv [B,T,3C] from datty [B,T,C], every element written (its contents on entry
+    /// are not read: the block does not zero it). @p datt is the block's
     /// scratch of att_shape() for the softmax's backward (unused by ring and blockwise).
     void (*backward)(const Attention& a, float* dqkv, float* datt, const float* datty, const BlockActs& ba,
                      SequenceParallel& sp, int layer, Ledger& ledger);

@@ -291,7 +291,8 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     // dx = d/d(x_mid) now. The same again for the attention branch.
     const RowGrad dy = tp.g_backward(dx, g.attnproj_b);
     Tensor datty = scratch_unfilled(ledger, {B, Tf, tp.Cl});
-    Tensor dqkv = scratch(ledger, {B, Tf, 3 * tp.Cl});  // zeroed: attention's backward adds into it
+    // Not zeroed: every attention backward writes all of it (plain, Ulysses) or zeroes it first (ring).
+    Tensor dqkv = scratch_unfilled(ledger, {B, Tf, 3 * tp.Cl});
     Tensor datt = attn.probs ? Tensor(ledger, Mem::workspace, attn.att_shape(), DType::f32, false) : Tensor();
     Tensor dln1 = scratch_unfilled(ledger, {B, Tf, C});
     kern::matmul_backward(datty.f32(), g.attnproj_w, dy.dbias, dy.dout, ba.atty.f32(), w.attnproj_w, N, tp.Cl, C,
