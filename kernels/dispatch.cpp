@@ -182,6 +182,12 @@ void add_bias(float* out, const float* bias, int N, int C) {
     cpu::add_bias(out, bias, N, C);
 }
 
+void add_bias_residual(float* out, const float* bias, const float* x, int N, int C) {
+    ProfileScope scope(Kernel::residual);
+    ON_GPU((cuda::add_bias(out, bias, N, C, S()), cuda::add_inplace(out, x, long(N) * C, S())));
+    cpu::add_bias_residual(out, bias, x, N, C);
+}
+
 void lm_head_forward(float* logits, const float* x, const float* wte, int N, int C, int V) {
     ProfileScope scope(Kernel::lm_head_fwd, 2.0 * N * C * V);
     ON_GPU(cuda::lm_head_forward(logits, x, wte, N, C, V, BLAS(), S()));

@@ -66,6 +66,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, long n, Gra
 void add_inplace(float* y, const float* x, long n);
 /// out[n, c] += bias[c] for N rows of C.
 void add_bias(float* out, const float* bias, int N, int C);
+/// out[n, c] = (out[n, c] + bias[c]) + x[n, c]: add_bias then add_inplace(out, x), one pass on the CPU.
+void add_bias_residual(float* out, const float* bias, const float* x, int N, int C);
 /// logits[N,V] = x[N,C] @ wte[V,C]^T (kernels/cpu/lm_head.h).
 void lm_head_forward(float* logits, const float* x, const float* wte, int N, int C, int V);
 /// Accumulates dx += dlogits @ wte and dwte += dlogits^T @ x (either may be null).

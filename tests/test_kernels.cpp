@@ -724,6 +724,16 @@ TEST_CASE("residual adds, in place too, and passes the gradient to both branches
     }
     add_inplace(da.data(), dout.data(), n);
     REQUIRE(da[5] == (da0[5] + dout[5]) + dout[5]);
+
+    // add_bias_residual is add_bias then add_inplace in one pass: the same bits (N x C with
+    // C = 37, not a whole number of vectors).
+    const int N = 5, C = 37;
+    const Vec y0 = uniform(N * C, 106), bias = uniform(C, 107), x = uniform(N * C, 108);
+    Vec two_passes = y0, one_pass = y0;
+    add_bias(two_passes.data(), bias.data(), N, C);
+    add_inplace(two_passes.data(), x.data(), long(N) * C);
+    add_bias_residual(one_pass.data(), bias.data(), x.data(), N, C);
+    REQUIRE(std::memcmp(two_passes.data(), one_pass.data(), two_passes.size() * sizeof(float)) == 0);
 }
 
 // ---- adamw ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ counts=$(objdump -d --no-show-raw-insn -C "$lib" | awk '
   END { for (n in c) print n, c[n] }')
 fail=0
 for k in gelu_forward gelu_backward layernorm_forward layernorm_backward residual_forward residual_backward \
-         add_inplace add_bias encoder_forward crossentropy_forward crossentropy_backward \
+         add_inplace add_bias add_bias_residual encoder_forward crossentropy_forward crossentropy_backward \
          attention_forward attention_backward adamw_update; do
   n=$(printf '%s\n' "$counts" | awk -v k="ss::cpu::$k" '$1 == k { print $2 }')
   if [ -z "$n" ]; then

@@ -34,4 +34,12 @@ void add_bias(float* out, const float* bias, int N, int C) {
     }
 }
 
+void add_bias_residual(float* out, const float* bias, const float* x, int N, int C) {
+    for (int n = 0; n < N; ++n) {
+        float* o = out + long(n) * C;
+        const float* xn = x + long(n) * C;
+        for (int c = 0; c < C; ++c) o[c] = (o[c] + bias[c]) + xn[c];
+    }
+}
+
 }  // namespace ss::cpu

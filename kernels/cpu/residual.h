@@ -14,5 +14,9 @@ void add_inplace(float* y, const float* x, long n);
 /// out[n, c] += bias[c] for N rows of C: the bias of a row-parallel layer, added
 /// once after its partial outputs are summed. Its gradient is matmul_backward's dbias.
 void add_bias(float* out, const float* bias, int N, int C);
+/// out[n, c] = (out[n, c] + bias[c]) + x[n, c] for N rows of C: add_bias, then the
+/// residual add_inplace(out, x), in one pass over out (the same adds in the same order,
+/// so the same bits). What a block does after each row-parallel layer.
+void add_bias_residual(float* out, const float* bias, const float* x, int N, int C);
 
 }  // namespace ss::cpu

@@ -197,16 +197,14 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
     kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * tp.Cl);  // column-parallel: my heads
     attn.forward(attn, ba, mp.sp, l, ledger);
     tp.matmul_g(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, tp.Cl);  // row-parallel
-    kern::add_bias(ba.x_mid.f32(), w.attnproj_b, Nl, C);  // once, after the sum
-    kern::add_inplace(ba.x_mid.f32(), x_in, long(Nl) * C);
+    kern::add_bias_residual(ba.x_mid.f32(), w.attnproj_b, x_in, Nl, C);  // the bias once, after the sum; + x_in
 
     // MLP: x_out = x_mid + g(c_proj(gelu(c_fc(f(ln_2(x_mid))))))
     tp.layernorm_f(ba.ln2, ba.ln2_mean, ba.ln2_rstd, ba.x_mid.f32(), w.ln2_w, w.ln2_b);
     kern::matmul_forward(ba.fch.f32(), ba.ln2.f32(), w.fc_w, w.fc_b, N, C, tp.Fl);
     kern::gelu_forward(ba.fch_gelu.f32(), ba.fch.f32(), long(N) * tp.Fl);
     tp.matmul_g(ba.x_out.f32(), ba.fch_gelu.f32(), w.fcproj_w, tp.Fl);
-    kern::add_bias(ba.x_out.f32(), w.fcproj_b, Nl, C);
-    kern::add_inplace(ba.x_out.f32(), ba.x_mid.f32(), long(Nl) * C);
+    kern::add_bias_residual(ba.x_out.f32(), w.fcproj_b, ba.x_mid.f32(), Nl, C);
 }
 
 // The words among my Vl rows of wte: rows at or past V are padding (model/config.h, padded_vocab).
