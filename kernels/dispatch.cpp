@@ -217,10 +217,11 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
 }
 
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
-                           int Vp) {
+                           int Vp, Grad mode) {
     ProfileScope scope(Kernel::crossentropy);
-    ON_GPU(cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, Vp, S()));
-    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp);
+    ON_GPU((zero_if(mode, dlogits, long(N) * Vp),
+            cuda::crossentropy_backward(dlogits, probs, device_ints(targets, N, 1), dloss, N, V, Vp, S())));
+    cpu::crossentropy_backward(dlogits, probs, targets, dloss, N, V, Vp, mode == Grad::overwrite);
 }
 
 void f32_to_bf16(uint16_t* dst, const float* src, size_t n) {

@@ -79,7 +79,7 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
                            int Vp);
 /// Accumulates into dlogits' V word columns with d(objective)/d(loss of each row) = dloss.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
-                           int Vp);
+                           int Vp, Grad mode = Grad::accumulate);
 /// dst[i] = bf16(src[i]) for n elements (core/dtype.h; on the GPU bit for bit the same).
 void f32_to_bf16(uint16_t* dst, const float* src, size_t n);
 /// dst[i] = float(src[i]) for n elements.

@@ -190,7 +190,7 @@ TEST_CASE("matmul's fast path (the tiles) equals the plain loops on odd shapes",
 }
 
 TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever the buffer held",
-          "[kernels][matmul][gelu][attention]") {
+          "[kernels][matmul][gelu][attention][crossentropy]") {
     // kern::Grad::overwrite lets a fresh scratch buffer skip its zero-fill: the result must be
     // bit for bit the accumulate into a zeroed buffer (tiles from +0, 0 + v in gelu), for any
     // garbage the buffer held, with a tail tile and K-blocks (OC = 300 > kGemmKBlock).
@@ -226,6 +226,25 @@ TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever 
         attention_backward(dqkv_garbage.data(), scratch.data(), dy.data(), qkv.data(), att.data(), a.B, a.T, a.C,
                            a.NH, true);
         REQUIRE(std::memcmp(dqkv_zeroed.data(), dqkv_garbage.data(), size_t(nq) * sizeof(float)) == 0);
+    }
+
+    // cross-entropy, with padding columns (Vp > V: the overwrite writes them 0), and its
+    // vocabulary-parallel twin (the targets outside this rank's columns too)
+    {
+        const int N = 5, V = 37, Vp = 40;
+        const Vec logits = uniform(long(N) * Vp, 24, -3.0f, 3.0f);
+        const std::vector<int> targets = {0, 36, 17, 5, 20};
+        Vec losses(N), probs(size_t(N) * Vp);
+        crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
+        Vec d_zeroed(size_t(N) * Vp, 0.0f), d_garbage = uniform(long(N) * Vp, 25);
+        d_garbage[Vp - 1] = std::numeric_limits<float>::quiet_NaN();  // a padding column
+        crossentropy_backward(d_zeroed.data(), probs.data(), targets.data(), 1.0f / N, N, V, Vp);
+        crossentropy_backward(d_garbage.data(), probs.data(), targets.data(), 1.0f / N, N, V, Vp, true);
+        REQUIRE(std::memcmp(d_zeroed.data(), d_garbage.data(), d_zeroed.size() * sizeof(float)) == 0);
+        Vec v_zeroed(size_t(N) * Vp, 0.0f), v_garbage = uniform(long(N) * Vp, 26);
+        vocab_ce_backward(v_zeroed.data(), probs.data(), targets.data(), 10, 1.0f / N, N, Vp);
+        vocab_ce_backward(v_garbage.data(), probs.data(), targets.data(), 10, 1.0f / N, N, Vp, true);
+        REQUIRE(std::memcmp(v_zeroed.data(), v_garbage.data(), v_zeroed.size() * sizeof(float)) == 0);
     }
 }
 

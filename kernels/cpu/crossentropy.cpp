@@ -47,14 +47,29 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
     return N > 0 ? float(total / N) : 0.0f;
 }
 
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
-                           int Vp) {
+namespace {
+// dz = base + p dloss, base = dz (accumulate) or +0 (overwrite: the bits of adding into a zero-filled
+// buffer; GCC keeps 0 + v, which is not v when v = -0).
+template <bool Overwrite>
+void crossentropy_backward_into(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
+                                int Vp) {
     for (long n = 0; n < N; n++) {
         float* dz = dlogits + n * Vp;
         const float* p = probs + n * Vp;
-        for (int v = 0; v < V; v++) dz[v] += p[v] * dloss;
+        for (int v = 0; v < V; v++) dz[v] = (Overwrite ? 0.0f : dz[v]) + p[v] * dloss;
         dz[targets[n]] -= dloss;  // the -[v == y] term
+        if (Overwrite)
+            for (int v = V; v < Vp; v++) dz[v] = 0.0f;  // padding: no gradient
     }
+}
+}  // namespace
+
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
+                           int Vp, bool overwrite) {
+    if (overwrite)
+        crossentropy_backward_into<true>(dlogits, probs, targets, dloss, N, V, Vp);
+    else
+        crossentropy_backward_into<false>(dlogits, probs, targets, dloss, N, V, Vp);
 }
 
 }  // namespace ss::cpu

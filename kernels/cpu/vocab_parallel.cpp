@@ -89,11 +89,14 @@ float vocab_ce_finish(float* losses, float* probs, const float* s, const float* 
 }
 
 void vocab_ce_backward(float* dlogits, const float* probs, const int* targets, int v_begin, float dloss, int N,
-                       int V) {
+                       int V, bool overwrite) {
     for (int n = 0; n < N; ++n) {
         float* d = dlogits + long(n) * V;
         const float* p = probs + long(n) * V;
-        for (int v = 0; v < V; ++v) d[v] += p[v] * dloss;
+        if (overwrite)
+            for (int v = 0; v < V; ++v) d[v] = 0.0f + p[v] * dloss;
+        else
+            for (int v = 0; v < V; ++v) d[v] += p[v] * dloss;
         const int t = targets[n] - v_begin;
         if (t >= 0 && t < V) d[t] -= dloss;
     }

@@ -44,7 +44,9 @@ void exp_shifted(float* e, float* sums, const float* logits, const float* m, int
 void target_logit(float* z, const float* logits, const int* targets, int v_begin, int N, int V);
 /// With the GLOBAL m, s and z: probs = e / s (in place) and losses[n] = log s + m - z; returns their mean.
 float vocab_ce_finish(float* losses, float* probs, const float* s, const float* z, const float* m, int N, int V);
-/// dlogits[n,v] += (probs[n,v] - [v + v_begin == target_n]) * dloss.
-void vocab_ce_backward(float* dlogits, const float* probs, const int* targets, int v_begin, float dloss, int N, int V);
+/// dlogits[n,v] += (probs[n,v] - [v + v_begin == target_n]) * dloss; with @p overwrite, = 0 + that
+/// (the same bits as adding into zeros: a fresh buffer needs no zero-fill).
+void vocab_ce_backward(float* dlogits, const float* probs, const int* targets, int v_begin, float dloss, int N, int V,
+                       bool overwrite = false);
 
 }  // namespace ss::cpu

@@ -252,12 +252,12 @@ void head_backward(float* dx, float* dlnf_w, float* dlnf_b, float* dwte, const A
     TensorParallel& tp = mp.tp;
     const TpStage fg{tp, ledger, -1, a.B, a.Tl, a.T, C};
     const int N = a.B * a.T, Nl = a.B * a.Tl;
-    // Zero-filled: the padding columns stay 0, so wte's padding rows get no gradient.
-    Tensor dlogits = scratch(ledger, {a.B, a.T, Vl});
+    // Written whole by the backward (overwrite): the padding columns 0, so wte's padding rows get no gradient.
+    Tensor dlogits = scratch_unfilled(ledger, {a.B, a.T, Vl});
     if (tp.size() == 1)
-        kern::crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V, Vl);
-    else  // probs are 0 in my padding columns, so they add 0
-        cpu::vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl);
+        kern::crossentropy_backward(dlogits.f32(), a.probs.f32(), targets, dloss, N, V, Vl, kern::Grad::overwrite);
+    else  // probs are 0 in my padding columns, so they get 0
+        cpu::vocab_ce_backward(dlogits.f32(), a.probs.f32(), targets, tp.rank() * Vl, dloss, N, Vl, true);
     Tensor dlnf = scratch(ledger, {a.B, a.T, C});
     kern::lm_head_backward(dlnf.f32(), dwte, dlogits.f32(), a.lnf.f32(), wte, N, C, Vl);
     // Each rank scored its Vp/t rows: f's backward sums their input gradients (under SP: to my tokens).
