@@ -18,33 +18,30 @@ namespace {
 
 /// Eight floats: the unit of transpose8 (AVX2 and AVX-512 both have 8-float registers).
 typedef float Vec8 __attribute__((vector_size(8 * sizeof(float)), aligned(4)));
-typedef int Lanes8 __attribute__((vector_size(8 * sizeof(int))));
 
 /// r[0..8) = the rows of an 8 x 8 block, returned as its columns: r[j][i] = old r[i][j].
 /// Three rounds of two-vector shuffles (interleave pairs of rows, then pairs of pairs,
-/// then the 128-bit halves): the classic AVX transpose, written without intrinsics;
-/// GCC gives each shuffle one instruction (vunpcklps/vunpckhps, vshufps, vperm2f128).
+/// then the 128-bit halves): the classic AVX transpose, written without intrinsics
+/// (__builtin_shufflevector: GCC 12 and Clang); GCC gives each shuffle one instruction
+/// (vunpcklps/vunpckhps, vshufps, vperm2f128 or vinsertf128).
 inline void transpose8(Vec8 r[8]) {
-    const Lanes8 lo{0, 8, 1, 9, 4, 12, 5, 13}, hi{2, 10, 3, 11, 6, 14, 7, 15};
-    const Lanes8 lo2{0, 1, 8, 9, 4, 5, 12, 13}, hi2{2, 3, 10, 11, 6, 7, 14, 15};
-    const Lanes8 lo4{0, 1, 2, 3, 8, 9, 10, 11}, hi4{4, 5, 6, 7, 12, 13, 14, 15};
     Vec8 t[8], u[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i += 2) {  // t[i]: rows i, i + 1 interleaved, columns 0, 1 (and 4, 5); t[i + 1]: 2, 3 (6, 7)
-        t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
-        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i += 4) {  // u[i + j]: column j (and j + 4) of rows i .. i + 3
-        u[i] = __builtin_shuffle(t[i], t[i + 2], lo2);
-        u[i + 1] = __builtin_shuffle(t[i], t[i + 2], hi2);
-        u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], lo2);
-        u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], hi2);
+        u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
     }
 #pragma GCC unroll 8
     for (int j = 0; j < 4; ++j) {  // the halves joined: column j of rows 0 .. 7, and column j + 4
-        r[j] = __builtin_shuffle(u[j], u[j + 4], lo4);
-        r[j + 4] = __builtin_shuffle(u[j], u[j + 4], hi4);
+        r[j] = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[j + 4] = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
     }
 }
 
