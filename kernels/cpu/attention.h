@@ -9,8 +9,8 @@
 //   out[B,T,C] holds the heads side by side (head h at columns h*hs).
 //
 // att[B,NH,T,T] (the softmax probabilities) is saved for backward. Backward
-// accumulates (+=) into dqkv, or overwrites it. Under tensor parallelism NH and C are the local
-// head count and width: the same kernel runs on a rank's heads.
+// accumulates (+=) into dqkv, or overwrites it. Under tensor parallelism NH
+// and C are the local head count and width: the same kernel runs on a rank's heads.
 #pragma once
 
 namespace ss::cpu {

@@ -16,9 +16,9 @@
 // contiguous (K-block x kTileWidth floats, zero past column N), so the tile's
 // loads run along memory whatever B's strides, and a power-of-two leading
 // dimension does not pile B's rows into a few L1 sets (a B read by columns,
-// dinp's W^T, is transposed into them 8 x 8 floats at a time in registers). A is read in place
-// (a tile broadcasts one value of it per row and step) when its rows run along
-// memory; a transposed A (dW's x^T, the head's dlogits^T) is copied, 6 rows by
+// dinp's W^T, is transposed into them 8 x 8 floats at a time in registers).
+// A is read in place (a tile broadcasts one value of it per row and step) when
+// its rows run along memory; a transposed A (dW's x^T, the head's dlogits^T) is copied, 6 rows by
 // one K-block, into a strip [k][6] first: read in place, a step's 6 values
 // lie together but successive steps are C floats apart, and at C = 128 or 512
 // the K-block's 256 lines fall into 2 to 8 of L1's 64 sets, so every panel
