@@ -97,11 +97,11 @@ TEST_CASE("bench trace: off and on alternated, the overhead, and a trace file", 
 }
 
 TEST_CASE("bench without a subcommand is still the one-rank run; bench comm is wired", "[cli][bench]") {
-    CliResult plain = run_shardscope("bench --model tiny --steps 2 --warmup 1 --no-torch");
+    CliResult plain = run_shardscope("bench --model tiny --steps 2 --warmup 1 --rounds 1 --no-torch");
     INFO(plain.output);
     REQUIRE(plain.code == 0);
     REQUIRE_THAT(plain.output, Contains("one rank"));
-    REQUIRE(count_lines(plain.output, R"(shardscope\s+[0-9.]+\s+[0-9]+)") == 1);
+    REQUIRE(count_lines(plain.output, R"(shardscope\s+[0-9.]+\s+[0-9]+\s+\(round 1 of 1, the median round; all 2 steps: .*)") == 1);
     REQUIRE_THAT(plain.output, !Contains("bench dp"));
 
     CliResult comm = run_shardscope("bench comm --ops all_reduce --min-bytes 1024 --max-bytes 4096 --iters 1 --warmup 0");
@@ -112,10 +112,13 @@ TEST_CASE("bench without a subcommand is still the one-rank run; bench comm is w
 
 TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in one run", "[cli][bench]") {
     const std::string json = tmp("plain_profile.json");
-    CliResult r = run_shardscope("bench --model tiny --steps 2 --warmup 1 --no-torch --profile --json " + json);
+    CliResult r = run_shardscope("bench --model tiny --steps 2 --warmup 1 --rounds 2 --no-torch --profile --json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
     const std::string num = R"(\s+[0-9.]+)";
+    // Two rounds, each against the GEMMs timed around it; of an even count the lower of the middle two is shown.
+    REQUIRE(count_lines(r.output, R"(shardscope\s+[0-9.]+\s+[0-9]+\s+\(round [12] of 2, the median round; all 4 steps: median [0-9.]+ ms\))") == 1);
+    REQUIRE(count_lines(r.output, R"(rounds, each its steps against the GEMMs timed just before and after them \(the goal's row\): [0-9.]+ [0-9.]+  \(median: round [12]\))") == 1);
     REQUIRE(count_lines(r.output, "OpenBLAS core: \\S+ \\(OPENBLAS_CORETYPE .*\\)") == 1);
     REQUIRE(count_lines(r.output, "FLOPs per step: 72 B s l h\\^2 .* = [0-9.e+]+ GFLOP .*") == 1);
     // The rate, the limit and the fraction; PyTorch's column is "-" with --no-torch.
@@ -139,6 +142,14 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
     REQUIRE(best >= std::max(lim["model_shapes_sgemm"]["gflops"].get<double>(),
                              lim["model_shapes_tiles"]["gflops"].get<double>()) * (1 - 1e-12));
     const double ours = j["shardscope"]["tokens_per_s"].get<double>();
+    // The table is the shown round's: its fraction at the goal's row is that round's, the lower of the two.
+    REQUIRE(j["rounds"].size() == 2);
+    const nlohmann::json& shown = j["rounds"][j["shardscope"]["round"].get<int>() - 1];
+    REQUIRE(shown["tokens_per_s"].get<double>() == ours);
+    // (1e-12: the same quotient, computed once in the round and once in the table)
+    REQUIRE(shown["fraction"].get<double>() == Approx(lim["model_shapes"]["shardscope_fraction"].get<double>()).epsilon(1e-12));
+    REQUIRE(shown["fraction"].get<double>() == std::min(j["rounds"][0]["fraction"].get<double>(),
+                                                        j["rounds"][1]["fraction"].get<double>()));
     for (const char* key : {"square_1024", "model_shapes_sgemm", "model_shapes_tiles", "model_shapes"}) {
         INFO(key);
         REQUIRE(lim[key]["gflops"].get<double>() > 0);
@@ -171,7 +182,7 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
 
 TEST_CASE("bench: the OpenBLAS core is named, and Prescott on an AVX2 / AVX-512 CPU gets advice", "[cli][bench]") {
     CliResult prescott = run_shell(std::string("OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Prescott ") +
-                                   SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --no-torch");
+                                   SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --rounds 1 --no-torch");
     INFO(prescott.output);
     REQUIRE(prescott.code == 0);
     REQUIRE_THAT(prescott.output, Contains("OpenBLAS core: Prescott (OPENBLAS_CORETYPE Prescott)"));
@@ -185,7 +196,7 @@ TEST_CASE("bench: the OpenBLAS core is named, and Prescott on an AVX2 / AVX-512 
         REQUIRE_THAT(prescott.output, !Contains("note: OpenBLAS"));
     if (__builtin_cpu_supports("avx2")) {  // a core that this CPU runs: named, and no advice
         CliResult haswell = run_shell(std::string("OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell ") +
-                                      SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --no-torch");
+                                      SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --rounds 1 --no-torch");
         INFO(haswell.output);
         REQUIRE(haswell.code == 0);
         REQUIRE_THAT(haswell.output, Contains("OpenBLAS core: Haswell") && !Contains("note: OpenBLAS"));

@@ -11,10 +11,20 @@
 // runs warm-up steps that are not counted and reports the median step.
 //
 // Beside it, the yardstick of the goal (bench_limit.h): this machine's sgemm
-// rate, measured in the same process before the steps and after them (the
-// best of the two per shape), the model's FLOPs per step, and
-// the fraction of the limit they give that each side reaches; the header names
-// the OpenBLAS kernels in use. --profile splits the step by kernel.
+// rate, measured in the same process, the model's FLOPs per step, and the
+// fraction of the limit they give that each side reaches; the header names the
+// OpenBLAS kernels in use. --profile splits the step by kernel.
+//
+// The steps run in --rounds rounds, and the GEMMs are timed between them:
+//
+//   G0  steps 1  G1  steps 2  G2  steps 3  G3  [PyTorch  G4]
+//
+// Each round's steps are held against the GEMM rates timed just before and
+// just after them (the better of the two per shape): on a shared host the
+// speed moves within minutes, so a rate and a step time taken minutes apart
+// give a fraction that says more about the host than about the engine. The
+// table prints the median round (of an even count, the lower of the middle
+// two), and a line lists every round's fraction.
 #include "app/bench.h"
 
 #include <CLI/CLI.hpp>
@@ -107,10 +117,19 @@ namespace {
 
 struct BenchFlags {
     ModelFlags model{"small"};
-    int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1;
+    int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1, rounds = 3;
     bool no_torch = false, calibrate = false, profile = false;
     std::string torch_script = SS_SOURCE_DIR "/bench/torch_gpt2.py";
     std::string json;
+};
+
+/// One round of the one-rank bench: its steps and the GEMM rates timed around them.
+struct BenchRound {
+    TrainReport report;
+    std::vector<double> ms;  ///< the measured steps (after the warm-up)
+    double median_ms = 0, tokens_per_s = 0;
+    SgemmRates rates;     ///< the better, per shape, of the timings just before and just after the steps
+    double fraction = 0;  ///< tokens_per_s over the limit at rates.best_model_gflops (the goal's row)
 };
 
 void run_bench(const BenchFlags& f) {
@@ -126,51 +145,104 @@ void run_bench(const BenchFlags& f) {
     const int T = check_train_options(o).T;  // bad flags fail here, before the sgemm timings
     std::cout << "bench: training steps of " << o.model.name << " (L=" << o.model.L << " C=" << o.model.C
               << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, " << f.threads
-              << " BLAS thread(s); " << f.warmup << " warm-up + " << f.steps << " measured steps, median\n";
+              << " BLAS thread(s); " << f.rounds << " round(s) of " << f.warmup << " warm-up + " << f.steps
+              << " measured steps, median\n";
     const char* coretype = std::getenv("OPENBLAS_CORETYPE");
     const std::string core = cpu::blas_core_name(), advice = cpu::blas_core_advice();
     std::cout << "OpenBLAS core: " << core << " (OPENBLAS_CORETYPE " << (coretype ? coretype : "unset") << ")\n";
     if (!advice.empty()) std::cout << "note: " << advice << "\n";
     std::cout << std::flush;
-    cpu::set_blas_threads(f.threads);  // the rate of the threads the step gets
-    SgemmRates rates = measure_sgemm_rates(o.model, f.mbs * T, Vp);  // before the steps, and again after them
-    TrainReport r = train(o, nullptr);
-    std::vector<double> ms = measured_steps_ms(r, f.warmup);
-    double med = median(ms);
-    double ours = double(f.mbs) * r.T / (med / 1000.0);
+    const double flops = step_flops(o.model, f.mbs, T, Vp);
+    auto time_gemms = [&] {
+        cpu::set_blas_threads(f.threads);  // the rate of the threads the step gets
+        return measure_sgemm_rates(o.model, f.mbs * T, Vp);
+    };
+    auto limit_of = [&](double gflops) { return double(f.mbs) * T / (flops / (gflops * 1e9)); };
 
+    // G0, then each round's steps and the timing after them (the next round's "before").
+    SgemmRates before = time_gemms();
+    std::vector<BenchRound> rounds(size_t(f.rounds));
+    for (BenchRound& round : rounds) {
+        round.report = train(o, nullptr);
+        SgemmRates after = time_gemms();
+        round.ms = measured_steps_ms(round.report, f.warmup);
+        round.median_ms = median(round.ms);
+        round.tokens_per_s = double(f.mbs) * round.report.T / (round.median_ms / 1000.0);
+        round.rates = before;
+        keep_best(round.rates, after);
+        round.fraction = round.tokens_per_s / limit_of(round.rates.best_model_gflops);
+        before = std::move(after);
+    }
+    // The median round by the goal's fraction; of an even count, the lower of the middle two.
+    std::vector<size_t> order(rounds.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rounds[a].fraction < rounds[b].fraction; });
+    const size_t mid = order[(order.size() - 1) / 2];
+    const BenchRound& shown = rounds[mid];
+    std::vector<double> all_ms;
+    for (const BenchRound& round : rounds) all_ms.insert(all_ms.end(), round.ms.begin(), round.ms.end());
+
+    // PyTorch after the rounds, with its own timing after it: its steps against G_R and G_R+1.
     nlohmann::json torch =
         f.no_torch ? nlohmann::json(nullptr)
-                   : run_torch_script(f.torch_script, torch_model_args(o.model, r.T, f.mbs, f.steps, f.warmup, f.threads),
+                   : run_torch_script(f.torch_script,
+                                      torch_model_args(o.model, shown.report.T, f.mbs, f.steps, f.warmup, f.threads),
                                       f.threads);
-    char line[256];
-    std::printf("%-22s %12s %14s\n", "engine", "median ms", "tokens/s");
-    std::printf("%-22s %12.2f %14.0f\n", "shardscope", med, ours);
-    nlohmann::json out = {{"model", o.model.name}, {"mbs", f.mbs}, {"T", r.T}, {"threads", f.threads},
-                          {"blas_core", core}, {"openblas_coretype", coretype ? coretype : ""},
-                          {"blas_core_advice", advice},
-                          {"shardscope", {{"median_ms", med}, {"tokens_per_s", ours}, {"step_ms", ms}}}};
-    double theirs = 0;
+    double theirs = 0, theirs_fraction = 0;
     if (torch.is_object()) {
         theirs = torch["tokens_per_s"].get<double>();
+        SgemmRates torch_rates = before;
+        keep_best(torch_rates, time_gemms());
+        theirs_fraction = theirs / limit_of(torch_rates.best_model_gflops);
+    }
+
+    char line[256];
+    std::printf("%-22s %12s %14s\n", "engine", "median ms", "tokens/s");
+    std::printf("%-22s %12.2f %14.0f   (round %zu of %d, the median round; all %zu steps: median %.2f ms)\n",
+                "shardscope", shown.median_ms, shown.tokens_per_s, mid + 1, f.rounds, all_ms.size(), median(all_ms));
+    nlohmann::json out = {{"model", o.model.name}, {"mbs", f.mbs}, {"T", shown.report.T}, {"threads", f.threads},
+                          {"blas_core", core}, {"openblas_coretype", coretype ? coretype : ""},
+                          {"blas_core_advice", advice}, {"rounds", nlohmann::json::array()},
+                          {"shardscope",
+                           {{"median_ms", shown.median_ms}, {"tokens_per_s", shown.tokens_per_s}, {"round", mid + 1},
+                            {"step_ms", shown.ms}, {"all_rounds_median_ms", median(all_ms)}}}};
+    if (torch.is_object()) {
         std::printf("%-22s %12.2f %14.0f\n", ("pytorch " + torch["torch"].get<std::string>()).c_str(),
                     torch["median_ms"].get<double>(), theirs);
-        std::snprintf(line, sizeof line, "ratio shardscope / pytorch = %.2f  (target: >= 1.00)\n", ours / theirs);
+        std::snprintf(line, sizeof line, "ratio shardscope / pytorch = %.2f  (target: >= 1.00)\n",
+                      shown.tokens_per_s / theirs);
         std::cout << line;
         out["pytorch"] = torch;
-        out["ratio"] = ours / theirs;
+        out["ratio"] = shown.tokens_per_s / theirs;
     } else if (!f.no_torch) {
         std::cout << "pytorch: not measured (needs Debian's python3-torch: apt-get install python3-torch)\n";
     }
-    cpu::set_blas_threads(f.threads);
-    keep_best(rates, measure_sgemm_rates(o.model, f.mbs * T, Vp));
     std::cout << "\n" << std::flush;
-    out["limits"] = print_limits(rates, step_flops(o.model, f.mbs, r.T, Vp), f.mbs, r.T, f.threads, ours, theirs);
+    out["limits"] = print_limits(shown.rates, flops, f.mbs, shown.report.T, f.threads, shown.tokens_per_s, theirs);
+    if (torch.is_object()) {
+        std::printf("pytorch's fraction above is of this round's limit; against the GEMMs timed around its own "
+                    "steps: %.3f\n", theirs_fraction);
+        out["limits"]["model_shapes"]["pytorch_fraction_own_timing"] = theirs_fraction;
+    }
+    std::printf("rounds, each its steps against the GEMMs timed just before and after them (the goal's row):");
+    for (size_t i = 0; i < rounds.size(); ++i) {
+        std::printf(" %.3f", rounds[i].fraction);
+        out["rounds"].push_back({{"median_ms", rounds[i].median_ms}, {"tokens_per_s", rounds[i].tokens_per_s},
+                                 {"best_model_gflops", rounds[i].rates.best_model_gflops},
+                                 {"fraction", rounds[i].fraction}});
+    }
+    std::printf("  (median: round %zu)\n", mid + 1);
     if (f.profile) {
+        TrainReport measured;  // every round's measured steps, for the profile's means
+        for (const BenchRound& round : rounds) {
+            const auto& steps = round.report.steps;
+            const long warm = std::min<long>(f.warmup, long(steps.size()));
+            measured.steps.insert(measured.steps.end(), steps.begin() + warm, steps.end());
+        }
         double sum = 0;
-        for (double x : ms) sum += x;
-        out["profile"] = print_profile(profile_rows(r, f.warmup), rates, ms.empty() ? 0 : sum / double(ms.size()),
-                                       int(ms.size()));
+        for (double x : all_ms) sum += x;
+        out["profile"] = print_profile(profile_rows(measured, 0), shown.rates,
+                                       all_ms.empty() ? 0 : sum / double(all_ms.size()), int(all_ms.size()));
     }
     std::cout << std::flush;
     if (!f.json.empty()) write_json_file(f.json, out);
@@ -188,6 +260,10 @@ void add_bench_command(CLI::App& root) {
     cmd->add_option("--steps", f->steps, "Measured steps")->capture_default_str();
     cmd->add_option("--warmup", f->warmup, "Warm-up steps (not measured)")->capture_default_str();
     cmd->add_option("--threads", f->threads, "BLAS threads (both engines)")->capture_default_str();
+    cmd->add_option("--rounds", f->rounds,
+                    "Rounds of warm-up + measured steps, the GEMMs timed between them: each round's steps are held "
+                    "against the rates timed just before and after them; the median round is printed")
+        ->capture_default_str();
     cmd->add_flag("--no-torch", f->no_torch, "Do not run the PyTorch comparison");
     cmd->add_flag("--profile", f->profile,
                   "Also split the measured steps' time by kernel (kernels/profile.h): ms per step, share, GFLOP/s");

@@ -102,7 +102,7 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
                 "fwd + bwd, no recompute, V = Vp; the causal mask's halving not taken)\n",
                 flops / 1e9);
     std::printf("limit = B T / (FLOPs per step / GEMM rate): the step's FLOPs at the GEMM rate, nothing else "
-                "costing time; each GEMM timed alone, before and after the steps, the best\n");
+                "costing time; each GEMM timed alone, just before and just after the round's steps, the better\n");
     std::printf("%-64s %9s %14s %11s %9s\n", ("GEMM rate, " + std::to_string(threads) + " thread(s)").c_str(),
                 "GFLOP/s", "limit tok/s", "shardscope", "pytorch");
     nlohmann::json j = {{"step_flops", flops}};

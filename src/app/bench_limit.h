@@ -6,8 +6,9 @@
 //
 // FLOPs per step: Narayanan et al. 2021 (arXiv:2104.04473), eq. 3 without
 // recompute, the planner's narayanan_flops (plan/time.h). The GEMM rate is
-// measured in the same run, on the same threads (before the steps and after
-// them, the best per shape: keep_best): sgemm at one square 1024 x 1024 x 1024
+// measured in the same run, on the same threads (just before a round's steps
+// and just after them, the better per shape: keep_best; bench.cpp runs the
+// rounds): sgemm at one square 1024 x 1024 x 1024
 // product, and at the model's own GEMMs (model_gemms), each as often as a step
 // calls it, by sgemm and by the register tiles (gemm.h). The goal's rate is the
 // faster of the two shape by shape: the best this machine is known to do, so
