@@ -141,14 +141,17 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
                 for (int j = 0; j < keys; j += kTileWidth)
                     tile_product(rows, hs, dO_rows + r0 * C, C, 1, Vt.data() + j, pan.n_pad, D.data() + j, pan.n_pad);
                 // 2. softmax backward, scaled, written to dS: dS = scale P (dP - rowsum(P dP)); 0 above
-                //    the diagonal
+                //    the diagonal. Only the columns s < keys are ever read (here by step 3; in step 4 the
+                //    key tile [s0, s0 + 6) reads rows t >= s0, and s0 <= t means s0 <= r0): the loop runs
+                //    to them, rounded up to whole lane groups so that it has no scalar tail.
+                const int cols = std::min(T, (keys + kLanes - 1) / kLanes * kLanes);
                 for (int i = 0; i < rows; i++) {
                     const int t = r0 + i;
                     const float* p = P + long(t) * T;
                     const float* d = D.data() + long(i) * pan.n_pad;
                     const float pdp = lane_dot(p, d, t + 1);
                     float* ds = dS + long(t) * T;
-                    for (int s = 0; s < T; s++) {  // d's row is pan.n_pad >= T long: every lane computed, then selected
+                    for (int s = 0; s < cols; s++) {  // every lane computed, then selected (cols <= pan.n_pad)
                         const float v = scale * p[s] * (d[s] - pdp);
                         ds[s] = s <= t ? v : 0.0f;
                     }
