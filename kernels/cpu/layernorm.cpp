@@ -27,65 +27,29 @@
 
 namespace ss::cpu {
 
-namespace {
-
-/// Rows normalized side by side in layernorm_forward (see layernorm_rows).
-constexpr int kLayerNormRows = 4;
-
-// Normalizes R rows at once, their loops side by side. One row's sums are chains
-// (each add waits for the one before, simd.h 5.): a row's mean, variance and rstd
-// form one chain of ~120 cycles that the out-of-order core could not overlap with
-// the next row's, the window filled by the row's own instructions. With R rows
-// in each loop (R a constant, so the loops over r are unrolled and their
-// operations interleaved) R chains run at once: over 1024 rows of 128, 49 -> 29 us
-// on one core of the Zen 3 host (docs/performance.md). Each row's sums are added
-// in the same order as alone, over kLanes partial sums folded by halves (simd.h):
-// the same bits for any R. Always inlined, so that its loops are layernorm_forward's
-// in the object code that tests/vectorized.sh reads.
-template <int R>
-[[gnu::always_inline]] inline void layernorm_rows(float* out, float* mean, float* rstd, const float* x, const float* weight, const float* bias,
-                    int C) {
-    float sum[R][kLanes] = {};
+// sum_i (x_i - m)^2 over kLanes partial sums (the lane pattern of simd.h).
+static float sum_sq_dev(const float* x, float m, int C) {
+    float acc[kLanes] = {};
     int i = 0;
     for (; i + kLanes <= C; i += kLanes)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < kLanes; j++) sum[r][j] += x[r * C + i + j];
-    float m[R], s[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        float t = lane_fold_sum(sum[r]);  // folded by halves: a chain of 4 adds, not 16 (simd.h, 5.)
-        for (int k = i; k < C; k++) t += x[r * C + k];
-        m[r] = t / C;
-    }
-    // the variance in a second pass over the squared deviations, not E[x^2] - mean^2 (see the top)
-    float sq[R][kLanes] = {};
-    for (i = 0; i + kLanes <= C; i += kLanes)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < kLanes; j++) sq[r][j] += (x[r * C + i + j] - m[r]) * (x[r * C + i + j] - m[r]);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        float t = lane_fold_sum(sq[r]);
-        for (int k = i; k < C; k++) t += (x[r * C + k] - m[r]) * (x[r * C + k] - m[r]);
-        s[r] = 1.0f / std::sqrt(t / C + kLayerNormEps);
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        for (int k = 0; k < C; k++) out[r * C + k] = (x[r * C + k] - m[r]) * s[r] * weight[k] + bias[k];
-        mean[r] = m[r];
-        rstd[r] = s[r];
-    }
+        for (int j = 0; j < kLanes; j++) acc[j] += (x[i + j] - m) * (x[i + j] - m);
+    float s = lane_fold_sum(acc);  // folded by halves: a chain of 4 adds, not 16 (simd.h, 5.)
+    for (; i < C; i++) s += (x[i] - m) * (x[i] - m);
+    return s;
 }
-
-}  // namespace
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int N, int C) {
-    long n = 0;
-    for (; n + kLayerNormRows <= N; n += kLayerNormRows)
-        layernorm_rows<kLayerNormRows>(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
-    for (; n < N; n++) layernorm_rows<1>(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
+    for (long n = 0; n < N; n++) {
+        const float* x = inp + n * C;
+        float* y = out + n * C;
+        const float m = lane_sum(x, C) / C;
+        const float var = sum_sq_dev(x, m, C) / C;
+        const float s = 1.0f / std::sqrt(var + kLayerNormEps);
+        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
+        mean[n] = m;
+        rstd[n] = s;
+    }
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
