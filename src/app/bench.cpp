@@ -157,7 +157,7 @@ void run_bench(const BenchFlags& f) {
         cpu::set_blas_threads(f.threads);  // the rate of the threads the step gets
         return measure_sgemm_rates(o.model, f.mbs * T, Vp);
     };
-    auto limit_of = [&](double gflops) { return double(f.mbs) * T / (flops / (gflops * 1e9)); };
+    auto limit_of = [&](double gflops) { return limit_tokens_per_s(flops, f.mbs, T, gflops); };
 
     // G0, then each round's steps and the timing after them (the next round's "before").
     SgemmRates before = time_gemms();

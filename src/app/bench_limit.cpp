@@ -96,6 +96,10 @@ double step_flops(const GPT2Config& m, int B, int T, int Vp) {
     return narayanan_flops(B, T, m.L, m.C, Vp, Recompute::none);
 }
 
+double limit_tokens_per_s(double flops, int B, int T, double gflops) {
+    return double(B) * T / (flops / (gflops * 1e9));
+}
+
 nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T, int threads, double ours,
                             double theirs) {
     std::printf("FLOPs per step: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) = %.4g GFLOP  (Narayanan 2021 eq. 3: "
@@ -107,7 +111,7 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
                 "GFLOP/s", "limit tok/s", "shardscope", "pytorch");
     nlohmann::json j = {{"step_flops", flops}};
     auto row = [&](const char* key, const std::string& label, double gflops) {
-        const double limit = double(B) * T / (flops / (gflops * 1e9));
+        const double limit = limit_tokens_per_s(flops, B, T, gflops);
         char theirs_text[32] = "-";
         if (theirs > 0) std::snprintf(theirs_text, sizeof theirs_text, "%.3f", theirs / limit);
         std::printf("%-64s %9.1f %14.0f %11.3f %9s\n", label.c_str(), gflops, limit, ours / limit, theirs_text);

@@ -73,6 +73,9 @@ void keep_best(SgemmRates& r, const SgemmRates& again);
 /// narayanan_flops without recompute, 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
 double step_flops(const GPT2Config& m, int B, int T, int Vp);
 
+/// The limit in tokens/s: @p B x @p T tokens a step, the step's @p flops run at @p gflops.
+double limit_tokens_per_s(double flops, int B, int T, double gflops);
+
 /// Prints the FLOPs, the rates (sgemm square, sgemm / tiles / the faster at the model's shapes), their limits in tokens/s and the fraction that
 /// @p ours (and @p theirs, PyTorch's, when positive) reach of each; returns the same as JSON.
 nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T, int threads, double ours,
