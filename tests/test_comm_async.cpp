@@ -206,6 +206,69 @@ TEST_CASE("receives from one peer keep their issue order: started, blocking, wai
     require_none(fails);
 }
 
+TEST_CASE("receives posted before their sends: filled in issue order, kinds apart, beside blocking ones",
+          "[comm][async]") {
+    // Without emulated links a started recv whose message has not come is posted in
+    // the inbox, and the send copies straight into its buffer (threads_p2p.cpp). The
+    // barrier makes sure every receive is posted before rank 0 sends anything; two
+    // labels (kinds) are interleaved, and a blocking recv of the first kind follows
+    // the posted ones, so only the issue order tells the messages of one kind apart.
+    Failures fails;
+    for (int round = 0; round < 20; ++round)  // posting and sending race differently each time
+        run_threads(2, [&](Comm& comm) {
+            const Label a{Payload::act, 0, Phase::fwd, 0, 1}, b{Payload::act, 0, Phase::fwd, 1, 1};
+            if (comm.rank() == 0) {
+                comm.barrier(comm.world_group(), {});
+                for (int k = 0; k < 3; ++k) {
+                    std::vector<float> xa = make(64, 0, k), xb = make(64, 0, 10 + k);
+                    comm.send(xb.data(), xb.size(), 1, b, "pp");  // the other kind first
+                    comm.send(xa.data(), xa.size(), 1, a, "pp");
+                }
+                return;
+            }
+            std::vector<std::vector<float>> in(6, std::vector<float>(64));
+            std::vector<CommHandle> h;
+            for (int k = 0; k < 2; ++k) {
+                h.push_back(comm.start_recv(in[size_t(k)].data(), 64, DType::f32, 0, a, "pp"));
+                h.push_back(comm.start_recv(in[size_t(3 + k)].data(), 64, DType::f32, 0, b, "pp"));
+            }
+            comm.barrier(comm.world_group(), {});
+            comm.recv(in[2].data(), 64, 0, a, "pp");  // blocking, after the two posted of its kind
+            comm.recv(in[5].data(), 64, 0, b, "pp");
+            for (size_t i = h.size(); i-- > 0;) comm.wait(h[i]);  // out of order
+            for (int k = 0; k < 3; ++k) {
+                if (!same_bits(in[size_t(k)], make(64, 0, k)))
+                    fails.add("round " + std::to_string(round) + ": receive " + std::to_string(k) + " of a got another's data");
+                if (!same_bits(in[size_t(3 + k)], make(64, 0, 10 + k)))
+                    fails.add("round " + std::to_string(round) + ": receive " + std::to_string(k) + " of b got another's data");
+            }
+        });
+    require_none(fails);
+}
+
+TEST_CASE("a posted receive whose send has another count: the wait reports both sides", "[comm][async][failure]") {
+    std::string m;
+    try {
+        run_threads(2, [](Comm& comm) {
+            const Label label{Payload::act, 3, Phase::fwd, 0, 1};
+            std::vector<float> x(12, 1.0f);
+            if (comm.rank() == 0) {
+                comm.barrier(comm.world_group(), {});
+                comm.send(x.data(), 12, 1, label, "cp");
+                return;
+            }
+            CommHandle h = comm.start_recv(x.data(), 10, DType::f32, 0, label, "cp");  // posted: nothing sent yet
+            comm.barrier(comm.world_group(), {});
+            comm.wait(h);
+        });
+    } catch (const Error& e) {
+        m = e.what();
+    }
+    INFO(m);
+    REQUIRE(has(m, "mismatched send/recv: rank 0 sent 12 x fp32 on cp"));
+    REQUIRE(has(m, "rank 1 expects 10 x fp32 in recv on cp from rank 0"));
+}
+
 TEST_CASE("a started recv whose peer never sends: the wait names the peer and the call", "[comm][async][failure]") {
     std::string m;
     const auto t0 = std::chrono::steady_clock::now();

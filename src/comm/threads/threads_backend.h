@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "comm/backend.h"
@@ -33,6 +34,9 @@ class World;
 struct GroupState;
 struct CallDesc;
 struct Slot;
+struct Message;
+struct Inbox;
+struct PostedRecv;
 }  // namespace threads
 
 /// Runs @p body on @p world ranks, each a thread with its own Comm (threads
@@ -87,6 +91,17 @@ private:
     std::unique_ptr<Request> start_p2p(const Call& call);  // a started send or recv without emulated links
     void recv_started(int peer, const StartedRecv* upto);  // run started receives from peer, oldest first
     void recv_now(void* buf, size_t count, DType dt, int peer, const std::string& axis, const Label& label);
+    class PostedRecvRequest;
+    void wait_posted(threads::PostedRecv& p, const Call& c);   // until a send has filled p
+    void unpost(threads::PostedRecv& p);                       // out of the inbox, if no send has taken it
+    static void take_posted(threads::Inbox& box, const threads::PostedRecv* p);  // inbox lock held
+    threads::Message message(const void* buf, size_t count, DType dt, const std::string& axis, const Label& label,
+                             double link_seconds) const;  // a copy of buf to queue in a peer's inbox
+    // Waits on this rank's inbox (lock held) until ready(); on a failure, the peer's
+    // return or the timeout: give_up() (lock held), then the error (threads_p2p.cpp).
+    void wait_for_peer(std::unique_lock<std::mutex>& lock, int peer, const std::string& what,
+                       const std::function<bool()>& ready, const std::function<void()>& give_up);
+    [[noreturn]] void mismatch(const threads::Message& m, size_t count, DType dt, const std::string& what);
     void emulate_link(const GroupCtx& g, const char* op, size_t count, DType dt);  // the link's time, slept
     [[noreturn]] void raise(const std::string& msg);
     [[noreturn]] void stop(const std::string& what);

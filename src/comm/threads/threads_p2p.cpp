@@ -15,6 +15,16 @@
 // receives from the same peer issued before it: the progress thread's order.
 // With emulated links both go to progress threads (threads_sync.cpp), since
 // the link's time must pass beside the rank's compute.
+//
+// A started recv whose message has not come yet, with no earlier started recv
+// from that peer still queued, is posted in the inbox instead (PostedRecv):
+// the send finds it under the inbox's lock and copies its bytes straight into
+// the receiver's buffer. That is one copy where a message takes two (into the
+// message, out of it) and no allocation; ring attention's K/V passes are all
+// of this kind. Sends fill posted receives in the order they were started, and
+// a send that finds none queues its message under the same lock, so a receive
+// is posted only when no message of its kind is waiting: the order, and so the
+// bits, are those of the queued form.
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -49,11 +59,53 @@ private:
     std::shared_ptr<StartedRecv> recv_;
 };
 
+// A receive posted in this rank's inbox; the send fills it (threads_world.h).
+// Destroyed unwaited (its rank is throwing), it takes itself out of the inbox,
+// so no send writes into a buffer that may be gone.
+class ThreadsBackend::PostedRecvRequest final : public Request {
+public:
+    PostedRecvRequest(ThreadsBackend& b, const Call& call) : backend_(b), call_(call) {}
+    ~PostedRecvRequest() override {
+        if (!waited_) backend_.unpost(posted_);
+    }
+    void wait() override {
+        backend_.wait_posted(posted_, call_);  // throws on a failure, a timeout or a mismatch
+        waited_ = true;
+        finished = std::chrono::steady_clock::now();
+    }
+    threads::PostedRecv posted_;
+
+private:
+    ThreadsBackend& backend_;
+    Call call_;
+    bool waited_ = false;  // filled and waited for: no longer in the inbox
+};
+
 std::unique_ptr<Request> ThreadsBackend::start_p2p(const Call& call) {
     if (call.op == CallOp::send) {
         const auto t0 = std::chrono::steady_clock::now();
         run(call);
         return finished_request(t0);
+    }
+    std::deque<std::shared_ptr<StartedRecv>>& earlier = started_recvs_[call.peer];
+    if (earlier.empty() && !world_.failed()) {
+        auto req = std::make_unique<PostedRecvRequest>(*this, call);
+        req->started = std::chrono::steady_clock::now();
+        threads::PostedRecv& p = req->posted_;
+        p.src = call.peer;
+        p.key = p2p_key(call.label);
+        p.buf = call.recv;
+        p.count = call.count;
+        p.dt = call.dt;
+        threads::Inbox& box = world_.inbox(rank_);
+        std::lock_guard<std::mutex> lock(box.mu);
+        bool waiting = false;  // its message is here already: it is taken at the wait, as a queued receive
+        for (const threads::Message& m : box.messages)
+            if (m.src == p.src && p2p_key(m.label) == p.key) waiting = true;
+        if (!waiting) {
+            box.posted.push_back(&p);
+            return req;
+        }
     }
     auto r = std::make_shared<StartedRecv>();
     r->call = call;
@@ -86,11 +138,78 @@ void ThreadsBackend::recv_started(int peer, const StartedRecv* upto) {
     }
 }
 
+void ThreadsBackend::wait_posted(threads::PostedRecv& p, const Call& c) {
+    const std::string what =
+        "recv on " + c.group.axis + " from rank " + std::to_string(c.peer) + " (" + label_str(c.label) + ")";
+    threads::Inbox& box = world_.inbox(rank_);
+    std::unique_lock<std::mutex> lock(box.mu);
+    wait_for_peer(lock, c.peer, what, [&] { return p.filled; }, [&] { take_posted(box, &p); });
+    lock.unlock();
+    if (p.unmatched.data) mismatch(p.unmatched, c.count, c.dt, what);
+}
+
+void ThreadsBackend::unpost(threads::PostedRecv& p) {
+    threads::Inbox& box = world_.inbox(rank_);
+    std::lock_guard<std::mutex> lock(box.mu);
+    take_posted(box, &p);
+}
+
+void ThreadsBackend::take_posted(threads::Inbox& box, const threads::PostedRecv* p) {
+    for (auto it = box.posted.begin(); it != box.posted.end(); ++it)
+        if (*it == p) {
+            box.posted.erase(it);
+            return;
+        }
+}
+
 void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, const std::string& axis,
                           const Label& label) {
     drain(1, {rank_, peer});
     const std::string what = "send on " + axis + " to rank " + std::to_string(peer) + " (" + label_str(label) + ")";
     if (world_.failed()) stop(what);
+    const size_t bytes = count * dtype_size(dt);
+    const int key = p2p_key(label);
+    threads::Inbox& box = world_.inbox(peer);
+    // The oldest receive of this kind the peer has posted (none under emulated links), taken out.
+    auto posted = [&]() -> threads::PostedRecv* {
+        for (auto it = box.posted.begin(); it != box.posted.end(); ++it)
+            if ((*it)->src == rank_ && (*it)->key == key) {
+                threads::PostedRecv* p = *it;
+                box.posted.erase(it);
+                return p;
+            }
+        return nullptr;
+    };
+    auto fill = [&](threads::PostedRecv* p, threads::Message* m) {  // lock held
+        if (p->count == count && p->dt == dt) {
+            if (bytes) std::memcpy(p->buf, buf, bytes);
+        } else {
+            p->unmatched = m ? std::move(*m) : message(buf, count, dt, axis, label, 0);
+        }
+        p->filled = true;
+        box.cv.notify_all();
+    };
+    {
+        std::lock_guard<std::mutex> lock(box.mu);
+        if (threads::PostedRecv* p = posted()) return fill(p, nullptr);
+    }
+    // No receive waits for it: a message, copied outside the lock. Emulated links:
+    // the bytes take the link's time to cross; this side's wire is busy until then
+    // (a started send spends it on its progress thread).
+    const double t = world_.link_seconds("send", bytes, {rank_, peer});
+    threads::Message m = message(buf, count, dt, axis, label, t);
+    const auto arrives = m.arrives;
+    {
+        std::lock_guard<std::mutex> lock(box.mu);
+        if (threads::PostedRecv* p = posted()) return fill(p, &m);  // posted while the copy was made
+        box.messages.push_back(std::move(m));
+        box.cv.notify_all();
+    }
+    if (t > 0) std::this_thread::sleep_until(arrives);
+}
+
+threads::Message ThreadsBackend::message(const void* buf, size_t count, DType dt, const std::string& axis,
+                                         const Label& label, double link_seconds) const {
     threads::Message m;
     m.src = rank_;
     m.axis = axis;
@@ -100,19 +219,9 @@ void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, con
     const size_t bytes = count * dtype_size(dt);
     m.data.reset(new char[bytes ? bytes : 1]);
     if (bytes) std::memcpy(m.data.get(), buf, bytes);
-    // Emulated links: the bytes take the link's time to cross; this side's wire
-    // is busy until then (a started send spends it on its progress thread).
-    const double t = world_.link_seconds("send", bytes, {rank_, peer});
-    m.arrives = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(t));
-    const auto arrives = m.arrives;
-    threads::Inbox& box = world_.inbox(peer);
-    {
-        std::lock_guard<std::mutex> lock(box.mu);
-        box.messages.push_back(std::move(m));
-        box.cv.notify_all();
-    }
-    if (t > 0) std::this_thread::sleep_until(arrives);
+    m.arrives = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(link_seconds));
+    return m;
 }
 
 void ThreadsBackend::recv(void* buf, size_t count, DType dt, int peer, const std::string& axis,
@@ -129,55 +238,62 @@ void ThreadsBackend::recv_now(void* buf, size_t count, DType dt, int peer, const
     threads::Inbox& box = world_.inbox(rank_);
     std::unique_lock<std::mutex> lock(box.mu);
     const int key = p2p_key(label);
-    auto find = [&] {
-        for (auto it = box.messages.begin(); it != box.messages.end(); ++it)
-            if (it->src == peer && p2p_key(it->label) == key) return it;  // the oldest from that sender, that key
-        return box.messages.end();
+    auto it = box.messages.end();
+    auto found = [&] {
+        for (it = box.messages.begin(); it != box.messages.end(); ++it)
+            if (it->src == peer && p2p_key(it->label) == key) return true;  // the oldest from that sender, that key
+        return false;
     };
-    auto it = find();
-    std::string error;
-    bool stopped = false;
-    if (it == box.messages.end()) {
-        world_.set_waiting(rank_, what);
-        const auto deadline = world_.deadline();
-        while ((it = find()) == box.messages.end()) {
-            if (world_.failed()) {
-                stopped = true;
-                break;
-            }
-            if (world_.finished(peer)) {
-                error = "desync: " + what + ": rank " + std::to_string(peer) +
-                        " returned from its work without sending";
-                break;
-            }
-            if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-                (it = find()) == box.messages.end()) {
-                std::string where = world_.waiting(peer);
-                std::ostringstream os;
-                os << "desync: " << what << ": rank " << peer << " did not send within " << world_.timeout_seconds()
-                   << " s; rank " << peer
-                   << (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
-                error = os.str();
-                break;
-            }
-        }
-        if (stopped || !error.empty()) {
-            lock.unlock();
-            world_.set_waiting(rank_, "");
-            if (stopped) stop(what);
-            raise(error);
-        }
-        world_.set_waiting(rank_, "");
-    }
+    wait_for_peer(lock, peer, what, found, [] {});
     threads::Message m = std::move(*it);
     box.messages.erase(it);
     lock.unlock();
-    if (m.count != count || m.dt != dt)
-        raise("mismatched send/recv: rank " + std::to_string(peer) + " sent " + std::to_string(m.count) + " x " +
-              dtype_name(m.dt) + " on " + m.axis + " (" + label_str(m.label) + ") but rank " +
-              std::to_string(rank_) + " expects " + std::to_string(count) + " x " + dtype_name(dt) + " in " + what);
+    if (m.count != count || m.dt != dt) mismatch(m, count, dt, what);
     if (count) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
     std::this_thread::sleep_until(m.arrives);  // emulated links: not before it has crossed (else at once)
+}
+
+void ThreadsBackend::wait_for_peer(std::unique_lock<std::mutex>& lock, int peer, const std::string& what,
+                                   const std::function<bool()>& ready, const std::function<void()>& give_up) {
+    if (ready()) return;
+    threads::Inbox& box = world_.inbox(rank_);
+    world_.set_waiting(rank_, what);
+    const auto deadline = world_.deadline();
+    std::string error;
+    bool stopped = false;
+    while (!ready()) {
+        if (world_.failed()) {
+            stopped = true;
+            break;
+        }
+        if (world_.finished(peer)) {
+            error = "desync: " + what + ": rank " + std::to_string(peer) + " returned from its work without sending";
+            break;
+        }
+        if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+            std::string where = world_.waiting(peer);
+            std::ostringstream os;
+            os << "desync: " << what << ": rank " << peer << " did not send within " << world_.timeout_seconds()
+               << " s; rank " << peer
+               << (where.empty() ? " is not waiting in any collective" : " is waiting in " + where);
+            error = os.str();
+            break;
+        }
+    }
+    if (stopped || !error.empty()) {
+        give_up();
+        lock.unlock();
+        world_.set_waiting(rank_, "");
+        if (stopped) stop(what);
+        raise(error);
+    }
+    world_.set_waiting(rank_, "");
+}
+
+void ThreadsBackend::mismatch(const threads::Message& m, size_t count, DType dt, const std::string& what) {
+    raise("mismatched send/recv: rank " + std::to_string(m.src) + " sent " + std::to_string(m.count) + " x " +
+          dtype_name(m.dt) + " on " + m.axis + " (" + label_str(m.label) + ") but rank " + std::to_string(rank_) +
+          " expects " + std::to_string(count) + " x " + dtype_name(dt) + " in " + what);
 }
 
 }  // namespace ss

@@ -23,7 +23,9 @@
 //
 // Point-to-point: each rank has an Inbox; send copies the data into a Message
 // and pushes it to the receiver's inbox (so send never waits); recv takes the
-// oldest message from that sender.
+// oldest message from that sender. A receive started before its message has
+// come is posted in the inbox instead (PostedRecv): the send then copies its
+// bytes straight into the receiver's buffer, one copy where a message takes two.
 #pragma once
 
 #include <array>
@@ -94,11 +96,25 @@ struct Message {
     std::chrono::steady_clock::time_point arrives;  ///< emulated links: when it has crossed the link
 };
 
-/// The messages waiting for one rank.
+/// A receive started before its message came: the sender copies into @ref buf itself.
+struct PostedRecv {
+    int src = -1;           ///< the sender's global rank
+    int key = 0;            ///< p2p_key of the receive's label: a send fills the oldest posted receive of its key
+    void* buf = nullptr;    ///< the receiver's buffer (count elements of dt)
+    size_t count = 0;       ///< elements expected
+    DType dt = DType::f32;  ///< element type expected
+    bool filled = false;    ///< the send has come (guarded by the inbox's lock)
+    /// A send whose count or type differ is not copied: it is kept here for the
+    /// receiver's mismatch report (data empty when the bytes went into buf).
+    Message unmatched;
+};
+
+/// The messages waiting for one rank, and its receives waiting for messages.
 struct Inbox {
-    std::mutex mu;                 ///< guards messages
-    std::condition_variable cv;    ///< notified on every new message and on failure
+    std::mutex mu;                 ///< guards messages, posted and every PostedRecv in it
+    std::condition_variable cv;    ///< notified on every new message, every filled receive and on failure
     std::deque<Message> messages;  ///< oldest first
+    std::deque<PostedRecv*> posted;  ///< oldest first; a send takes the first of its (src, key)
 };
 
 /// Everything the ranks of one run_threads() share.
