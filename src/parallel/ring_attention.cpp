@@ -128,8 +128,13 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
         const bool pass = s > 1 && step + 1 < s;
         const Label kv_label = label(Payload::act, layer, true);
+        const Label dkv_label = label(Payload::act_grad, layer, true);
         CommHandle sent, got;  // the keys and values only: their gradients are made by the compute below
         if (pass) start_pass(kv, next, right, left, kv_label, sent, got);
+        // Overlap on: the receive of the gradient hop is posted now, so the left
+        // neighbour's send (after its compute) lands straight in dnext.
+        CommHandle dgot;
+        if (overlap_ && s > 1) dgot = comm_.start_recv(dnext.data(), dnext.size(), DType::f32, left, dkv_label, "sp");
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "bwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
@@ -141,8 +146,11 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
         // The gradients travel with their block; after the last step one more hop brings
         // each block's gradient back to its owner.
-        comm_.send(dkv.data(), dkv.size(), right, label(Payload::act_grad, layer, true), "sp");
-        comm_.recv(dnext.data(), dnext.size(), left, label(Payload::act_grad, layer, true), "sp");
+        comm_.send(dkv.data(), dkv.size(), right, dkv_label, "sp");
+        if (overlap_)
+            comm_.wait(dgot);
+        else
+            comm_.recv(dnext.data(), dnext.size(), left, dkv_label, "sp");
         dkv.swap(dnext);
     }
     // dkv now holds the gradient of my own keys and values, from every rank that used them.

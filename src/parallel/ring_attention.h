@@ -97,7 +97,9 @@ public:
     /// @p sp_group: this rank's sequence-parallel group (axis "sp"), in ring order; @p split:
     /// which tokens each rank holds (model/sequence_split.h); @p overlap (--overlap): each
     /// hop's keys and values are sent and received (started calls) while the block held
-    /// now is computed, instead of after it. The same bits either way.
+    /// now is computed, instead of after it, and the backward's gradient hop has its
+    /// receive posted before the compute, so the neighbour's send lands in place. The
+    /// same bits either way.
     RingAttention(Comm& comm, Group sp_group, RingSplit split, bool overlap = false);
 
     int size() const override { return group_.size(); }
