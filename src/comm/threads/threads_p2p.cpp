@@ -35,6 +35,15 @@
 
 namespace ss {
 
+namespace {
+// The oldest message in @p box from @p peer with that p2p_key, or messages.end() (inbox lock held).
+std::deque<threads::Message>::iterator find_message(threads::Inbox& box, int peer, int key) {
+    for (auto it = box.messages.begin(); it != box.messages.end(); ++it)
+        if (it->src == peer && p2p_key(it->label) == key) return it;
+    return box.messages.end();
+}
+}  // namespace
+
 // A receive started without emulated links: it runs when it is waited for, or
 // when a later receive from the same peer (started or blocking) needs it out of
 // the way first.
@@ -89,27 +98,26 @@ std::unique_ptr<Request> ThreadsBackend::start_p2p(const Call& call) {
     }
     std::deque<std::shared_ptr<StartedRecv>>& earlier = started_recvs_[call.peer];
     if (earlier.empty() && !world_.failed()) {
-        auto req = std::make_unique<PostedRecvRequest>(*this, call);
-        req->started = std::chrono::steady_clock::now();
-        threads::PostedRecv& p = req->posted_;
-        p.src = call.peer;
-        p.key = p2p_key(call.label);
-        p.buf = call.recv;
-        p.count = call.count;
-        p.dt = call.dt;
         threads::Inbox& box = world_.inbox(rank_);
+        const int key = p2p_key(call.label);
         std::lock_guard<std::mutex> lock(box.mu);
-        bool waiting = false;  // its message is here already: it is taken at the wait, as a queued receive
-        for (const threads::Message& m : box.messages)
-            if (m.src == p.src && p2p_key(m.label) == p.key) waiting = true;
-        if (!waiting) {
+        // Its message here already: it is taken at the wait, as a queued receive.
+        if (find_message(box, call.peer, key) == box.messages.end()) {
+            auto req = std::make_unique<PostedRecvRequest>(*this, call);
+            req->started = std::chrono::steady_clock::now();
+            threads::PostedRecv& p = req->posted_;
+            p.src = call.peer;
+            p.key = key;
+            p.buf = call.recv;
+            p.count = call.count;
+            p.dt = call.dt;
             box.posted.push_back(&p);
             return req;
         }
     }
     auto r = std::make_shared<StartedRecv>();
     r->call = call;
-    started_recvs_[call.peer].push_back(r);
+    earlier.push_back(r);
     return std::make_unique<StartedRecvRequest>(*this, std::move(r));
 }
 
@@ -239,12 +247,7 @@ void ThreadsBackend::recv_now(void* buf, size_t count, DType dt, int peer, const
     std::unique_lock<std::mutex> lock(box.mu);
     const int key = p2p_key(label);
     auto it = box.messages.end();
-    auto found = [&] {
-        for (it = box.messages.begin(); it != box.messages.end(); ++it)
-            if (it->src == peer && p2p_key(it->label) == key) return true;  // the oldest from that sender, that key
-        return false;
-    };
-    wait_for_peer(lock, peer, what, found, [] {});
+    wait_for_peer(lock, peer, what, [&] { return (it = find_message(box, peer, key)) != box.messages.end(); }, [] {});
     threads::Message m = std::move(*it);
     box.messages.erase(it);
     lock.unlock();
