@@ -45,7 +45,7 @@ namespace ss::app {
 namespace {
 
 // One published measurement and the run that made it.
-struct Measured {
+struct Published {
     const char* table;    // which table of the README
     const char* hw;       // the planner's preset
     double gpu_memory;    // bytes per GPU (0: the preset's)
@@ -62,7 +62,7 @@ constexpr const char* kA100_40 = "A100 40GB, RoCE 1600 Gbps";
 
 // T = 2048 rows: the model shapes the yamls give at their max_seq_len, and one
 // position table the size the planner's GPT-2 has.
-const Measured kRows[] = {
+const Published kRows[] = {
     {kH100, "h100", 0, "1b", 24, 2048, 16, 2048, 8, 14, 1, false, 45455},
     {kH100, "h100", 0, "1b", 24, 2048, 16, 2048, 64, 20, 1, false, 44402},
     {kH100, "h100", 0, "3b", 32, 2560, 20, 2048, 16, 10, 3, false, 24142},
@@ -87,7 +87,7 @@ const Measured kRows[] = {
 };
 
 // The planner's question for one row: ZeRO-3 over every GPU, bf16, the row's batch.
-PlanInput question(const Measured& m) {
+PlanInput question(const Published& m) {
     PlanInput in;
     in.model.name = std::string("mpt-") + m.model;
     in.model.L = m.L;
@@ -124,7 +124,7 @@ void run_bench_validate(const ValidateFlags& f) {
     double abs_sum = 0;
     int n = 0;
     std::string last_table;
-    for (const Measured& m : kRows) {
+    for (const Published& m : kRows) {
         const PlanResult r = plan(question(m));
         const double predicted = r.time.tokens_per_s / m.gpus;
         const double err = (predicted - m.tokens_per_s_per_gpu) / m.tokens_per_s_per_gpu;
