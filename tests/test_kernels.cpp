@@ -394,8 +394,8 @@ TEST_CASE("tile_product equals the plain dot products, every row count and both 
 TEST_CASE("gemm equals the plain sums: every start, both layouts of A and of B, tails and K-blocks", "[kernels][gemm]") {
     // C[m, n] = start + sum_k A(m, k) B(k, n) against the same sum in double. Each
     // element's result passes through at most K + blocks + 1 roundings (one per FMA,
-    // and per K-block after the first one more: a tail tile's sum is added to C
-    // afterwards), so it is off by at most gamma_n (|start| + sum_k |a b|) with
+    // and per K-block after the first one more), so it is off by at most
+    // gamma_n (|start| + sum_k |a b|) with
     // n = K + K / kGemmKBlock + 2 (Higham 2002, sec. 3.1: the bound holds for any
     // order of the adds); 1.01 covers 1 / (1 - n u) for n < 1e4. A wrong stride,
     // tail or block is off by O(|a b|), far outside it.
@@ -450,6 +450,51 @@ TEST_CASE("gemm equals the plain sums: every start, both layouts of A and of B, 
                             }
                         }
     REQUIRE_THROWS_AS(gemm(1, 1, 1, {}, {}, nullptr, 1, TileStart::row, nullptr), ss::Error);  // row needs a bias
+}
+
+TEST_CASE("a partial tile gives the bits of a whole one: gemm's last panel and tile_product_into's staging",
+          "[kernels][gemm][tile]") {
+    // The tiles are kTileWidth columns wide: 16 with AVX2, 32 with AVX-512. A width
+    // that is whole tiles on one machine is a partial tile on the other, so the
+    // partial path must do each element's arithmetic as the whole path does: start
+    // from C (or the bias, or 0) and add the K products in order. Here the same
+    // columns are computed once as a partial tile (N = kTileWidth + 5) and once
+    // inside whole tiles (the same B padded with zero columns to 2 kTileWidth), and
+    // compared with ==. tests/same_bits_builds.sh holds two builds of both widths
+    // to the same bytes end to end.
+    const int W = kTileWidth, N = W + 5, NP = 2 * W;
+    const TileStart starts[] = {TileStart::zero, TileStart::add, TileStart::row};
+    for (int M : {1, 6, 13})
+        for (int K : {1, 37, kGemmKBlock + 5})
+            for (TileStart start : starts) {
+                INFO("M=" << M << " K=" << K << " start=" << int(start));
+                const Vec a = uniform(size_t(M) * K, 71), b = uniform(size_t(K) * N, 72), c0 = uniform(size_t(M) * N, 73);
+                Vec bias = uniform(N, 74), b_pad(size_t(K) * NP, 0.0f), c0_pad(size_t(M) * NP, 0.0f);
+                for (int k = 0; k < K; ++k) std::copy(&b[k * N], &b[k * N] + N, &b_pad[k * NP]);
+                for (int m = 0; m < M; ++m) std::copy(&c0[m * N], &c0[m * N] + N, &c0_pad[m * NP]);
+                Vec bias_pad = bias;
+                bias_pad.resize(NP, 0.0f);
+                Vec c = c0, c_pad = c0_pad;
+                gemm(M, N, K, {a.data(), K, 1}, {b.data(), N, 1}, c.data(), N, start, bias.data());
+                gemm(M, NP, K, {a.data(), K, 1}, {b_pad.data(), NP, 1}, c_pad.data(), NP, start, bias_pad.data());
+                for (int m = 0; m < M; ++m)
+                    for (int n = 0; n < N; ++n) REQUIRE(c[m * N + n] == c_pad[m * NP + n]);
+            }
+    // tile_product_into: n = W + 5 columns through the staging tile G, against the same
+    // product into 2 W columns (whole tiles, straight into their rows).
+    for (bool add : {false, true})
+        for (int rows = 1; rows <= kTileRows; ++rows) {
+            INFO("rows=" << rows << " add=" << add);
+            const int K = 29, n = W + 5, ld = 2 * W;
+            const Vec a = uniform(size_t(rows) * K, 75), b = uniform(size_t(K) * ld, 76), o0 = uniform(size_t(rows) * ld, 77);
+            Vec out = o0, out_whole = o0, G(size_t(kTileRows) * ld);
+            tile_product_into(rows, K, a.data(), K, 1, b.data(), ld, out.data(), ld, n, add, G.data(), ld);
+            tile_product_into(rows, K, a.data(), K, 1, b.data(), ld, out_whole.data(), ld, ld, add, G.data(), ld);
+            for (int r = 0; r < rows; ++r) {
+                for (int i = 0; i < n; ++i) REQUIRE(out[r * ld + i] == out_whole[r * ld + i]);
+                for (int i = n; i < ld; ++i) REQUIRE(out[r * ld + i] == o0[r * ld + i]);  // past n: untouched
+            }
+        }
 }
 
 TEST_CASE("lm_head's three products equal the plain sums, and backward adds", "[kernels][lm_head]") {

@@ -187,14 +187,19 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
                                           s == TileStart::row ? bias_row.data() + n0 : nullptr);
                         continue;
                     }
-                    tile_product(rows, kb, a, a_row, a_k, b, kTileWidth, tail, kTileWidth);
+                    // The last, partial panel: its tile starts in `tail` from what a whole panel's
+                    // starts from, so that every element of C is the same chain of FMAs whatever
+                    // the tile's width (an N that is whole panels at 16 columns is not at 32).
                     for (int r = 0; r < rows; ++r)
-                        for (int w = 0; w < width; ++w) {
-                            const float base = s == TileStart::add ? cm[r * ldc + w]
-                                               : s == TileStart::row ? bias_row[n0 + w]
-                                                                     : 0.0f;
-                            cm[r * ldc + w] = base + tail[r * kTileWidth + w];
-                        }
+                        for (int w = 0; w < kTileWidth; ++w)
+                            tail[r * kTileWidth + w] = w >= width               ? 0.0f
+                                                       : s == TileStart::add ? cm[r * ldc + w]
+                                                       : s == TileStart::row ? bias_row[n0 + w]
+                                                                             : 0.0f;
+                    tile_product_onto(TileStart::add, rows, kb, a, a_row, a_k, b, kTileWidth, tail, kTileWidth,
+                                      nullptr);
+                    for (int r = 0; r < rows; ++r)
+                        for (int w = 0; w < width; ++w) cm[r * ldc + w] = tail[r * kTileWidth + w];
                 }
             }
         }

@@ -42,7 +42,10 @@
 
 namespace ss::cpu {
 
-#if defined(__AVX512F__)
+#if defined(SS_TILE_VEC_FLOATS)  // forced by the build (CMake's SHARDSCOPE_TILE_FLOATS) to test the other width
+constexpr int kVecFloats = SS_TILE_VEC_FLOATS;  ///< floats in one vector: as the build was told
+static_assert(kVecFloats == 8 || kVecFloats == 16, "SS_TILE_VEC_FLOATS: 8 (AVX2's width) or 16 (AVX-512's)");
+#elif defined(__AVX512F__)
 constexpr int kVecFloats = 16;  ///< floats in one vector register: 16 with AVX-512
 #else
 constexpr int kVecFloats = 8;   ///< floats in one vector register: 8 with AVX2 (two halves on SSE-only CPUs)
@@ -168,26 +171,32 @@ struct TilePanels {
     }
 };
 
-/// out[r, 0:n) = G[r, 0:n), or += when @p add, for r < rows: a tile's result into its destination rows.
-inline void tile_store_rows(float* out, long ld_out, const float* G, long ldg, int rows, int n, bool add) {
+/// out[r, 0:n) = G[r, 0:n) for r < rows: a tile's result into its destination rows.
+inline void tile_store_rows(float* out, long ld_out, const float* G, long ldg, int rows, int n) {
     for (int r = 0; r < rows; ++r)
-        for (int i = 0; i < n; ++i) out[r * ld_out + i] = (add ? out[r * ld_out + i] : 0.0f) + G[r * ldg + i];
+        for (int i = 0; i < n; ++i) out[r * ld_out + i] = G[r * ldg + i];
 }
 
 /// out[r, 0:n) = sum_k A(r,k) B[k, 0:n), or += when @p add, for r < rows: the tiles of one
 /// row block across n columns (B has tile_padded(n) readable columns). Straight into out when
 /// n is a whole number of tiles (to add, the tile starts from out); otherwise through @p G
-/// (rows x @p ldg floats, ldg >= tile_padded(n)) and tile_store_rows.
+/// (rows x @p ldg floats, ldg >= tile_padded(n)), started from out's rows (or 0) as the
+/// straight tiles are, so that each element is the same chain of FMAs at either tile width
+/// (a head size of 16 is whole tiles of 16 columns, not of 32).
 inline void tile_product_into(int rows, int K, const float* a, long a_row, long a_k, const float* b, long ldb,
                               float* out, long ld_out, int n, bool add, float* G, long ldg) {
+    const TileStart start = add ? TileStart::add : TileStart::zero;
     if (n % kTileWidth == 0) {
         for (int j = 0; j < n; j += kTileWidth)
-            tile_product_onto(add ? TileStart::add : TileStart::zero, rows, K, a, a_row, a_k, b + j, ldb, out + j,
-                              ld_out, nullptr);
+            tile_product_onto(start, rows, K, a, a_row, a_k, b + j, ldb, out + j, ld_out, nullptr);
         return;
     }
-    for (int j = 0; j < n; j += kTileWidth) tile_product(rows, K, a, a_row, a_k, b + j, ldb, G + j, ldg);
-    tile_store_rows(out, ld_out, G, ldg, rows, n, add);
+    if (add)  // G starts as out's rows, zero past column n
+        for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < tile_padded(n); ++i) G[r * ldg + i] = i < n ? out[r * ld_out + i] : 0.0f;
+    for (int j = 0; j < n; j += kTileWidth)
+        tile_product_onto(start, rows, K, a, a_row, a_k, b + j, ldb, G + j, ldg, nullptr);
+    tile_store_rows(out, ld_out, G, ldg, rows, n);
 }
 
 }  // namespace ss::cpu

@@ -1,0 +1,53 @@
+#!/bin/sh
+# same_bits_builds.sh A B — one training step's gradients from two builds of
+# shardscope, byte for byte, over layouts and shapes.
+#
+# ./scripts/test --portable runs it on an AVX2-only machine with A = the native
+# build (8-float register tiles) and B = the same code with the AVX-512
+# machine's 16-float tiles (SHARDSCOPE_TILE_FLOATS=16): every element of a
+# tile product is the same chain of FMAs at either width (kernels/cpu/tile.h,
+# gemm.cpp), so the two must agree to the bit. The shapes include widths that
+# are whole tiles at 16 columns and not at 32 (C = 80 or 96: head size 16,
+# panels of 80 columns; TP 2's 144 columns of qkv), and rows that are not whole 6-row tiles
+# (T = 100), so both the straight and the staged paths run.
+# Prints one line per run; exits 1 if any differ or fail.
+A=$1
+B=$2
+if [ ! -x "$A" ] || [ ! -x "$B" ]; then
+  echo "usage: same_bits_builds.sh SHARDSCOPE_A SHARDSCOPE_B (both executables)"
+  exit 2
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+odd="--dim 80 --heads 5 --vocab 250 --layers 2"
+rc=0
+i=0
+while read -r args; do
+  i=$((i + 1))
+  run="train --model small --steps 1 --mbs 3 --quiet $args"
+  if ! $A $run --dump-grads "$dir/a$i.safetensors" >"$dir/a$i.log" 2>&1; then
+    echo "A failed: $run"; tail -3 "$dir/a$i.log"; rc=1; continue
+  fi
+  if ! $B $run --dump-grads "$dir/b$i.safetensors" >"$dir/b$i.log" 2>&1; then
+    echo "B failed: $run"; tail -3 "$dir/b$i.log"; rc=1; continue
+  fi
+  if cmp -s "$dir/a$i.safetensors" "$dir/b$i.safetensors"; then
+    echo "same bits: $args"
+  else
+    echo "DIFFER:    $args"; rc=1
+  fi
+done <<EOF
+--ranks 1
+--ranks 4 --zero 3
+--ranks 2 --tp 2 --sequence-parallel
+--ranks 2 --sp 2 --sp-mode ulysses
+--ranks 4 --sp 2 --sp-mode ring --pp 2
+--ranks 4 --sp 4 --sp-mode ring --ring-split contiguous
+$odd
+$odd --seq 100
+$odd --seq 100 --ranks 2 --sp 2 --sp-mode ring
+--dim 96 --heads 6 --vocab 250 --layers 2 --seq 100 --ranks 2 --sp 2 --sp-mode ulysses
+--dim 96 --heads 6 --vocab 250 --layers 2 --ranks 2 --tp 2
+--dim 96 --heads 6 --vocab 250 --layers 2 --ranks 2 --tp 2 --vocab-divisible-by 1
+EOF
+exit $rc
