@@ -182,24 +182,13 @@ void gemm(int M, int N, int K, MatrixView A, MatrixView B, float* c, long ldc, T
                     const int n0 = nb0 + p * kTileWidth, width = std::min(kTileWidth, N - n0);
                     const float* b = panels.data() + long(p) * kb * kTileWidth;
                     float* cm = c + long(m) * ldc + n0;
-                    if (width == kTileWidth) {
-                        tile_product_onto(s, rows, kb, a, a_row, a_k, b, kTileWidth, cm, ldc,
-                                          s == TileStart::row ? bias_row.data() + n0 : nullptr);
-                        continue;
-                    }
-                    // The last, partial panel: its tile starts in `tail` from what a whole panel's
-                    // starts from, so that every element of C is the same chain of FMAs whatever
-                    // the tile's width (an N that is whole panels at 16 columns is not at 32).
-                    for (int r = 0; r < rows; ++r)
-                        for (int w = 0; w < kTileWidth; ++w)
-                            tail[r * kTileWidth + w] = w >= width               ? 0.0f
-                                                       : s == TileStart::add ? cm[r * ldc + w]
-                                                       : s == TileStart::row ? bias_row[n0 + w]
-                                                                             : 0.0f;
-                    tile_product_onto(TileStart::add, rows, kb, a, a_row, a_k, b, kTileWidth, tail, kTileWidth,
-                                      nullptr);
-                    for (int r = 0; r < rows; ++r)
-                        for (int w = 0; w < width; ++w) cm[r * ldc + w] = tail[r * kTileWidth + w];
+                    const float* start_row = s == TileStart::row ? bias_row.data() + n0 : nullptr;
+                    if (width == kTileWidth)
+                        tile_product_onto(s, rows, kb, a, a_row, a_k, b, kTileWidth, cm, ldc, start_row);
+                    else  // the last, partial panel: through `tail`, started as a whole panel's tile is,
+                          // so C's bits do not depend on the tile's width (tile_product_staged)
+                        tile_product_staged(s, rows, kb, a, a_row, a_k, b, kTileWidth, cm, ldc, width, start_row,
+                                            tail, kTileWidth);
                 }
             }
         }

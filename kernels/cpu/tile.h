@@ -177,26 +177,37 @@ inline void tile_store_rows(float* out, long ld_out, const float* G, long ldg, i
         for (int i = 0; i < n; ++i) out[r * ld_out + i] = G[r * ldg + i];
 }
 
+/// out[r, 0:n) = start + sum_k A(r,k) B[k, 0:n) for r < rows, through @p G (rows x @p ldg floats,
+/// ldg >= tile_padded(n)): for an n that is not a whole number of tiles. The tiles start in G
+/// from what they would start from in out (out's rows, @p start_row, or 0; zero past column n),
+/// so that each element is the same chain of FMAs as a tile straight into out, and so the same
+/// bits at either tile width (a head size of 16 is whole tiles of 16 columns, not of 32).
+inline void tile_product_staged(TileStart start, int rows, int K, const float* a, long a_row, long a_k,
+                                const float* b, long ldb, float* out, long ld_out, int n, const float* start_row,
+                                float* G, long ldg) {
+    if (start != TileStart::zero)
+        for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < tile_padded(n); ++i)
+                G[r * ldg + i] = i >= n                    ? 0.0f
+                                 : start == TileStart::add ? out[r * ld_out + i]
+                                                           : start_row[i];
+    const TileStart in_G = start == TileStart::zero ? TileStart::zero : TileStart::add;
+    for (int j = 0; j < n; j += kTileWidth)
+        tile_product_onto(in_G, rows, K, a, a_row, a_k, b + j, ldb, G + j, ldg, nullptr);
+    tile_store_rows(out, ld_out, G, ldg, rows, n);
+}
+
 /// out[r, 0:n) = sum_k A(r,k) B[k, 0:n), or += when @p add, for r < rows: the tiles of one
 /// row block across n columns (B has tile_padded(n) readable columns). Straight into out when
 /// n is a whole number of tiles (to add, the tile starts from out); otherwise through @p G
-/// (rows x @p ldg floats, ldg >= tile_padded(n)), started from out's rows (or 0) as the
-/// straight tiles are, so that each element is the same chain of FMAs at either tile width
-/// (a head size of 16 is whole tiles of 16 columns, not of 32).
+/// (rows x @p ldg floats, ldg >= tile_padded(n)) by tile_product_staged.
 inline void tile_product_into(int rows, int K, const float* a, long a_row, long a_k, const float* b, long ldb,
                               float* out, long ld_out, int n, bool add, float* G, long ldg) {
     const TileStart start = add ? TileStart::add : TileStart::zero;
-    if (n % kTileWidth == 0) {
-        for (int j = 0; j < n; j += kTileWidth)
-            tile_product_onto(start, rows, K, a, a_row, a_k, b + j, ldb, out + j, ld_out, nullptr);
-        return;
-    }
-    if (add)  // G starts as out's rows, zero past column n
-        for (int r = 0; r < rows; ++r)
-            for (int i = 0; i < tile_padded(n); ++i) G[r * ldg + i] = i < n ? out[r * ld_out + i] : 0.0f;
+    if (n % kTileWidth != 0)
+        return tile_product_staged(start, rows, K, a, a_row, a_k, b, ldb, out, ld_out, n, nullptr, G, ldg);
     for (int j = 0; j < n; j += kTileWidth)
-        tile_product_onto(start, rows, K, a, a_row, a_k, b + j, ldb, G + j, ldg, nullptr);
-    tile_store_rows(out, ld_out, G, ldg, rows, n);
+        tile_product_onto(start, rows, K, a, a_row, a_k, b + j, ldb, out + j, ld_out, nullptr);
 }
 
 }  // namespace ss::cpu
