@@ -31,14 +31,15 @@ constexpr float kCubic = 0.044715f;                  // a
 // (simd.h, 5.): -2u = x (-2k + -2ka x^2) and 2u' = 2k + 6ka x^2.
 constexpr float kMinus2K = -2.0f * kSqrt2OverPi, kMinus2KA = -2.0f * kSqrt2OverPi * kCubic;
 constexpr float k2K = 2.0f * kSqrt2OverPi, k6KA = 6.0f * kSqrt2OverPi * kCubic;
+
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, long n) {
-    for (long i = 0; i < n; i++) {
+    for_each_chained(n, [&](long i) {
         const float x = inp[i];
         const float minus_2u = x * (kMinus2K + kMinus2KA * (x * x));
         out[i] = x / (1.0f + exp_fast(minus_2u));
-    }
+    });
 }
 
 namespace {
@@ -46,7 +47,7 @@ namespace {
 // bits as adding into a zero-filled buffer; GCC keeps 0 + v, which is not v when v = -0).
 template <bool Overwrite>
 void gelu_backward_into(float* dinp, const float* inp, const float* dout, long n) {
-    for (long i = 0; i < n; i++) {
+    for_each_chained(n, [&](long i) {
         const float x = inp[i], x2 = x * x;
         const float e = exp_fast(x * (kMinus2K + kMinus2KA * x2));  // e^(-2u)
         const float s = 1.0f / (1.0f + e);                         // sigmoid(2u)
@@ -54,7 +55,7 @@ void gelu_backward_into(float* dinp, const float* inp, const float* dout, long n
         const float x_2du = x * (k2K + k6KA * x2);                  // x 2u'(x), beside the exp
         const float base = Overwrite ? 0.0f : dinp[i];
         dinp[i] = base + (s + s * (x_2du * one_minus_s)) * dout[i];
-    }
+    });
 }
 }  // namespace
 
