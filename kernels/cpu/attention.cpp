@@ -17,11 +17,11 @@
 // The four products per (b, h) are register tiles (tile.h), kTileRows query
 // (or key) rows at a time, so the causal mask is followed row tile by row
 // tile: rows [r0, r0 + 6) need keys [0, r0 + 6) only, and about half the
-// flops of the full T x T products are never done. Before the tiles, K (as
-// K^T) and V (and in backward Q, K, V^T, dO) of the head are copied into
-// panels padded to the tile width with zeros, 2 to 4 T x hs copies against
-// the T^2 hs products; the other operand is read in place through its
-// strides. The masked softmax and its backward are loops over each row.
+// flops of the full T x T products are never done. Before the tiles, K^T and
+// V (in backward Q, K, V^T, dO) of the head are copied into panels padded to
+// the tile width with zeros, 2 to 4 T x hs copies against the T^2 hs
+// products (K^T and V^T transposed straight from qkv, 8 x 8 floats at a time
+// in registers); the other operand is read in place through its strides. The masked softmax and its backward are loops over each row.
 //
 // att keeps P with the masked entries 0, so backward needs no recomputation
 // (the T x T matrix is saved: Korthikanti et al.'s 5as^2b term). The
@@ -65,13 +65,12 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     const TilePanels pan(T, hs);
-    std::vector<float> K = pan.rows_buffer(), Kt = pan.transposed_buffer(), V = pan.rows_buffer();
+    std::vector<float> Kt = pan.transposed_buffer(), V = pan.rows_buffer();
     std::vector<float> S(size_t(kTileRows) * pan.n_pad), O(size_t(kTileRows) * pan.ld);  // one row tile
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             const float* Q = qkv + long(b) * T * C3 + long(h) * hs;
-            pan.rows(K, Q + C, C3);
-            pan.transposed(Kt, K);
+            pan.transposed_rows(Kt, Q + C, C3);
             pan.rows(V, Q + 2L * C, C3);
             float* P = att + (long(b) * NH + h) * T * T;
             for (int r0 = 0; r0 < T; r0 += kTileRows) {
@@ -119,8 +118,8 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     const TilePanels pan(T, hs);
-    std::vector<float> V = pan.rows_buffer(), Vt = pan.transposed_buffer(), K = pan.rows_buffer(),
-                       Q = pan.rows_buffer(), dO = pan.rows_buffer();
+    std::vector<float> Vt = pan.transposed_buffer(), K = pan.rows_buffer(), Q = pan.rows_buffer(),
+                       dO = pan.rows_buffer();
     std::vector<float> D(size_t(kTileRows) * pan.n_pad), G(size_t(kTileRows) * pan.ld);  // one row tile
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -128,8 +127,7 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
             const float* dO_rows = dout + long(b) * T * C + long(h) * hs;
             pan.rows(Q, qkv + qkv_off, C3);
             pan.rows(K, qkv + qkv_off + C, C3);
-            pan.rows(V, qkv + qkv_off + 2L * C, C3);
-            pan.transposed(Vt, V);
+            pan.transposed_rows(Vt, qkv + qkv_off + 2L * C, C3);
             pan.rows(dO, dO_rows, C);
             float *dQ = dqkv + qkv_off, *dK = dQ + C, *dV = dQ + 2L * C;
             const float* P = att + (long(b) * NH + h) * T * T;

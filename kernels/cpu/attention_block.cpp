@@ -66,13 +66,12 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     const TilePanels keys(Tk, hs);
-    std::vector<float> K = keys.rows_buffer(), Kt = keys.transposed_buffer(), V = keys.rows_buffer();
+    std::vector<float> Kt = keys.transposed_buffer(), V = keys.rows_buffer();
     std::vector<float> S(size_t(kTileRows) * keys.n_pad), G(size_t(kTileRows) * keys.ld);  // one row tile
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
             const float* Q = q_rows + long(b) * Tq * C3 + long(h) * hs;
-            keys.rows(K, k_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
-            keys.transposed(Kt, K);
+            keys.transposed_rows(Kt, k_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
             keys.rows(V, v_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
             float* A = acc + long(b) * Tq * C + long(h) * hs;
             float* mh = m + (long(b) * NH + h) * Tq;
@@ -154,8 +153,8 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
     const TilePanels keys(Tk, hs), queries(Tq, hs);
-    std::vector<float> K = keys.rows_buffer(), Kt = keys.transposed_buffer(), V = keys.rows_buffer(),
-                       Vt = keys.transposed_buffer(), Qr = queries.rows_buffer(), dOr = queries.rows_buffer();
+    std::vector<float> K = keys.rows_buffer(), Kt = keys.transposed_buffer(), Vt = keys.transposed_buffer(),
+                       Qr = queries.rows_buffer(), dOr = queries.rows_buffer();
     // P and dS of one (b, h): Tq x Tk, recomputed here and dropped after it (never saved)
     std::vector<float> P(size_t(Tq) * keys.n_pad), dS(P.size()), G(size_t(kTileRows) * keys.ld);
     const long ld = keys.n_pad;
@@ -169,8 +168,7 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
             const float* D_h = D + (long(b) * NH + h) * Tq;
             keys.rows(K, k_rows + ko, kv_stride);
             keys.transposed(Kt, K);
-            keys.rows(V, v_rows + ko, kv_stride);
-            keys.transposed(Vt, V);
+            keys.transposed_rows(Vt, v_rows + ko, kv_stride);
             queries.rows(Qr, Q, C3);
             queries.rows(dOr, dO, C);
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).

@@ -16,35 +16,6 @@ namespace ss::cpu {
 
 namespace {
 
-/// Eight floats: the unit of transpose8 (AVX2 and AVX-512 both have 8-float registers).
-typedef float Vec8 __attribute__((vector_size(8 * sizeof(float)), aligned(4)));
-
-/// r[0..8) = the rows of an 8 x 8 block, returned as its columns: r[j][i] = old r[i][j].
-/// Three rounds of two-vector shuffles (interleave pairs of rows, then pairs of pairs,
-/// then the 128-bit halves): the classic AVX transpose, written without intrinsics
-/// (__builtin_shufflevector: GCC 12 and Clang); GCC gives each shuffle one instruction
-/// (vunpcklps/vunpckhps, vshufps, vperm2f128 or vinsertf128).
-inline void transpose8(Vec8 r[8]) {
-    Vec8 t[8], u[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i += 2) {  // t[i]: rows i, i + 1 interleaved, columns 0, 1 (and 4, 5); t[i + 1]: 2, 3 (6, 7)
-        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i += 4) {  // u[i + j]: column j (and j + 4) of rows i .. i + 3
-        u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-        u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < 4; ++j) {  // the halves joined: column j of rows 0 .. 7, and column j + 4
-        r[j] = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[j + 4] = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
 /// B(k0 + k, n) for k < kb into panels [panel][k][kTileWidth], zero past column N;
 /// and, when @p column_sums is not null, column_sums[n] += B(k0 + k, n), k ascending.
 void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_sums) {
@@ -84,15 +55,15 @@ void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_
             const int k8 = kb / 8 * 8;
             for (int k = 0; k < k8; k += 8)
                 for (int w0 = 0; w0 < kTileWidth; w0 += 8) {
-                    Vec8 r[8];
+                    detail::Vec8 r[8];
 #pragma GCC unroll 8
                     for (int i = 0; i < 8; ++i)
-                        r[i] = *reinterpret_cast<const Vec8*>(B.data + k0 + k + long(n0 + w0 + i) * B.col);
-                    transpose8(r);
+                        r[i] = *reinterpret_cast<const detail::Vec8*>(B.data + k0 + k + long(n0 + w0 + i) * B.col);
+                    detail::transpose8(r);
 #pragma GCC unroll 8
                     for (int j = 0; j < 8; ++j) {
-                        *reinterpret_cast<Vec8*>(panel + (k + j) * kTileWidth + w0) = r[j];
-                        if (column_sums != nullptr) *reinterpret_cast<Vec8*>(column_sums + n0 + w0) += r[j];
+                        *reinterpret_cast<detail::Vec8*>(panel + (k + j) * kTileWidth + w0) = r[j];
+                        if (column_sums != nullptr) *reinterpret_cast<detail::Vec8*>(column_sums + n0 + w0) += r[j];
                     }
                 }
             for (int w = 0; w < kTileWidth; ++w)
