@@ -88,10 +88,10 @@ void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_
 /// and a saved activation is usually in memory, not in cache. Rows along memory
 /// only: for an A read by columns (dW's x^T) the next strip's 6 values of a k lie
 /// mostly in the lines the strip just copied, and the kb prefetches a strip
-/// (two a k, until 2026-12-03) saved nothing: without them dW's median time over
-/// 60 pairs (the two forms called in turn) was 0.4-8% lower at `small`'s four shapes,
-/// hot and cold in cache, in 16 of 16 comparisons, where the unchanged products moved
-/// by -7% to +11% between the same two builds (the host's noise).
+/// (two a k, until 2026-12-03) saved nothing: the two forms called in turn, 60 pairs,
+/// at `small`'s four dW shapes, hot and cold in cache, the median time ratio with/without
+/// was 0.996-1.101 over 20 comparisons (19 above 1), where the unchanged forward and
+/// dinp products moved by 0.93-1.12 between the same two builds (the host's noise).
 void prefetch_rows(MatrixView A, int m, int rows, int k0, int kb) {
     constexpr int kLineFloats = 16;  // 64-byte cache lines
     for (int r = 0; r < rows; ++r)
