@@ -414,7 +414,23 @@ TEST_CASE("bench kernels: every elementwise kernel beside memcpy, at a step's si
         REQUIRE(k["gb_per_s"].get<double>() > 0);
         REQUIRE(k["memcpy_gb_per_s"].get<double>() > 0);
     }
+    REQUIRE(j["cold"] == false);
+    REQUIRE_THAT(r.output, Contains("hot: each call finds the arrays"));
     CliResult bad = run_shardscope("bench kernels --model tiny --reps 0");
     REQUIRE(bad.code != 0);
     REQUIRE_THAT(bad.output, Contains("--reps"));
+}
+
+TEST_CASE("bench kernels --cold: the caches written over before every timed call, and said so", "[cli][bench]") {
+    const std::string json = tmp("kernels_cold.json");
+    CliResult r = run_shardscope("bench kernels --model tiny --mbs 2 --reps 1 --cold --cold-mib 2 --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("cold: a 2 MiB buffer written before every timed call"));
+    const nlohmann::json j = read_json(json);
+    REQUIRE(j["cold"] == true);
+    REQUIRE(j["kernels"].size() == 8);
+    CliResult bad = run_shardscope("bench kernels --model tiny --cold --cold-mib 0");
+    REQUIRE(bad.code != 0);
+    REQUIRE_THAT(bad.output, Contains("--cold-mib"));
 }

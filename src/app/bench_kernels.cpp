@@ -17,6 +17,14 @@
 // Each figure is the best of --reps calls (the least disturbed by the rest of
 // a shared machine). Not a test: a kernel's speed is checked here, by a person
 // reading the table (docs/performance.md), never by a timed assertion.
+//
+// By default the arrays are hot: the call before left them in cache. In a
+// training step they are not: a step's saved activations (tens of MiB) outgrow
+// the L3, and a kernel reads what was written layers ago. --cold writes a
+// buffer of --cold-mib MiB (64: twice this project's machines' 32 MiB L3)
+// before every timed call, memcpy's included, so that each starts from memory.
+// A change that is faster hot and slower cold is slower in the step (twice so
+// for LayerNorm forward: docs/performance.md).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -46,14 +54,17 @@ using Clock = std::chrono::steady_clock;
 struct KernelBenchFlags {
     ModelFlags model{"small"};
     int mbs = 8, seq = 0, reps = 20;
+    bool cold = false;
+    int cold_mib = 64;
     std::string json;
 };
 
-// The best time of @p reps calls of @p f, in seconds.
-double best_seconds(int reps, const std::function<void()>& f) {
+// The best time of @p reps calls of @p f, in seconds; @p evict (if set) runs before each.
+double best_seconds(int reps, const std::function<void()>& f, const std::function<void()>& evict) {
     f();  // warm: pages touched, caches as a step leaves them
     double best = 1e30;
     for (int r = 0; r < reps; ++r) {
+        if (evict) evict();
         const auto t0 = Clock::now();
         f();
         best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
@@ -81,7 +92,16 @@ void run_bench_kernels(const KernelBenchFlags& f) {
     const long P = long(num_params(m));
     std::cout << "bench kernels: " << m.name << " (C=" << C << " V=" << m.V << "), MBS " << f.mbs << ", T " << T
               << ": each elementwise kernel at a step's sizes, one thread, best of " << f.reps
-              << " calls; bytes = arrays read + arrays written, each once\n";
+              << " calls; bytes = arrays read + arrays written, each once\n"
+              << (f.cold ? "  cold: a " + std::to_string(f.cold_mib) +
+                               " MiB buffer written before every timed call (memcpy's too): the arrays come from memory\n"
+                         : std::string("  hot: each call finds the arrays where the call before left them (--cold: from memory)\n"));
+    std::vector<char> junk(f.cold ? size_t(f.cold_mib) << 20 : 0);
+    std::function<void()> evict;
+    if (f.cold)
+        evict = [&junk] {  // one write a cache line: every line of the buffer passes through the caches
+            for (size_t i = 0; i < junk.size(); i += 64) junk[i] = char(junk[i] + 1);
+        };
 
     std::vector<float> a = filled(size_t(std::max({nF, long(N) * Vp, P})), 3.0f);
     std::vector<float> b = filled(a.size(), 1.0f), out(a.size()), acc(a.size());
@@ -99,13 +119,13 @@ void run_bench_kernels(const KernelBenchFlags& f) {
             src.assign(half, 1);
             dst.assign(half, 2);
         }
-        return best_seconds(f.reps, [&] { std::memcpy(dst.data(), src.data(), half); });
+        return best_seconds(f.reps, [&] { std::memcpy(dst.data(), src.data(), half); }, evict);
     };
     std::vector<Row> rows;
     auto add = [&](std::string kernel, std::string shape, double bytes, const std::function<void()>& fast,
                    const std::function<void()>& reference) {
-        Row r{std::move(kernel), std::move(shape), bytes, best_seconds(f.reps, fast), copy_of(bytes), 0.0};
-        if (reference) r.reference_seconds = best_seconds(std::max(1, f.reps / 4), reference);
+        Row r{std::move(kernel), std::move(shape), bytes, best_seconds(f.reps, fast, evict), copy_of(bytes), 0.0};
+        if (reference) r.reference_seconds = best_seconds(std::max(1, f.reps / 4), reference, evict);
         rows.push_back(r);
     };
     const std::string sF = std::to_string(N) + " x " + std::to_string(F);
@@ -149,7 +169,7 @@ void run_bench_kernels(const KernelBenchFlags& f) {
                  "vs ref: the plain-loop reference's time over the kernel's\n"
               << std::flush;
     if (!f.json.empty())
-        write_json_file(f.json, {{"model", m.name}, {"mbs", f.mbs}, {"T", T}, {"kernels", js}});
+        write_json_file(f.json, {{"model", m.name}, {"mbs", f.mbs}, {"T", T}, {"cold", f.cold}, {"kernels", js}});
 }
 
 }  // namespace
@@ -161,9 +181,15 @@ void add_bench_kernels_command(CLI::App& bench) {
     cmd->add_option("--mbs", f->mbs, "Micro-batch size (rows = MBS x T)")->capture_default_str();
     cmd->add_option("--seq", f->seq, "Sequence length (default: the model's maxT)");
     cmd->add_option("--reps", f->reps, "Timed calls per kernel (the best is shown)")->capture_default_str();
+    cmd->add_flag("--cold", f->cold,
+                  "Write a --cold-mib buffer before every timed call, so the arrays come from memory, as in a step "
+                  "whose activations outgrew the L3 (default: hot, in cache)");
+    cmd->add_option("--cold-mib", f->cold_mib, "MiB written before each call under --cold (at least the L3)")
+        ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
     limit(*cmd, "--reps", at_least(1));
+    limit(*cmd, "--cold-mib", at_least(1, 65536));
     cmd->callback([f] { run_bench_kernels(*f); });
 }
 
