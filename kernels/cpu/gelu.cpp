@@ -31,7 +31,6 @@ constexpr float kCubic = 0.044715f;                  // a
 // (simd.h, 5.): -2u = x (-2k + -2ka x^2) and 2u' = 2k + 6ka x^2.
 constexpr float kMinus2K = -2.0f * kSqrt2OverPi, kMinus2KA = -2.0f * kSqrt2OverPi * kCubic;
 constexpr float k2K = 2.0f * kSqrt2OverPi, k6KA = 6.0f * kSqrt2OverPi * kCubic;
-
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, long n) {
