@@ -4,6 +4,7 @@
 // model for a few steps, exits 0, and prints every header and row it promises;
 // the --json files hold one row per configuration with positive speeds.
 #include <algorithm>
+#include <cmath>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -119,6 +120,9 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
     // Two rounds, each against the GEMMs timed around it; of an even count the lower of the middle two is shown.
     REQUIRE(count_lines(r.output, R"(shardscope\s+[0-9.]+\s+[0-9]+\s+\(round [12] of 2, the median round; all 4 steps: median [0-9.]+ ms\))") == 1);
     REQUIRE(count_lines(r.output, R"(rounds, each its steps against the GEMMs timed just before and after them \(the goal's row\): [0-9.]+ [0-9.]+  \(median: round [12]\))") == 1);
+    // The host's speed across each round: the goal's rate timed before and after it, and how far it moved
+    // (a warning past 10% may or may not follow: it depends on the host, not on the code).
+    REQUIRE(count_lines(r.output, R"(the goal's GEMM rate, timed just before / just after each round's steps \(GFLOP/s\): [0-9.]+/[0-9.]+ [0-9.]+/[0-9.]+  \(moved by up to [0-9]+%\))") == 1);
     REQUIRE(count_lines(r.output, "OpenBLAS core: \\S+ \\(OPENBLAS_CORETYPE .*\\)") == 1);
     REQUIRE(count_lines(r.output, "FLOPs per step: 72 B s l h\\^2 .* = [0-9.e+]+ GFLOP .*") == 1);
     // The rate, the limit and the fraction; PyTorch's column is "-" with --no-torch.
@@ -150,6 +154,15 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
     REQUIRE(shown["fraction"].get<double>() == Approx(lim["model_shapes"]["shardscope_fraction"].get<double>()).epsilon(1e-12));
     REQUIRE(shown["fraction"].get<double>() == std::min(j["rounds"][0]["fraction"].get<double>(),
                                                         j["rounds"][1]["fraction"].get<double>()));
+    // Each round's two timings of the goal's rate, and the largest move between them, as printed.
+    double moved = 0;
+    for (const auto& round : j["rounds"]) {
+        const double before = round["gflops_before"].get<double>(), after = round["gflops_after"].get<double>();
+        REQUIRE(before > 0);
+        REQUIRE(after > 0);
+        moved = std::max(moved, std::fabs(before - after) / std::max(before, after));
+    }
+    REQUIRE(j["host_moved"].get<double>() == moved);
     for (const char* key : {"square_1024", "model_shapes_sgemm", "model_shapes_tiles", "model_shapes"}) {
         INFO(key);
         REQUIRE(lim[key]["gflops"].get<double>() > 0);

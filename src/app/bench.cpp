@@ -130,6 +130,7 @@ struct BenchRound {
     double median_ms = 0, tokens_per_s = 0;
     SgemmRates rates;     ///< the better, per shape, of the timings just before and just after the steps
     double fraction = 0;  ///< tokens_per_s over the limit at rates.best_model_gflops (the goal's row)
+    double before_gflops = 0, after_gflops = 0;  ///< the goal's rate timed just before, and just after, the steps
 };
 
 void run_bench(const BenchFlags& f) {
@@ -168,6 +169,8 @@ void run_bench(const BenchFlags& f) {
         round.ms = measured_steps_ms(round.report, f.warmup);
         round.median_ms = median(round.ms);
         round.tokens_per_s = double(f.mbs) * round.report.T / (round.median_ms / 1000.0);
+        round.before_gflops = before.best_model_gflops;
+        round.after_gflops = after.best_model_gflops;
         round.rates = before;
         keep_best(round.rates, after);
         round.fraction = round.tokens_per_s / limit_of(round.rates.best_model_gflops);
@@ -229,9 +232,26 @@ void run_bench(const BenchFlags& f) {
         std::printf(" %.3f", rounds[i].fraction);
         out["rounds"].push_back({{"median_ms", rounds[i].median_ms}, {"tokens_per_s", rounds[i].tokens_per_s},
                                  {"best_model_gflops", rounds[i].rates.best_model_gflops},
-                                 {"fraction", rounds[i].fraction}});
+                                 {"fraction", rounds[i].fraction}, {"gflops_before", rounds[i].before_gflops},
+                                 {"gflops_after", rounds[i].after_gflops}});
     }
     std::printf("  (median: round %zu)\n", mid + 1);
+    // The host's speed across each round: on a shared machine other guests slow a timing
+    // (or the steps) for minutes at a time, and a round whose two timings disagree was
+    // measured while the speed moved.
+    double moved = 0;
+    std::printf("the goal's GEMM rate, timed just before / just after each round's steps (GFLOP/s):");
+    for (const BenchRound& round : rounds) {
+        std::printf(" %.1f/%.1f", round.before_gflops, round.after_gflops);
+        moved = std::max(moved, host_moved(round.before_gflops, round.after_gflops));
+    }
+    std::printf("  (moved by up to %.0f%%)\n", 100.0 * moved);
+    out["host_moved"] = moved;
+    if (moved > kHostMovedWarn)
+        std::printf("warning: the host's speed moved by up to %.0f%% while a round ran (more than %.0f%%: other "
+                    "guests on a shared machine?), so the fractions above are not a steady measurement; rerun "
+                    "when the machine is quiet (`uptime`), or read every round's fraction, not only the median\n",
+                    100.0 * moved, 100.0 * kHostMovedWarn);
     if (f.profile) {
         TrainReport measured;  // every round's measured steps, for the profile's means
         for (const BenchRound& round : rounds) {

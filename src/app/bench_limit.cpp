@@ -21,6 +21,7 @@
 #include "app/bench_limit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -87,6 +88,11 @@ void keep_best(SgemmRates& r, const SgemmRates& again) {
         r.gemms[i].tile_gflops = std::max(r.gemms[i].tile_gflops, again.gemms[i].tile_gflops);
     }
     weigh(r);
+}
+
+double host_moved(double before_gflops, double after_gflops) {
+    const double top = std::max(before_gflops, after_gflops);
+    return top > 0 ? std::fabs(before_gflops - after_gflops) / top : 0.0;
 }
 
 double step_flops(const GPT2Config& m, int B, int T, int Vp) {
