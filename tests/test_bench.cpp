@@ -122,7 +122,7 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
     REQUIRE(count_lines(r.output, R"(rounds, each its steps against the GEMMs timed just before and after them \(the goal's row\): [0-9.]+ [0-9.]+  \(median: round [12]\))") == 1);
     // The host's speed across each round: the goal's rate timed before and after it, and how far it moved
     // (a warning past 10% may or may not follow: it depends on the host, not on the code).
-    REQUIRE(count_lines(r.output, R"(the goal's GEMM rate, timed just before / just after each round's steps \(GFLOP/s\): [0-9.]+/[0-9.]+ [0-9.]+/[0-9.]+  \(moved by up to [0-9]+%\))") == 1);
+    REQUIRE(count_lines(r.output, R"(the goal's GEMM rate, timed just before / just after each round's steps \(GFLOP/s\): [0-9.]+/[0-9.]+ [0-9.]+/[0-9.]+  \(moved by up to [0-9]+%; the rounds' fractions spread by [0-9]+%\))") == 1);
     REQUIRE(count_lines(r.output, "OpenBLAS core: \\S+ \\(OPENBLAS_CORETYPE .*\\)") == 1);
     REQUIRE(count_lines(r.output, "FLOPs per step: 72 B s l h\\^2 .* = [0-9.e+]+ GFLOP .*") == 1);
     // The rate, the limit and the fraction; PyTorch's column is "-" with --no-torch.
@@ -163,6 +163,8 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
         moved = std::max(moved, std::fabs(before - after) / std::max(before, after));
     }
     REQUIRE(j["host_moved"].get<double>() == moved);
+    const double f0 = j["rounds"][0]["fraction"].get<double>(), f1 = j["rounds"][1]["fraction"].get<double>();
+    REQUIRE(j["fraction_spread"].get<double>() == std::fabs(f0 - f1) / std::max(f0, f1));
     for (const char* key : {"square_1024", "model_shapes_sgemm", "model_shapes_tiles", "model_shapes"}) {
         INFO(key);
         REQUIRE(lim[key]["gflops"].get<double>() > 0);

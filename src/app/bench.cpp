@@ -237,21 +237,25 @@ void run_bench(const BenchFlags& f) {
     }
     std::printf("  (median: round %zu)\n", mid + 1);
     // The host's speed across each round: on a shared machine other guests slow a timing
-    // (or the steps) for minutes at a time, and a round whose two timings disagree was
-    // measured while the speed moved.
-    double moved = 0;
+    // (or the steps) for minutes at a time. A round whose two GEMM timings disagree, or
+    // rounds whose fractions disagree, were measured while the speed moved.
+    double moved = 0, lo = rounds.front().fraction, hi = lo;
     std::printf("the goal's GEMM rate, timed just before / just after each round's steps (GFLOP/s):");
     for (const BenchRound& round : rounds) {
         std::printf(" %.1f/%.1f", round.before_gflops, round.after_gflops);
         moved = std::max(moved, host_moved(round.before_gflops, round.after_gflops));
+        lo = std::min(lo, round.fraction);
+        hi = std::max(hi, round.fraction);
     }
-    std::printf("  (moved by up to %.0f%%)\n", 100.0 * moved);
+    const double spread = host_moved(lo, hi);  // the rounds' fractions: (hi - lo) / hi
+    std::printf("  (moved by up to %.0f%%; the rounds' fractions spread by %.0f%%)\n", 100.0 * moved, 100.0 * spread);
     out["host_moved"] = moved;
-    if (moved > kHostMovedWarn)
-        std::printf("warning: the host's speed moved by up to %.0f%% while a round ran (more than %.0f%%: other "
-                    "guests on a shared machine?), so the fractions above are not a steady measurement; rerun "
-                    "when the machine is quiet (`uptime`), or read every round's fraction, not only the median\n",
-                    100.0 * moved, 100.0 * kHostMovedWarn);
+    out["fraction_spread"] = spread;
+    if (moved > kHostMovedWarn || spread > kHostMovedWarn)
+        std::printf("warning: the host's speed moved while this ran (by more than %.0f%%: other guests on a shared "
+                    "machine?), so the fractions above are not a steady measurement; rerun when the machine is "
+                    "quiet (`uptime`), and read every round's fraction, not only the median\n",
+                    100.0 * kHostMovedWarn);
     if (f.profile) {
         TrainReport measured;  // every round's measured steps, for the profile's means
         for (const BenchRound& round : rounds) {

@@ -81,7 +81,9 @@ double limit_tokens_per_s(double flops, int B, int T, double gflops);
 double host_moved(double before_gflops, double after_gflops);
 
 /// A round whose GEMMs, timed just before and just after its steps, differ by more
-/// than this is flagged: the host's speed moved while the steps ran. 10% is seven
+/// than this, or rounds whose fractions do, are flagged: the host's speed moved
+/// while the steps ran (the fractions can move while the GEMMs alone do not: the
+/// step touches memory, which other guests share, far more than a GEMM in cache). 10% is seven
 /// times the spread of the same timings on a quiet host (91.2-92.5 GFLOP/s over a
 /// quiet hour on the Zen 3 host, docs/performance.md) and larger than the distance
 /// between the fractions this host measures (0.80-0.86) and the goal's 0.85.
