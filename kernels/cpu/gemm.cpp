@@ -88,10 +88,12 @@ void pack_panels(float* dst, MatrixView B, int k0, int kb, int N, float* column_
 /// and a saved activation is usually in memory, not in cache. Rows along memory
 /// only: for an A read by columns (dW's x^T) the next strip's 6 values of a k lie
 /// mostly in the lines the strip just copied, and the kb prefetches a strip
-/// (two a k, until 2026-12-03) saved nothing: the two forms called in turn, 60 pairs,
-/// at `small`'s four dW shapes, hot and cold in cache, the median time ratio with/without
-/// was 0.996-1.101 over 20 comparisons (19 above 1), where the unchanged forward and
-/// dinp products moved by 0.93-1.12 between the same two builds (the host's noise).
+/// (two a k, until 2026-12-03) saved nothing: the two forms called in turn, 80 pairs,
+/// which goes first alternating, at `small`'s four dW shapes, hot and cold in cache, the
+/// median time ratio with/without was 0.97-1.02 (2026-12-04). A first measurement that
+/// always called the prefetching form first read 0.996-1.101: that was the order's bias
+/// (the second call finds the shared inputs warmer; the same code on both sides read
+/// up to 1.13 so). Left out as the simpler form, not as a faster one.
 void prefetch_rows(MatrixView A, int m, int rows, int k0, int kb) {
     constexpr int kLineFloats = 16;  // 64-byte cache lines
     for (int r = 0; r < rows; ++r)
