@@ -90,9 +90,9 @@ void keep_best(SgemmRates& r, const SgemmRates& again) {
     weigh(r);
 }
 
-double host_moved(double before_gflops, double after_gflops) {
-    const double top = std::max(before_gflops, after_gflops);
-    return top > 0 ? std::fabs(before_gflops - after_gflops) / top : 0.0;
+double host_moved(double a, double b) {
+    const double top = std::max(a, b);
+    return top > 0 ? std::fabs(a - b) / top : 0.0;
 }
 
 double step_flops(const GPT2Config& m, int B, int T, int Vp) {

@@ -76,17 +76,19 @@ double step_flops(const GPT2Config& m, int B, int T, int Vp);
 /// The limit in tokens/s: @p B x @p T tokens a step, the step's @p flops run at @p gflops.
 double limit_tokens_per_s(double flops, int B, int T, double gflops);
 
-/// How far a shared host's speed moved between two timings of the same GEMMs:
-/// |before - after| / max(before, after), 0 when both are 0.
-double host_moved(double before_gflops, double after_gflops);
+/// How far a shared host's speed moved between two measurements of the same thing
+/// (two timings of the same GEMMs, or two rounds' fractions): |a - b| / max(a, b),
+/// 0 when both are 0.
+double host_moved(double a, double b);
 
 /// A round whose GEMMs, timed just before and just after its steps, differ by more
 /// than this, or rounds whose fractions do, are flagged: the host's speed moved
 /// while the steps ran (the fractions can move while the GEMMs alone do not: the
-/// step touches memory, which other guests share, far more than a GEMM in cache). 10% is seven
-/// times the spread of the same timings on a quiet host (91.2-92.5 GFLOP/s over a
-/// quiet hour on the Zen 3 host, docs/performance.md) and larger than the distance
-/// between the fractions this host measures (0.80-0.86) and the goal's 0.85.
+/// step touches memory, which other guests share, far more than a GEMM in cache).
+/// 10% is seven times the spread of the same timings on a quiet host (91.2-92.5
+/// GFLOP/s over a quiet hour on the Zen 3 host, docs/performance.md) and larger
+/// than the distance between the fractions this host measures (0.80-0.86) and the
+/// goal's 0.85.
 constexpr double kHostMovedWarn = 0.10;
 
 /// Prints the FLOPs, the rates (sgemm square, sgemm / tiles / the faster at the model's shapes), their limits in tokens/s and the fraction that
