@@ -13,7 +13,8 @@ const char* kernel_name(Kernel k) {
         case Kernel::layernorm_fwd: return "layernorm fwd";
         case Kernel::layernorm_bwd: return "layernorm bwd";
         case Kernel::matmul_fwd: return "matmul fwd";
-        case Kernel::matmul_bwd: return "matmul bwd";
+        case Kernel::matmul_dinp: return "matmul dinp";
+        case Kernel::matmul_dw: return "matmul dW";
         case Kernel::attention_fwd: return "attention fwd";
         case Kernel::attention_bwd: return "attention bwd";
         case Kernel::gelu_fwd: return "gelu fwd";

@@ -30,7 +30,8 @@ enum class Kernel : int {
     layernorm_fwd,  ///< layernorm_forward
     layernorm_bwd,  ///< layernorm_backward
     matmul_fwd,     ///< matmul_forward: c_attn, attn c_proj, c_fc, mlp c_proj
-    matmul_bwd,     ///< matmul_backward: their two products (dinp, dweight) and dbias
+    matmul_dinp,    ///< matmul_backward's dinp = dout W^T
+    matmul_dw,      ///< matmul_backward's dweight = x^T dout, with dbias (taken as dout is packed)
     attention_fwd,  ///< attention_forward: the causal attention core
     attention_bwd,  ///< attention_backward
     gelu_fwd,       ///< gelu_forward

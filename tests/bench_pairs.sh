@@ -12,7 +12,7 @@ echo "$out"
 fail=0
 [ $rc -eq 0 ] || { echo "FAIL: exit $rc"; fail=1; }
 num='[0-9][0-9.]*'
-for row in "matmul fwd" "matmul bwd" "attention fwd" "gelu bwd" "adamw" "other" "step"; do
+for row in "matmul fwd" "matmul dinp" "matmul dW" "attention fwd" "gelu bwd" "adamw" "other" "step"; do
   printf '%s\n' "$out" | grep -Eq "^$row +$num +$num +$num \[$num-$num\]$" ||
     { echo "FAIL: no row '$row' with two medians and a ratio [range]"; fail=1; }
 done
