@@ -23,7 +23,11 @@
 // lie together but successive steps are C floats apart, and at C = 128 or 512
 // the K-block's 256 lines fall into 2 to 8 of L1's 64 sets, so every panel
 // read them again from L2 (measured on a Zen 3: c_fc's dW 63 -> 76 GFLOP/s, the
-// train step 144 -> 136 ms; docs/performance.md). For each block of 6 rows of
+// train step 144 -> 136 ms; docs/performance.md). The copy is not free: on a Zen 4
+// with AVX-512 it is 3-15% of dW's time, most where few panels share it (N = 128:
+// 4 panels), and there reading in place was 2-7% faster at N = 128 and 0-2% slower
+// at N = 384 and 512 (docs/performance.md, "One AVX-512 machine, both code paths").
+// For each block of 6 rows of
 // C, every panel in turn: the 6 rows of A stay in L1 while the panels stream
 // from L2.
 //
