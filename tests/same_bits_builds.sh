@@ -2,11 +2,13 @@
 # same_bits_builds.sh A B — one training step's gradients from two builds of
 # shardscope, byte for byte, over layouts and shapes.
 #
-# ./scripts/test --portable runs it on an AVX2-only machine with A = the native
-# build (8-float register tiles) and B = the same code with the AVX-512
-# machine's 16-float tiles (SHARDSCOPE_TILE_FLOATS=16): every element of a
-# tile product is the same chain of FMAs at either width (kernels/cpu/tile.h,
-# gemm.cpp), so the two must agree to the bit. The shapes include widths that
+# ./scripts/test --portable runs it with A = the native build and B = the other
+# kind of machine's code: on an AVX2-only machine, the AVX-512 machine's
+# 16-float register tiles (SHARDSCOPE_TILE_FLOATS=16); on an AVX-512 machine,
+# the x86-64-v3 build (AVX2 + FMA, 8-float tiles). Every element of a tile
+# product is the same chain of FMAs at either width (kernels/cpu/tile.h,
+# gemm.cpp), and the kernels' sums keep their lanes and FMAs whatever the
+# instructions (kernels/cpu/simd.h), so the two must agree to the bit. The shapes include widths that
 # are whole tiles at 16 columns and not at 32 (C = 80 or 96: head size 16,
 # panels of 80 columns; TP 2's 144 columns of qkv), and rows that are not whole 6-row tiles
 # (T = 100), so both the straight and the staged paths run.

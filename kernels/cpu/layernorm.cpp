@@ -34,7 +34,7 @@ static float sum_sq_dev(const float* x, float m, int C) {
     for (; i + kLanes <= C; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] += (x[i + j] - m) * (x[i + j] - m);
     float s = lane_fold_sum(acc);  // folded by halves: a chain of 4 adds, not 16 (simd.h, 5.)
-    for (; i < C; i++) s += (x[i] - m) * (x[i] - m);
+    for (; i < C; i++) s = std::fma(x[i] - m, x[i] - m, s);  // an FMA on either path (simd.h's lane_dot)
     return s;
 }
 
