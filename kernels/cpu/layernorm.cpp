@@ -33,9 +33,9 @@ static float sum_sq_dev(const float* x, float m, int C) {
     int i = 0;
     for (; i + kLanes <= C; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] += (x[i + j] - m) * (x[i + j] - m);
-    float s = lane_fold_sum(acc);  // folded by halves: a chain of 4 adds, not 16 (simd.h, 5.)
-    for (; i < C; i++) s = std::fma(x[i] - m, x[i] - m, s);  // an FMA on either path (simd.h's lane_dot)
-    return s;
+    for (int j = 0; j < C - i; j++)  // the tail in the lanes, an FMA each, as simd.h's lane_dot
+        acc[j] = std::fma(x[i + j] - m, x[i + j] - m, acc[j]);
+    return lane_fold_sum(acc);  // folded by halves: a chain of 4 adds, not 16 (simd.h, 5.)
 }
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,

@@ -114,13 +114,14 @@ inline float lane_dot(const float* x, const float* y, long n) {
     long i = 0;
     for (; i + kLanes <= n; i += kLanes)
         for (int j = 0; j < kLanes; j++) acc[j] += x[i + j] * y[i + j];
-    float s = lane_fold_sum(acc);
-    // The tail as explicit FMAs. Written s += x y, GCC vectorized the tail's products where
-    // it could, 16 at a time with AVX-512 and 8 with AVX2 (each product rounded, then added
-    // in order), and fused the rest into FMAs: the two paths rounded different terms, and
+    // The tail (n - i < kLanes terms) goes into the lanes, one explicit FMA each, before the
+    // fold. Written after the fold as s += x y, GCC vectorized the tail's products where it
+    // could, 16 at a time with AVX-512 and 8 with AVX2 (each product rounded, then added in
+    // order), and fused the rest into FMAs, so the two paths rounded different terms and
     // their sums differed in the last bit (objdump: vmulps + vaddss beside vfmadd231ss).
-    for (; i < n; i++) s = std::fma(x[i], y[i], s);
-    return s;
+    // One FMA per lane is the same rounding however it is vectorized, and not a chain.
+    for (long j = 0; j < n - i; j++) acc[j] = std::fma(x[i + j], y[i + j], acc[j]);
+    return lane_fold_sum(acc);
 }
 
 /// max_i x[i] (n >= 1), over kLanes partial maxima. Written as a select, not
