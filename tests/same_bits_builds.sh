@@ -8,10 +8,11 @@
 # the x86-64-v3 build (AVX2 + FMA, 8-float tiles). Every element of a tile
 # product is the same chain of FMAs at either width (kernels/cpu/tile.h,
 # gemm.cpp), and the kernels' sums keep their lanes and FMAs whatever the
-# instructions (kernels/cpu/simd.h), so the two must agree to the bit. The shapes include widths that
-# are whole tiles at 16 columns and not at 32 (C = 80 or 96: head size 16,
-# panels of 80 columns; TP 2's 144 columns of qkv), and rows that are not whole 6-row tiles
-# (T = 100), so both the straight and the staged paths run.
+# instructions (kernels/cpu/simd.h), so the two must agree to the bit. The
+# shapes include widths that are whole tiles at 16 columns and not at 32 (C =
+# 80 or 96: head size 16, panels of 80 columns; TP 2's 144 columns of qkv),
+# and rows that are not whole 6-row tiles (T = 100), so both the straight and
+# the staged paths run.
 # Prints one line per run; exits 1 if any differ or fail.
 A=$1
 B=$2

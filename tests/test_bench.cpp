@@ -132,9 +132,9 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
         REQUIRE(count_lines(r.output, std::string(gemm) + ", model's GEMMs \\(15 shapes, time-weighted\\)" + num + num +
                                           num + "\\s+-") == 1);
     // The profile: every kernel row, then other and total.
-    for (const char* k : {"encoder", "layernorm fwd", "layernorm bwd", "matmul fwd", "matmul dinp", "matmul dW", "attention fwd",
-                          "attention bwd", "gelu fwd", "gelu bwd", "residual", "lm_head fwd", "lm_head bwd",
-                          "crossentropy", "adamw", "other", "total"}) {
+    for (const char* k : {"encoder", "layernorm fwd", "layernorm bwd", "matmul fwd", "matmul dinp", "matmul dW",
+                          "attention fwd", "attention bwd", "gelu fwd", "gelu bwd", "residual", "lm_head fwd",
+                          "lm_head bwd", "crossentropy", "adamw", "other", "total"}) {
         INFO(k);
         REQUIRE(count_lines(r.output, std::string(k) + num + num + "%.*") == 1);
     }
