@@ -11,8 +11,9 @@
 # instructions (kernels/cpu/simd.h), so the two must agree to the bit. The
 # shapes include widths that are whole tiles at 16 columns and not at 32 (C =
 # 80 or 96: head size 16, panels of 80 columns; TP 2's 144 columns of qkv),
-# and rows that are not whole 6-row tiles (T = 100), so both the straight and
-# the staged paths run.
+# a width that leaves the kernels' 16-lane sums a tail (C = 72: four groups
+# of 16, then 8), and rows that are not whole 6-row tiles (T = 100), so both
+# the straight and the staged paths run.
 # Prints one line per run; exits 1 if any differ or fail.
 A=$1
 B=$2
@@ -52,5 +53,6 @@ $odd --seq 100 --ranks 2 --sp 2 --sp-mode ring
 --dim 96 --heads 6 --vocab 250 --layers 2 --seq 100 --ranks 2 --sp 2 --sp-mode ulysses
 --dim 96 --heads 6 --vocab 250 --layers 2 --ranks 2 --tp 2
 --dim 96 --heads 6 --vocab 250 --layers 2 --ranks 2 --tp 2 --vocab-divisible-by 1
+--dim 72 --heads 6 --vocab 250 --layers 2 --seq 100
 EOF
 exit $rc

@@ -69,12 +69,12 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                 acc_g[j] += g;
                 acc_gn[j] += g * ((x[i + j] - m) * s);
             }
-        float sum_g = lane_fold_sum(acc_g), sum_gn = lane_fold_sum(acc_gn);  // chains of 4 adds, not 16
-        for (; i < C; i++) {
-            const float g = weight[i] * dy[i];
-            sum_g += g;
-            sum_gn += g * ((x[i] - m) * s);
+        for (int j = 0; j < C - i; j++) {  // the tail in the lanes, an FMA each, as sum_sq_dev's
+            const float g = weight[i + j] * dy[i + j];
+            acc_g[j] += g;
+            acc_gn[j] = std::fma(g, (x[i + j] - m) * s, acc_gn[j]);
         }
+        const float sum_g = lane_fold_sum(acc_g), sum_gn = lane_fold_sum(acc_gn);  // chains of 4 adds, not 16
         const float mean_g = sum_g / C;
         const float mean_gn = sum_gn / C;
         for (int k = 0; k < C; k++) {
