@@ -242,7 +242,9 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
         }
     }
     REQUIRE_THAT(r.output, Contains("load before: ") && Contains("load after: "));
+    REQUIRE_THAT(r.output, Contains("DDP (ZeRO 0) all-reduces in 25 MiB buckets (PyTorch's default is 25"));
     nlohmann::json j = read_json(json);
+    REQUIRE(j["bucket_mb"].get<double>() == 25.0);
     REQUIRE(j["rows"].size() == 12);
     for (const auto& row : j["rows"]) {
         REQUIRE(row["tokens_per_s"].get<double>() > 0);
@@ -251,11 +253,31 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
     REQUIRE(j["rows"][0]["vs_dp"].get<double>() == 1.0);  // DP N against itself
 }
 
+TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the header and the JSON", "[cli][bench]") {
+    const std::string json = tmp("layouts_naive.json");
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 2 --zero 0 "
+                                 "--bucket-mb 0 --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("DDP (ZeRO 0) all-reduces one tensor per call (--bucket-mb 0)"));
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["bucket_mb"].get<double>() == 0.0);
+    REQUIRE(j["rows"].size() == 6);  // DP 2, then DP 1 x (Ulysses, ring, ring contiguous, TP 2, TP 2 + Megatron-SP)
+}
+
 TEST_CASE("bench layouts: an odd world cannot be split in two", "[cli][bench][errors]") {
     CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --ranks 3");
     INFO(r.output);
     REQUIRE(r.code == 1);
     REQUIRE_THAT(r.output, Contains("--ranks 3: bench layouts splits the world into DP x 2"));
+}
+
+TEST_CASE("bench layouts: a negative bucket says its range, as train's does", "[cli][bench][errors]") {
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --bucket-mb -1");
+    INFO(r.output);
+    REQUIRE(r.code == 1);
+    REQUIRE_THAT(r.output, Contains("--bucket-mb -1 is out of range: it must be at least 0 (0: one all-reduce per "
+                                    "tensor)"));
 }
 
 TEST_CASE("bench layouts --link: the seed's three layouts on emulated links, predicted with them", "[cli][bench]") {

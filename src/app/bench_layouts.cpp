@@ -29,13 +29,18 @@
 // tokens/s say little; the ratios to DP N still compare the layouts' work and
 // traffic, but not how they would overlap on N real devices.
 //
+// DDP (ZeRO 0) all-reduces its gradients in 25 MiB buckets, PyTorch's default,
+// in every layout (--bucket-mb 0: one call per tensor, 52 calls a step at
+// `small`). Each call is a synchronisation of its group; a layout that splits
+// samples pays a step's calls over half the tokens, so the per-tensor form
+// charges it twice DP N's per-token price for them (docs/performance.md).
+//
 // With --emulate PRESET (e.g. h100x4-ib400: 8 ranks are 2 nodes of 4) every
 // collective takes the time the preset's links would, time-scaled by this
 // CPU's matmul rate (src/comm/links.h), so the run has that cluster's ratio of
 // compute to communication: the seed's benchmark at small scale. Only DP N,
-// DP N/2 x SP 2 (Ulysses) and DP N/2 x TP 2 run then, DDP in 25 MiB buckets
-// (PyTorch's default; one call per tensor would pay the latency 28 times), and
-// the planner predicts with the same links. A small model on such a cluster is latency-bound
+// DP N/2 x SP 2 (Ulysses) and DP N/2 x TP 2 run then, and the planner predicts
+// with the same links. A small model on such a cluster is latency-bound
 // (each hop's alpha, scaled, is a large part of a CPU step), so steps take
 // seconds: give few --steps.
 #include <CLI/CLI.hpp>
@@ -62,6 +67,7 @@ struct BenchLayoutsFlags {
     std::string calibration = "out/calibration.json";
     std::string json;
     std::string emulate, link;  // emulated links (comm/links.h)
+    double bucket_mb = 25;      // DDP's buckets (PyTorch's default); 0: one all-reduce per tensor
 };
 
 // One layout of the world.
@@ -97,9 +103,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     base.emulate = f.emulate;
     base.link = f.link;
     const bool emulated = !f.emulate.empty() || !f.link.empty();
-    // On a cluster's links DDP runs in buckets (PyTorch's default 25 MiB), not one call per
-    // tensor: each call pays the links' latency, which dominates a small model there.
-    if (emulated) base.bucket_mb = 25;
+    base.bucket_mb = f.bucket_mb;
     const GPT2Config& m = base.model;
     const int T = base.T > 0 ? base.T : m.maxT;
     const int cores = machine_cores(), n = f.ranks, half = f.ranks / 2;
@@ -154,9 +158,13 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     if (n > cores)
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns), so absolute "
                     "tokens/s mean little; the ratios to DP %d are the figure\n", cores, n, n);
+    if (f.bucket_mb > 0)
+        std::printf("  DDP (ZeRO 0) all-reduces in %g MiB buckets (PyTorch's default is 25; --bucket-mb 0: one call "
+                    "per tensor)\n", f.bucket_mb);
+    else
+        std::printf("  DDP (ZeRO 0) all-reduces one tensor per call (--bucket-mb 0)\n");
     if (emulated)
-        std::printf("  EMULATED links (not measured): %s %s; DDP in 25 MiB buckets; the planner predicts with the same "
-                    "links\n",
+        std::printf("  EMULATED links (not measured): %s %s; the planner predicts with the same links\n",
                     f.emulate.empty() ? "--link" : "--emulate", f.emulate.empty() ? f.link.c_str() : f.emulate.c_str());
     std::printf("  load before: %s\n", load_average().c_str());
     std::fflush(stdout);
@@ -183,8 +191,8 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
                 "vs DP", "planned t/s", "plan/meas");
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
-                          {"rounds", f.rounds}, {"planner_cores", avail}, {"rows", nlohmann::json::array()},
-                          {"emulated_links", emulated_note}};
+                          {"rounds", f.rounds}, {"planner_cores", avail}, {"bucket_mb", f.bucket_mb},
+                          {"rows", nlohmann::json::array()}, {"emulated_links", emulated_note}};
     auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };
     const LayoutRow* dp_row = nullptr;
     for (const LayoutRow& r : rows) {
@@ -231,6 +239,9 @@ void add_bench_layouts_command(CLI::App& bench) {
     cmd->add_option("--emulate", f->emulate, "Emulate a cluster's links, time-scaled to this CPU (h100x4-ib400: "
                                              "8 ranks as 2 nodes of 4; see `train --emulate`)");
     cmd->add_option("--link", f->link, "Emulate one link for every group, GBPS[,US]");
+    cmd->add_option("--bucket-mb", f->bucket_mb, "DDP (ZeRO 0): all-reduce gradients in buckets of this many MiB "
+                                                 "(PyTorch's default); 0: one all-reduce per tensor")
+        ->capture_default_str();  // its range: limit_bench_flags (bench.cpp)
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
     cmd->callback([f]() { run_bench_layouts(*f); });
