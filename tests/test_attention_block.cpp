@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/attention_block.h"
@@ -87,7 +88,9 @@ struct Run {
 Run run(bool fast, const Vec& qkv, const Vec& dout, const std::vector<KeyBlock>& blocks, int B, int Tq, int q_pos,
         int C, int NH) {
     auto fwd = fast ? attention_block_forward : attention_block_forward_reference;
-    auto bwd = fast ? attention_block_backward : attention_block_backward_reference;
+    auto bwd = [fast](auto... args) {  // both add (+=); overwrite has its own case below
+        return fast ? attention_block_backward(args..., false) : attention_block_backward_reference(args...);
+    };
     Run r{Vec(size_t(B) * Tq * C), Vec(size_t(B) * NH * Tq), uniform(long(B) * Tq * 3 * C, 71), {}};
     Vec m(r.lse.size()), l(r.lse.size()), D(r.lse.size());
     attention_block_init(m.data(), l.data(), r.out.data(), B, Tq, C, NH);
@@ -188,6 +191,64 @@ TEST_CASE("attention block: a whole zig-zag ring step in one call, its staircase
     }
 }
 
+TEST_CASE("attention block backward, overwrite: the bits of adding into zeros, on every row",
+          "[kernels][attention_block]") {
+    // A ring's first step (its own block) writes dq and dkv instead of adding into zeroed
+    // ones. Each element is one tile's sum, started from 0 either way, so the bits must be
+    // the same: memcmp, whatever the outputs held before. hs = 12 goes through the staging
+    // tile (no tile width divides it), 16 and 32 straight into the rows; Tq = 17 and 26
+    // leave a partial row tile; the zig-zag staircase is rank 0's own step at SP 2.
+    struct Case {
+        const char* what;
+        int B, Tq, C, NH;
+        std::vector<int> visible;  // empty: causal, the block against itself
+    };
+    const std::vector<Case> cases = {{"causal, hs 12", 2, 17, 24, 2, {}},
+                                     {"causal, hs 16", 1, 40, 32, 2, {}},
+                                     {"causal, hs 32", 2, 26, 64, 2, {}},
+                                     {"zig-zag own step, hs 16", 2, 26, 32, 2, staircase({{0, 13}, {39, 13}},
+                                                                                         {{0, 13}, {39, 13}})}};
+    for (const Case& c : cases) {
+        INFO(c.what);
+        const int Tq = c.Tq, Tk = c.Tq, C = c.C, NH = c.NH, B = c.B;
+        const std::vector<int> visible = c.visible.empty() ? causal_visible(Tq, Tk, 0, 0) : c.visible;
+        const Vec qkv = uniform(long(B) * Tq * 3 * C, 21, -2.0f, 2.0f);
+        const Vec kv = uniform(long(B) * Tk * 2 * C, 22, -2.0f, 2.0f), dout = uniform(long(B) * Tq * C, 23);
+        // lse and D from a forward over the block, as the ring has them
+        Vec m(size_t(B) * NH * Tq), l(m.size()), lse(m.size()), D(m.size()), out(size_t(B) * Tq * C);
+        attention_block_init(m.data(), l.data(), out.data(), B, Tq, C, NH);
+        attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), kv.data(), kv.data() + C, 2 * C, B, Tq, Tk,
+                                visible.data(), C, NH);
+        attention_block_finish(out.data(), lse.data(), m.data(), l.data(), out.data(), B, Tq, C, NH);
+        attention_block_delta(D.data(), dout.data(), out.data(), B, Tq, C, NH);
+        Vec dq_add(size_t(B) * Tq * 3 * C, 0.0f), dkv_add(kv.size(), 0.0f);
+        Vec dq_put = uniform(long(dq_add.size()), 24), dkv_put = uniform(long(dkv_add.size()), 25);  // garbage first
+        attention_block_backward(dq_add.data(), dkv_add.data(), dkv_add.data() + C, dout.data(), qkv.data(), kv.data(),
+                                 kv.data() + C, 2 * C, lse.data(), D.data(), B, Tq, Tk, visible.data(), C, NH, false);
+        attention_block_backward(dq_put.data(), dkv_put.data(), dkv_put.data() + C, dout.data(), qkv.data(), kv.data(),
+                                 kv.data() + C, 2 * C, lse.data(), D.data(), B, Tq, Tk, visible.data(), C, NH, true);
+        for (int row = 0; row < B * Tq; ++row)  // dq_rows is the q part of [q | k | v] rows: only it is written
+            REQUIRE(std::memcmp(dq_put.data() + long(row) * 3 * C, dq_add.data() + long(row) * 3 * C,
+                                sizeof(float) * size_t(C)) == 0);
+        REQUIRE(std::memcmp(dkv_put.data(), dkv_add.data(), sizeof(float) * dkv_add.size()) == 0);
+    }
+}
+
+TEST_CASE("attention block backward, overwrite: a block that leaves a row unwritten is refused",
+          "[kernels][attention_block]") {
+    const int B = 1, Tq = 4, Tk = 4, C = 8, NH = 1;
+    const Vec qkv = uniform(long(B) * Tq * 3 * C, 1), kv = uniform(long(B) * Tk * 2 * C, 2);
+    const Vec dout = uniform(long(B) * Tq * C, 3), lse(size_t(B) * NH * Tq, 1.0f), D(lse.size(), 0.5f);
+    Vec dq(size_t(B) * Tq * 3 * C), dkv(kv.size());
+    const std::vector<int> first_sees_none = {0, 1, 2, 4}, last_key_unseen = {1, 2, 3, 3};
+    for (const std::vector<int>& v : {first_sees_none, last_key_unseen})
+        REQUIRE_THROWS_WITH(attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(),
+                                                     kv.data(), kv.data() + C, 2 * C, lse.data(), D.data(), B, Tq, Tk,
+                                                     v.data(), C, NH, true),
+                            Catch::Contains("every query must see a key and every key be seen") &&
+                                Catch::Contains("add into zeroed ones instead"));
+}
+
 TEST_CASE("attention block: a mask that is not a growing prefix is refused, saying why", "[kernels][attention_block]") {
     const int B = 1, Tq = 4, Tk = 4, C = 8, NH = 1;
     const Vec qkv = uniform(long(B) * Tq * 3 * C, 1), kv = uniform(long(B) * Tk * 2 * C, 2);
@@ -217,7 +278,7 @@ TEST_CASE("attention block: a block in the future leaves everything as it was", 
     Vec dq = uniform(long(B) * Tq * 3 * C, 9), dkv = uniform(long(kb.kv.size()), 10);
     const Vec dq0 = dq, dkv0 = dkv;
     attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(),
-                             kb.kv.data() + C, 2 * C, l.data(), m.data(), B, Tq, kb.Tk, none.data(), C, NH);
+                             kb.kv.data() + C, 2 * C, l.data(), m.data(), B, Tq, kb.Tk, none.data(), C, NH, false);
     REQUIRE(dq == dq0);
     REQUIRE(dkv == dkv0);
 }

@@ -156,6 +156,36 @@ TEST_CASE("Ulysses moves activations with all-to-alls, in the paper's volumes", 
     REQUIRE(got == want);
 }
 
+TEST_CASE("the model-parallel collectives' buffers are booked in comm: ring, Ulysses, Megatron-SP", "[sp][memory]") {
+    // Each expected size is counted here from the model's shape, not read from the code:
+    //   ring:       the held block, the one coming in and their gradients, kept between
+    //               layers: 4 x B (T/sp) 2C floats, live at the end of the step;
+    //   Ulysses:    qkv's all_to_all, a send and a receive buffer of B (T/sp) 3C floats
+    //               each while the call runs: the peak, none left at the end;
+    //   Megatron-SP: the gathered sequence, B T C floats while its all_gather runs.
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.steps = 1;
+    o.quiet = true;
+    o.mbs = 2;
+    const int64_t B = o.mbs, T = o.model.maxT, C = o.model.C, f32 = 4;
+    o.ranks = 2;
+    o.sp = 2;
+    o.sp_mode = SpMode::ring;
+    TrainReport ring = train(o, nullptr);
+    CHECK(ring.live[int(Mem::comm)] == size_t(4 * B * (T / 2) * 2 * C * f32));
+    o.sp_mode = SpMode::ulysses;
+    TrainReport ulysses = train(o, nullptr);
+    CHECK(ulysses.peak[int(Mem::comm)] == size_t(2 * B * (T / 2) * 3 * C * f32));
+    CHECK(ulysses.live[int(Mem::comm)] == 0);
+    o.sp = 1;
+    o.tp = 2;
+    o.sequence_parallel = true;
+    TrainReport megatron_sp = train(o, nullptr);
+    CHECK(megatron_sp.peak[int(Mem::comm)] == size_t(B * T * C * f32));
+    CHECK(megatron_sp.live[int(Mem::comm)] == 0);
+}
+
 TEST_CASE("bad sequence-parallel layouts get clear errors", "[sp][errors]") {
     TrainOptions o;
     o.model = model_preset("tiny");  // H = 4, T = 64

@@ -65,14 +65,18 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
+    // Keys [0, seen) are seen by some query (the last sees most); only those are packed. The
+    // panels start zeroed, so a tile's columns past them read 0, and the mask drops them.
+    const int seen = Tq > 0 ? visible[Tq - 1] : 0;
+    if (seen == 0) return;  // the whole block is in my queries' future
     const TilePanels keys(Tk, hs);
     std::vector<float> Kt = keys.transposed_buffer(), V = keys.rows_buffer();
     std::vector<float> S(size_t(kTileRows) * keys.n_pad), G(size_t(kTileRows) * keys.ld);  // one row tile
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
             const float* Q = q_rows + long(b) * Tq * C3 + long(h) * hs;
-            keys.transposed_rows(Kt, k_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
-            keys.rows(V, v_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride);
+            keys.transposed_rows(Kt, k_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride, seen);
+            keys.rows(V, v_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride, 0, seen);
             float* A = acc + long(b) * Tq * C + long(h) * hs;
             float* mh = m + (long(b) * NH + h) * Tq;
             float* lh = l + (long(b) * NH + h) * Tq;
@@ -147,11 +151,23 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
 
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH) {
+                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH,
+                              bool overwrite) {
     check_visible(visible, Tq, Tk);
+    SS_CHECK(!overwrite || Tq == 0 || (visible[0] >= 1 && visible[Tq - 1] == Tk),
+             "attention block backward, overwrite: every query must see a key and every key be seen (visible[0] = "
+                 << (Tq ? visible[0] : 0) << ", visible[Tq-1] = " << (Tq ? visible[Tq - 1] : 0) << ", Tk " << Tk
+                 << "), or rows of the gradients would be left unwritten: add into zeroed ones instead");
+    const bool add = !overwrite;
     const int hs = C / NH;
     const long C3 = 3L * C;
     const float scale = 1.0f / std::sqrt(float(hs));
+    // Only what some product reads is packed: keys [0, seen), which some query sees, and
+    // queries [first, Tq), which see some key (visible is nondecreasing). The panels start
+    // zeroed; a tile's columns past `seen` read 0 and the mask drops them.
+    const int seen = Tq > 0 ? visible[Tq - 1] : 0;
+    if (seen == 0) return;  // the whole block is in my queries' future: nothing to add
+    const int first = int(std::upper_bound(visible, visible + Tq, 0) - visible);
     const TilePanels keys(Tk, hs), queries(Tq, hs);
     std::vector<float> K = keys.rows_buffer(), Kt = keys.transposed_buffer(), Vt = keys.transposed_buffer(),
                        Qr = queries.rows_buffer(), dOr = queries.rows_buffer();
@@ -166,15 +182,16 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
             const float* dO = dout + long(b) * Tq * C + long(h) * hs;
             const float* lse_h = lse + (long(b) * NH + h) * Tq;
             const float* D_h = D + (long(b) * NH + h) * Tq;
-            keys.rows(K, k_rows + ko, kv_stride);
-            keys.transposed(Kt, K);
-            keys.transposed_rows(Vt, v_rows + ko, kv_stride);
-            queries.rows(Qr, Q, C3);
-            queries.rows(dOr, dO, C);
+            keys.rows(K, k_rows + ko, kv_stride, 0, seen);
+            keys.transposed(Kt, K, seen);
+            keys.transposed_rows(Vt, v_rows + ko, kv_stride, seen);
+            queries.rows(Qr, Q, C3, first, Tq);
+            queries.rows(dOr, dO, C, first, Tq);
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
                 const int n_hi = visible[r0 + rows - 1];
+                if (n_hi == 0) continue;  // rows that see no key: nothing to add, and step 4 never reads them
                 float *p0 = P.data() + long(r0) * ld, *d0 = dS.data() + long(r0) * ld;
                 // 1. S = Q K^T (into P) and dP = dO V^T (into dS), rows [r0, r0+rows), keys [0, n_hi)
                 for (int j = 0; j < n_hi; j += kTileWidth) {
@@ -197,8 +214,7 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                     for (int k = nl; k < Tk; ++k) p[k] = d[k] = 0.0f;
                 }
                 // 3. dQ[r0:r0+rows] += dS K[0:n_hi]
-                if (n_hi == 0) continue;
-                tile_product_into(rows, n_hi, d0, ld, 1, K.data(), keys.ld, dQ + r0 * C3, C3, hs, true, G.data(),
+                tile_product_into(rows, n_hi, d0, ld, 1, K.data(), keys.ld, dQ + r0 * C3, C3, hs, add, G.data(),
                                   keys.ld);
             }
             // 4. Key side, by tiles of key rows [s0, s0 + rows): the queries from q_lo on see them.
@@ -211,9 +227,9 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                 if (q_lo >= Tq) break;  // no query sees this key, nor any later one
                 const long at = long(q_lo) * ld + s0;
                 tile_product_into(rows, Tq - q_lo, P.data() + at, 1, ld, dOr.data() + long(q_lo) * queries.ld,
-                                  queries.ld, dV + long(s0) * kv_stride, kv_stride, hs, true, G.data(), keys.ld);
+                                  queries.ld, dV + long(s0) * kv_stride, kv_stride, hs, add, G.data(), keys.ld);
                 tile_product_into(rows, Tq - q_lo, dS.data() + at, 1, ld, Qr.data() + long(q_lo) * queries.ld,
-                                  queries.ld, dK + long(s0) * kv_stride, kv_stride, hs, true, G.data(), keys.ld);
+                                  queries.ld, dK + long(s0) * kv_stride, kv_stride, hs, add, G.data(), keys.ld);
             }
         }
 }

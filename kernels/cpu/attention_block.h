@@ -34,7 +34,8 @@
 //   dP = dO V^T,  dQ += dS K,  dV += P^T dO,  dK += dS^T Q  (backward, dS scaled)
 // are register tiles (tile.h), 6 query (or key) rows at a time, each stopping
 // at the last key its last row may see; the block's keys and values (and in
-// backward Q and dO) are first copied into panels padded to the tile width.
+// backward Q and dO) are first copied into panels padded to the tile width,
+// only the rows a product reads: keys some query sees, queries that see a key.
 // Only the online softmax, its rescale and the softmax backward are loops
 // (simd.h: lane reductions and exp_fast). Backward recomputes P and dS of one
 // (b, h) at a time, Tq x Tk floats that live only inside the call: nothing of
@@ -64,10 +65,15 @@ void attention_block_finish(float* out, float* lse, const float* m, const float*
 /// D[b,h,i] = dout_i . out_i over head h's columns: [B,NH,Tq].
 void attention_block_delta(float* D, const float* dout, const float* out, int B, int Tq, int C, int NH);
 /// One key block's share of the backward: adds into dq_rows ([B,Tq,3C], the q part) and
-/// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows).
+/// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows); with @p overwrite, writes
+/// them instead (a ring's first block: nothing need be zeroed first). Overwrite needs every
+/// query to see a key (visible[0] >= 1) and every key to be seen (visible[Tq-1] == Tk), so
+/// that every row it owns is written; each element is then one tile's sum started from 0,
+/// the bits a zeroed buffer added into gives.
 void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
                               const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH);
+                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH,
+                              bool overwrite);
 
 /// attention_block_forward in plain loops, one query and one key at a time (for the tests).
 void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,

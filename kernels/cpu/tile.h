@@ -192,13 +192,16 @@ struct TilePanels {
     /// A zeroed buffer for transposed().
     std::vector<float> transposed_buffer() const { return std::vector<float>(size_t(width) * n_pad); }
     /// dst[t, 0:width] = src[t*stride + 0:width] for t < n.
-    void rows(std::vector<float>& dst, const float* src, long stride) const {
-        for (int t = 0; t < n; ++t)
+    void rows(std::vector<float>& dst, const float* src, long stride) const { rows(dst, src, stride, 0, n); }
+    /// The same for rows first <= t < last only; the others keep what they held (a block's
+    /// queries that see none of its keys are never read).
+    void rows(std::vector<float>& dst, const float* src, long stride, int first, int last) const {
+        for (int t = first; t < last; ++t)
             for (int i = 0; i < width; ++i) dst[long(t) * ld + i] = src[t * stride + i];
     }
-    /// dst[i, t] = panel[t, i]: the transpose of a rows() panel.
-    void transposed(std::vector<float>& dst, const std::vector<float>& panel) const {
-        transposed_rows(dst, panel.data(), ld);
+    /// dst[i, t] = panel[t, i]: the transpose of a rows() panel, its first @p count rows.
+    void transposed(std::vector<float>& dst, const std::vector<float>& panel, int count) const {
+        transposed_rows(dst, panel.data(), ld, count);
     }
     /// dst[i, t] = src[t*stride + i] for t < n, i < width: the operand's rows, transposed
     /// (straight from a saved activation, or from a rows() panel). In 8 x 8 blocks through
@@ -207,8 +210,13 @@ struct TilePanels {
     /// gather was most of the time outside the tiles in a head's forward (perf), and read
     /// from qkv, each row's two lines came from memory once per column.
     void transposed_rows(std::vector<float>& dst, const float* src, long stride) const {
+        transposed_rows(dst, src, stride, n);
+    }
+    /// The same for the first @p count rows only (t < count <= n): dst's columns t >= count
+    /// keep what they held (a block's keys that no query sees are never read).
+    void transposed_rows(std::vector<float>& dst, const float* src, long stride, int count) const {
         using detail::Vec8;
-        const int n8 = n / 8 * 8, w8 = width / 8 * 8;
+        const int n8 = count / 8 * 8, w8 = width / 8 * 8;
         for (int t0 = 0; t0 < n8; t0 += 8)
             for (int i0 = 0; i0 < w8; i0 += 8) {
                 Vec8 r[8];
@@ -219,7 +227,7 @@ struct TilePanels {
                 for (int j = 0; j < 8; ++j) *reinterpret_cast<Vec8*>(&dst[long(i0 + j) * n_pad + t0]) = r[j];
             }
         for (int i = 0; i < width; ++i)  // the edges: columns past w8 (every row), rows past n8
-            for (int t = i < w8 ? n8 : 0; t < n; ++t) dst[long(i) * n_pad + t] = src[t * stride + i];
+            for (int t = i < w8 ? n8 : 0; t < count; ++t) dst[long(i) * n_pad + t] = src[t * stride + i];
     }
 };
 

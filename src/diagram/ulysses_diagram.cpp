@@ -37,7 +37,8 @@ Svg draw_ulysses(const GPT2Config& cfg, int sp, int tokens) {
     run_threads(sp, [&](Comm& comm) {
         Group g{"sp", {}};
         for (int r = 0; r < sp; ++r) g.ranks.push_back(r);
-        UlyssesComm ulysses(comm, g);
+        Ledger ledger;  // the all-to-all's buffers are booked here and forgotten with it
+        UlyssesComm ulysses(comm, g, ledger);
         const int r = comm.rank();
         std::vector<float> src(size_t(Tl) * C), dst(size_t(tokens) * C / sp);
         for (int t = 0; t < Tl; ++t)

@@ -90,7 +90,6 @@ void blockwise_attention_forward(const Attention& a, BlockActs& ba, SequencePara
 
 void blockwise_attention_backward(const Attention& a, float* dqkv, float*, const float* datty, const BlockActs& ba,
                                   SequenceParallel& sp, int layer, Ledger&) {
-    device_zero(current_device(), dqkv, sizeof(float) * size_t(a.B) * a.T * 3 * a.C);  // the blocks add into it
     sp.ring_backward(dqkv, datty, ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C, a.H, layer);
 }
 

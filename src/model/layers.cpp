@@ -289,7 +289,7 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
     // dx = d/d(x_mid) now. The same again for the attention branch.
     const RowGrad dy = tp.g_backward(dx, g.attnproj_b);
     Tensor datty = scratch_unfilled(ledger, {B, Tf, tp.Cl});
-    // Not zeroed: every attention backward writes all of it (plain, Ulysses) or zeroes it first (ring).
+    // Not zeroed: every attention backward writes all of it (plain, Ulysses, ring: its first block writes).
     Tensor dqkv = scratch_unfilled(ledger, {B, Tf, 3 * tp.Cl});
     Tensor datt = attn.probs ? Tensor(ledger, Mem::workspace, attn.att_shape(), DType::f32, false) : Tensor();
     Tensor dln1 = scratch_unfilled(ledger, {B, Tf, C});
@@ -303,7 +303,7 @@ void block_backward(float* dx, BlockGrads& g, const BlockActs& ba, const BlockWe
 
 // encoder_stage_backward once dwpe points at the rows of my T positions, in my rows' order.
 static void encoder_grads(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C, int Vl,
-                          const ModelParallel& mp) {
+                          const ModelParallel& mp, Ledger& ledger) {
     TensorParallel& tp = mp.tp;
     if (tp.size() == 1) {
         kern::encoder_backward(dwte, dwpe, dx, tokens, B, T, C);
@@ -317,20 +317,20 @@ static void encoder_grads(float* dwte, float* dwpe, const float* dx, const int* 
     // Megatron-SP: dx holds my tokens; positions are mine, the embedding needs every token.
     const int Tl = T / tp.size();
     cpu::add_positions_backward(dwpe + long(tp.rank()) * Tl * C, dx, B, Tl, C);
-    std::vector<float> full(size_t(B) * T * C);
-    tp.gather_seq(dx, full.data(), B, Tl, C, -1, true);
-    cpu::vocab_embedding_backward(dwte, full.data(), tokens, tp.rank() * Vl, Vl, B * T, C);
+    Tensor full = scratch_unfilled(ledger, {B, T, C});  // written whole by the gather
+    tp.gather_seq(dx, full.f32(), B, Tl, C, -1, true);
+    cpu::vocab_embedding_backward(dwte, full.f32(), tokens, tp.rank() * Vl, Vl, B * T, C);
 }
 
 void encoder_stage_backward(float* dwte, float* dwpe, const float* dx, const int* tokens, int B, int T, int C,
                             int Vl, const ModelParallel& mp, Ledger& ledger) {
     if (!mp.sp.zigzag()) {
-        encoder_grads(dwte, dwpe + long(mp.sp.rank()) * T * C, dx, tokens, B, T, C, Vl, mp);
+        encoder_grads(dwte, dwpe + long(mp.sp.rank()) * T * C, dx, tokens, B, T, C, Vl, mp, ledger);
         return;
     }
     // Zig-zag: my positions' gradient in my rows' order, then added to their rows of dwpe.
     Tensor mine = scratch(ledger, {T, C});  // zeroed
-    encoder_grads(dwte, mine.f32(), dx, tokens, B, T, C, Vl, mp);
+    encoder_grads(dwte, mine.f32(), dx, tokens, B, T, C, Vl, mp, ledger);
     for (const SeqPiece& p : sequence_pieces(true, mp.sp.rank(), mp.sp.size(), T * mp.sp.size()))
         for (long i = 0; i < long(p.len) * C; ++i) dwpe[long(p.pos) * C + i] += mine.f32()[long(p.row) * C + i];
 }

@@ -42,7 +42,7 @@ void SequenceParallel::ring_backward(float* dqkv, const float* dout, const float
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
     const std::vector<int> causal = cpu::causal_visible(Tl, Tl, 0, 0);
     cpu::attention_block_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C, 3 * C, lse,
-                                  D.data(), B, Tl, Tl, causal.data(), C, NH);
+                                  D.data(), B, Tl, Tl, causal.data(), C, NH, /*overwrite=*/true);
 }
 
 ModelParallel ModelParallel::none() {

@@ -88,7 +88,7 @@ public:
     /// Causal attention of my Tl queries over the whole sequence: out [B,Tl,C], lse [B,NH,Tl].
     /// (The base class is one rank: one block, the whole sequence.)
     virtual void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer);
-    /// Its backward: adds into dqkv [B,Tl,3C].
+    /// Its backward: writes dqkv [B,Tl,3C] (every element; nothing need be zeroed first).
     virtual void ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
                                int B, int Tl, int C, int NH, int layer);
 };

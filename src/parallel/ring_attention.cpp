@@ -1,15 +1,25 @@
 #include "parallel/ring_attention.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "comm/trace/trace.h"
+#include "core/check.h"
 #include "kernels/cpu/attention_block.h"
-#include "kernels/cpu/residual.h"
 
 namespace ss {
 
-RingAttention::RingAttention(Comm& comm, Group sp_group, RingSplit split, bool overlap)
-    : comm_(comm), group_(std::move(sp_group)), split_(split), overlap_(overlap), rank_(group_.index_of(comm.rank())) {}
+RingAttention::RingAttention(Comm& comm, Group sp_group, RingSplit split, Ledger& ledger, bool overlap)
+    : comm_(comm),
+      group_(std::move(sp_group)),
+      split_(split),
+      ledger_(ledger),
+      overlap_(overlap),
+      rank_(group_.index_of(comm.rank())) {}
+
+void RingAttention::sized(Tensor& t, int64_t n) {
+    if (t.numel() != n) t = Tensor(ledger_, Mem::comm, {n}, DType::f32, false);
+}
 
 RingStep ring_step(int sp_rank, int step, int sp, RingSplit split) {
     const int owner = (sp_rank - step + sp) % sp;  // the block has gone `step` hops right
@@ -49,33 +59,30 @@ std::vector<int> step_visible(const std::vector<SeqPiece>& mine, const std::vect
 }
 
 // My keys and values, packed as [B, Tl, 2C] rows of [k | v]: what goes round the ring.
-// The buffers are kept between calls and sized here: every float of kv is written,
-// and next (the block coming in) is written by its receive, so neither is zeroed.
-void pack_kv(std::vector<float>& kv, std::vector<float>& next, const float* qkv, int B, int Tl, int C) {
-    kv.resize(size_t(B) * Tl * 2 * C);
-    next.resize(kv.size());
+// Every float of kv is written (the caller sizes it, unfilled).
+void pack_kv(float* kv, const float* qkv, int B, int Tl, int C) {
     for (long row = 0; row < long(B) * Tl; ++row)
-        std::copy(qkv + row * 3 * C + C, qkv + row * 3 * C + 3 * C, kv.begin() + row * 2 * C);
+        std::copy(qkv + row * 3 * C + C, qkv + row * 3 * C + 3 * C, kv + row * 2 * C);
 }
 }  // namespace
 
-void RingAttention::start_pass(const std::vector<float>& kv, std::vector<float>& next, int right, int left,
-                               const Label& l, CommHandle& sent, CommHandle& got) {
+void RingAttention::start_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
+                               CommHandle& got) {
     if (!overlap_) return;
-    sent = comm_.start_send(kv.data(), kv.size(), DType::f32, right, l, "sp");
-    got = comm_.start_recv(next.data(), next.size(), DType::f32, left, l, "sp");
+    sent = comm_.start_send(kv.f32(), size_t(kv.numel()), DType::f32, right, l, "sp");
+    got = comm_.start_recv(next.f32(), size_t(next.numel()), DType::f32, left, l, "sp");
 }
 
-void RingAttention::finish_pass(std::vector<float>& kv, std::vector<float>& next, int right, int left, const Label& l,
-                                CommHandle& sent, CommHandle& got) {
+void RingAttention::finish_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
+                                CommHandle& got) {
     if (overlap_) {
         comm_.wait(sent);
         comm_.wait(got);
     } else {  // send right (never waits), then take the left neighbour's
-        comm_.send(kv.data(), kv.size(), right, l, "sp");
-        comm_.recv(next.data(), next.size(), left, l, "sp");
+        comm_.send(kv.f32(), size_t(kv.numel()), right, l, "sp");
+        comm_.recv(next.f32(), size_t(next.numel()), left, l, "sp");
     }
-    kv.swap(next);
+    std::swap(kv, next);  // the buffers trade places, bookings and all
 }
 
 std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
@@ -85,9 +92,12 @@ std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
 void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) {
     const int s = size();
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
-    std::vector<float>& kv = kv_;      // the block I hold
-    std::vector<float>& next = next_;  // the one coming in
-    pack_kv(kv, next, qkv, B, Tl, C);
+    Tensor& kv = kv_;      // the block I hold
+    Tensor& next = next_;  // the one coming in, written by its receive
+    const int64_t block = int64_t(B) * Tl * 2 * C;
+    sized(kv, block);
+    sized(next, block);
+    pack_kv(kv.f32(), qkv, B, Tl, C);
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
     for (int step = 0; step < s; ++step) {
@@ -102,7 +112,7 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
             // rs.pairs in one call: my rows against the held block, each row up to the keys it may see
             const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
-            cpu::attention_block_forward(m.data(), l.data(), out, qkv, kv.data(), kv.data() + C, 2 * C, B, Tl, Tl,
+            cpu::attention_block_forward(m.data(), l.data(), out, qkv, kv.f32(), kv.f32() + C, 2 * C, B, Tl, Tl,
                                          visible.data(), C, NH);
         }
         if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
@@ -115,13 +125,13 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
     const int s = size();
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
-    std::vector<float>& kv = kv_;
-    std::vector<float>& next = next_;
-    std::vector<float>& dkv = dkv_;      // the gradient of the block I hold: every step adds to it
-    std::vector<float>& dnext = dnext_;  // the one coming in, written by its receive
-    pack_kv(kv, next, qkv, B, Tl, C);
-    dkv.assign(kv.size(), 0.0f);
-    dnext.resize(kv.size());
+    Tensor& kv = kv_;
+    Tensor& next = next_;
+    Tensor& dkv = dkv_;      // the gradient of the block I hold: step 0 writes it, the later steps add
+    Tensor& dnext = dnext_;  // the one coming in, written by its receive
+    const int64_t block = int64_t(B) * Tl * 2 * C;
+    for (Tensor* t : {&kv, &next, &dkv, &dnext}) sized(*t, block);
+    pack_kv(kv.f32(), qkv, B, Tl, C);
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);
@@ -131,30 +141,36 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         const Label dkv_label = label(Payload::act_grad, layer, true);
         CommHandle sent, got;  // the keys and values only: their gradients are made by the compute below
         if (pass) start_pass(kv, next, right, left, kv_label, sent, got);
+        SS_CHECK(step > 0 || !rs.pairs.empty(), "ring attention: step 0 holds my own block, and it computed nothing");
         // Overlap on: the receive of the gradient hop is posted now, so the left
         // neighbour's send (after its compute) lands straight in dnext.
         CommHandle dgot;
-        if (overlap_ && s > 1) dgot = comm_.start_recv(dnext.data(), dnext.size(), DType::f32, left, dkv_label, "sp");
+        if (overlap_ && s > 1) dgot = comm_.start_recv(dnext.f32(), size_t(block), DType::f32, left, dkv_label, "sp");
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "bwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
             const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
-            cpu::attention_block_backward(dqkv, dkv.data(), dkv.data() + C, dout, qkv, kv.data(), kv.data() + C, 2 * C,
-                                          lse, D.data(), B, Tl, Tl, visible.data(), C, NH);
+            // Step 0 is my own block, where every query sees itself and every key is seen: it
+            // writes dq and dkv (the bits of adding into zeros), and the later steps add.
+            cpu::attention_block_backward(dqkv, dkv.f32(), dkv.f32() + C, dout, qkv, kv.f32(), kv.f32() + C, 2 * C,
+                                          lse, D.data(), B, Tl, Tl, visible.data(), C, NH, /*overwrite=*/step == 0);
         }
         if (s == 1) break;
         if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
         // The gradients travel with their block; after the last step one more hop brings
         // each block's gradient back to its owner.
-        comm_.send(dkv.data(), dkv.size(), right, dkv_label, "sp");
+        comm_.send(dkv.f32(), size_t(block), right, dkv_label, "sp");
         if (overlap_)
             comm_.wait(dgot);
         else
-            comm_.recv(dnext.data(), dnext.size(), left, dkv_label, "sp");
-        dkv.swap(dnext);
+            comm_.recv(dnext.f32(), size_t(block), left, dkv_label, "sp");
+        std::swap(dkv, dnext);
     }
-    // dkv now holds the gradient of my own keys and values, from every rank that used them.
-    for (long row = 0; row < long(B) * Tl; ++row) cpu::add_inplace(dqkv + row * 3 * C + C, dkv.data() + row * 2 * C, 2 * C);
+    // dkv now holds the gradient of my own keys and values, from every rank that used them:
+    // copied into dqkv's k | v columns, which nothing else writes.
+    const float* grad = dkv.f32();
+    for (long row = 0; row < long(B) * Tl; ++row)
+        std::copy(grad + row * 2 * C, grad + (row + 1) * 2 * C, dqkv + row * 3 * C + C);
 }
 
 }  // namespace ss

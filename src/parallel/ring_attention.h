@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "comm/comm.h"
+#include "core/tensor.h"
 #include "mesh/layout_names.h"
 #include "model/model_parallel.h"
 #include "model/sequence_split.h"
@@ -99,8 +100,8 @@ public:
     /// hop's keys and values are sent and received (started calls) while the block held
     /// now is computed, instead of after it, and the backward's gradient hop has its
     /// receive posted before the compute, so the neighbour's send lands in place. The
-    /// same bits either way.
-    RingAttention(Comm& comm, Group sp_group, RingSplit split, bool overlap = false);
+    /// same bits either way. The blocks in flight are booked in @p ledger, Mem::comm.
+    RingAttention(Comm& comm, Group sp_group, RingSplit split, Ledger& ledger, bool overlap = false);
 
     int size() const override { return group_.size(); }
     int rank() const override { return rank_; }
@@ -108,7 +109,7 @@ public:
     bool zigzag() const override { return zigzag_split(SpMode::ring, split_, size()); }
     /// Attention of my queries over the blocks as they come round (see the file comment).
     void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) override;
-    /// Its backward: the blocks and their key/value gradients go round again.
+    /// Its backward: the blocks and their key/value gradients go round again; writes dqkv.
     void ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse, int B,
                        int Tl, int C, int NH, int layer) override;
 
@@ -122,10 +123,13 @@ private:
     /// One hop of the ring: kv goes right, the left neighbour's block comes into next.
     /// start_pass starts both calls (overlap on; nothing when off); finish_pass waits
     /// for them, or (overlap off) makes them now, blocking; then swaps kv and next.
-    void start_pass(const std::vector<float>& kv, std::vector<float>& next, int right, int left, const Label& l,
-                    CommHandle& sent, CommHandle& got);
-    void finish_pass(std::vector<float>& kv, std::vector<float>& next, int right, int left, const Label& l,
-                     CommHandle& sent, CommHandle& got);
+    void start_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
+                    CommHandle& got);
+    void finish_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
+                     CommHandle& got);
+    /// @p t as a buffer of @p n floats in Mem::comm: kept when it has that size already
+    /// (its contents as they were), else allocated unfilled.
+    void sized(Tensor& t, int64_t n);
     /// The pieces of each sequence that sp rank @p sp_rank holds, its Tl rows (model/sequence_split.h).
     std::vector<SeqPiece> pieces_of(int sp_rank, int Tl) const;
     Label label(Payload p, int layer, bool backward) const {
@@ -134,13 +138,14 @@ private:
     Comm& comm_;
     Group group_;
     RingSplit split_;
+    Ledger& ledger_;
     bool overlap_;
     int rank_;
     int microbatch_ = -1, step_ = -1;
-    // The blocks in flight, kept between calls (ring_forward, ring_backward): sized once,
-    // not allocated and zeroed per layer. kv_: the held block's [k | v] rows; next_: the
-    // one coming in; dkv_, dnext_: their gradients (backward).
-    std::vector<float> kv_, next_, dkv_, dnext_;
+    // The blocks in flight, kept between calls (ring_forward, ring_backward) and booked in
+    // Mem::comm: sized once, not allocated and zeroed per layer. kv_: the held block's
+    // [k | v] rows; next_: the one coming in; dkv_, dnext_: their gradients (backward).
+    Tensor kv_, next_, dkv_, dnext_;
 };
 
 }  // namespace ss

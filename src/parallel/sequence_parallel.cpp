@@ -1,12 +1,13 @@
 #include "parallel/sequence_parallel.h"
 
 #include <cstring>
-#include <vector>
+
+#include "core/tensor.h"
 
 namespace ss {
 
-UlyssesComm::UlyssesComm(Comm& comm, Group sp_group)
-    : comm_(comm), group_(std::move(sp_group)), rank_(group_.index_of(comm.rank())) {}
+UlyssesComm::UlyssesComm(Comm& comm, Group sp_group, Ledger& ledger)
+    : comm_(comm), group_(std::move(sp_group)), ledger_(ledger), rank_(group_.index_of(comm.rank())) {}
 
 // Blocks of the all_to_all are [B][Tl][P*Cs], one per peer, Cs = C/sp.
 
@@ -14,7 +15,10 @@ void UlyssesComm::seq_to_heads(const float* src, float* dst, int B, int Tl, int 
                                bool backward) {
     const int s = size(), Cs = C / s, W = parts * Cs;  // W: the row width of one block
     const size_t block = size_t(B) * Tl * W;
-    std::vector<float> send(block * s), recv(block * s);
+    // The all_to_all's buffers (Mem::comm while the call runs): every float is written before it is read.
+    Tensor send_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
+    Tensor recv_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
+    float *send = send_buf.f32(), *recv = recv_buf.f32();
     // To peer j: my tokens, the columns of j's heads in each of the P parts.
     for (int j = 0; j < s; ++j)
         for (int b = 0; b < B; ++b)
@@ -22,7 +26,7 @@ void UlyssesComm::seq_to_heads(const float* src, float* dst, int B, int Tl, int 
                 for (int p = 0; p < parts; ++p)
                     std::memcpy(&send[j * block + (size_t(b) * Tl + t) * W + p * Cs],
                                 src + (size_t(b) * Tl + t) * parts * C + p * C + j * Cs, sizeof(float) * Cs);
-    comm_.all_to_all(send.data(), recv.data(), block, group_, label(layer, backward));
+    comm_.all_to_all(send, recv, block, group_, label(layer, backward));
     // From peer i: its tokens (positions i*Tl ..) of my heads.
     const int T = Tl * s;
     for (int i = 0; i < s; ++i)
@@ -36,13 +40,16 @@ void UlyssesComm::heads_to_seq(const float* src, float* dst, int B, int Tl, int 
     const int s = size(), Cs = C / s, W = parts * Cs;
     const size_t block = size_t(B) * Tl * W;
     const int T = Tl * s;
-    std::vector<float> send(block * s), recv(block * s);
+    // The all_to_all's buffers (Mem::comm while the call runs): every float is written before it is read.
+    Tensor send_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
+    Tensor recv_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
+    float *send = send_buf.f32(), *recv = recv_buf.f32();
     // To peer i: the tokens it holds, of my heads.
     for (int i = 0; i < s; ++i)
         for (int b = 0; b < B; ++b)
             std::memcpy(&send[i * block + size_t(b) * Tl * W], src + (size_t(b) * T + size_t(i) * Tl) * W,
                         sizeof(float) * size_t(Tl) * W);
-    comm_.all_to_all(send.data(), recv.data(), block, group_, label(layer, backward));
+    comm_.all_to_all(send, recv, block, group_, label(layer, backward));
     // From peer j: my tokens, j's heads: put them back in their columns.
     for (int j = 0; j < s; ++j)
         for (int b = 0; b < B; ++b)

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "comm/comm.h"
+#include "core/ledger.h"
 #include "model/model_parallel.h"
 
 namespace ss {
@@ -27,8 +28,9 @@ namespace ss {
 /// The Ulysses all-to-alls over an sp group.
 class UlyssesComm final : public SequenceParallel {
 public:
-    /// @p sp_group: this rank's sequence-parallel group (axis "sp").
-    UlyssesComm(Comm& comm, Group sp_group);
+    /// @p sp_group: this rank's sequence-parallel group (axis "sp"); the all-to-alls'
+    /// send and receive buffers are booked in @p ledger, Mem::comm, while a call runs.
+    UlyssesComm(Comm& comm, Group sp_group, Ledger& ledger);
 
     int size() const override { return group_.size(); }
     int rank() const override { return rank_; }
@@ -52,6 +54,7 @@ private:
     }
     Comm& comm_;
     Group group_;
+    Ledger& ledger_;
     int rank_;
     int microbatch_ = -1, step_ = -1;
 };

@@ -36,6 +36,7 @@
 #pragma once
 
 #include "comm/comm.h"
+#include "core/ledger.h"
 #include "model/model_parallel.h"
 #include "model/params.h"
 
@@ -45,8 +46,9 @@ namespace ss {
 class TensorParallelComm final : public TensorParallel {
 public:
     /// @p tp_group: this rank's tensor-parallel group (axis "tp"); @p sequence_parallel
-    /// turns on Megatron sequence parallelism (Korthikanti et al. 2022).
-    TensorParallelComm(Comm& comm, Group tp_group, bool sequence_parallel = false);
+    /// turns on Megatron sequence parallelism (Korthikanti et al. 2022). The collectives'
+    /// scratch (the gathered sequence, the max's all_gather) is booked in @p ledger, Mem::comm.
+    TensorParallelComm(Comm& comm, Group tp_group, Ledger& ledger, bool sequence_parallel = false);
 
     int size() const override { return group_.size(); }
     int rank() const override { return rank_; }
@@ -85,6 +87,7 @@ private:
     }
     Comm& comm_;
     Group group_;
+    Ledger& ledger_;
     int rank_;
     bool sequence_parallel_;
     int microbatch_ = -1, step_ = -1;

@@ -96,9 +96,10 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.qgz_node = qgz_node_size(opts, MeshShape{r.pp, r.dp_rep, r.dp_shard, r.sp, r.tp});
     zc.qgz_bits = opts.qgz_bits;
     zc.quant_block = opts.quant_block;
-    TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), opts.sequence_parallel);
-    UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group());
-    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split, opts.overlap);
+    // The model-parallel operators book their collectives' buffers in this rank's Ledger (Mem::comm).
+    TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), ledger, opts.sequence_parallel);
+    UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group(), ledger);
+    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split, ledger, opts.overlap);
     SequenceParallel* sp = opts.sp_mode == SpMode::ring ? static_cast<SequenceParallel*>(&ring) : &ulysses;
     // sp ranks hold the same parameters and see different tokens: gradients are
     // averaged over dp x sp and ZeRO shards over dp_shard x sp.
