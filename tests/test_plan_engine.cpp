@@ -1,7 +1,9 @@
 // test_plan_engine.cpp — the planner against the engine: for every layout the
 // engine can run, the planner's model-state bytes equal the Ledger's exactly,
 // its collective bytes (per axis, payload and op) equal the trace's exactly, and
-// its activation bytes are within 10% of the Ledger's peak.
+// its activation bytes are within 10% of the Ledger's peak, and where no
+// data-parallel group, ZeRO or pipeline books communication buffers, the TP/SP
+// operators' buffers equal the Ledger's comm peak exactly.
 //
 // A new strategy joins by adding its layouts to kLayouts and its field to
 // engine_options(): a layout the engine cannot run yet (engine_options returns
@@ -192,7 +194,9 @@ std::string show(const std::map<std::string, int64_t>& m) {
     return s;
 }
 
-// The three checks for one run of @p el with options @p o (train() is run here).
+int comm_checked = 0;  // the runs whose TP/SP buffers were held against the planner (check 4)
+
+// The four checks for one run of @p el with options @p o (train() is run here).
 void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType dtype) {
     o.trace = std::string(SS_BINARY_DIR) + "/test_plan_engine_trace.json";
     const TrainReport rep = train(o, nullptr);
@@ -229,12 +233,20 @@ void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType d
         const double predicted = activation_bytes(in, p.mesh, p.gbs.ga, stage).total;
         INFO("acts: Ledger " << acts << " planner " << predicted);
         CHECK(std::fabs(predicted - acts) <= 0.10 * acts);
+        // 4. The TP/SP operators' buffers, byte for byte, where nothing else books Mem::comm
+        //    (no data-parallel group, no ZeRO, one pipeline stage).
+        if (p.mesh.dp_shard * p.mesh.dp_rep == 1 && o.zero == 0 && p.mesh.pp == 1) {
+            const int64_t comm = int64_t(rep.rank_peak[size_t(rank)][int(Mem::comm)]);
+            INFO("comm: Ledger " << comm << " planner " << model_parallel_comm_bytes(in, p.mesh));
+            CHECK(comm == model_parallel_comm_bytes(in, p.mesh));
+            ++comm_checked;
+        }
     }
 }
 
 }  // namespace
 
-TEST_CASE("planner = engine: model states exact, traffic exact, activations within 10%", "[plan][engine]") {
+TEST_CASE("planner = engine: model states exact, traffic exact, activations within 10%, TP/SP buffers exact", "[plan][engine]") {
     int ran = 0;
     for (const EngineLayout& el : kLayouts)
         for (DType dtype : {DType::bf16, DType::f32}) {
@@ -247,6 +259,8 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
             ++ran;
         }
     REQUIRE(ran >= 2 * 41);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
+    // TP 2, TP 4, TP 2 + Megatron-SP, Ulysses SP 4 and ring SP 4 in both dtypes, every rank
+    REQUIRE(comm_checked >= 2 * (2 + 4 + 2 + 4 + 4));
 }
 
 TEST_CASE("planner = engine with a padded vocabulary: wte's Vp/TP rows counted alike", "[plan][engine][vocab]") {

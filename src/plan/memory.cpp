@@ -188,6 +188,19 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     return r;
 }
 
+int64_t model_parallel_comm_bytes(const PlanInput& in, const MeshShape& mesh) {
+    const int t = mesh.tp, c = mesh.sp;
+    const int64_t b = in.mbs, tok = b * in.seq() / c, h = in.model.C;  // tok: a micro-batch's tokens on this rank
+    const int64_t ab = in.act_model == ActModel::engine ? 4 : 2;       // bytes of an activation
+    const bool ring = c > 1 && in.layout.sp_mode == SpMode::ring;
+    const int64_t held = ring ? 4 * tok * 2 * h / t * ab : 0;  // kv, next, dkv, dnext (parallel/ring_attention.h)
+    int64_t passing = 0;                                         // the largest buffer of one call
+    if (c > 1 && !ring) passing = std::max(passing, 2 * tok * 3 * h / t * ab);  // Ulysses: qkv's send and receive
+    if (t > 1 && in.layout.sequence_parallel) passing = std::max(passing, tok * h * ab);  // the gathered sequence
+    if (t > 1) passing = std::max(passing, tok * t * 4);  // each rank's row maxima of the logits, gathered
+    return held + passing;
+}
+
 MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
     const int n = mesh.dp_shard * mesh.sp;  // ZeRO shards over dp_shard x sp (the sp ranks hold the same params)
     const int64_t es = int64_t(dtype_size(in.dtype));
@@ -219,6 +232,7 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
                                        in.quant_block);
             m.comm += 2 * std::max(h.node_bytes, h.cross_bytes);
         }
+        m.comm += model_parallel_comm_bytes(in, mesh);
         // hpZ keeps 1/K of every unit padded to N chunks: N ceil(u / N) / K elements each.
         if (in.layout.hpz > 0) m.hpz = int64_t(n) * m.slice.shard(n) / in.layout.hpz * es;
         m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm + m.hpz;

@@ -93,6 +93,15 @@ struct ActivationBytes {
 /// Activations of pipeline stage @p stage for @p in with GA = @p ga micro-batches.
 ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage);
 
+/// Bytes one rank's model-parallel operators hold for their traffic (the engine books them in
+/// Mem::comm; docs/formulas.md, "Memory"): ring attention's four blocks of keys and values
+/// [b, s/sp, 2h/tp] (the one held, the one coming in, and their gradients), kept from the first
+/// layer on, plus the largest of the buffers that live only while their call runs: Ulysses'
+/// all-to-all of qkv (send and receive, [b, s/sp, 3h/tp] each), Megatron-SP's gathered
+/// sequence [b, s/sp, h], the vocabulary-parallel loss's gathered row maxima [b, s/sp, tp].
+/// Activations in fp32 under the engine's layout, 16-bit under the paper's; the maxima fp32.
+int64_t model_parallel_comm_bytes(const PlanInput& in, const MeshShape& mesh);
+
 /// Everything one rank holds at its peak.
 struct MemoryPlan {
     int stage = 0;             ///< the pipeline stage this is for (the one with the highest total)
@@ -100,7 +109,8 @@ struct MemoryPlan {
     int shard_n = 1;           ///< ZeRO shard group: dp_shard x sp
     ModelStates states;        ///< params, grads, optimizer
     ActivationBytes acts;      ///< saved activations
-    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units, ZeRO++'s quantized wires)
+    int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units, ZeRO++'s quantized wires,
+                               ///< the model-parallel operators': model_parallel_comm_bytes)
     int64_t hpz = 0;           ///< ZeRO++ hpZ: the secondary partition, 1/K of the padded slice (Ledger's hpz)
     int64_t total = 0;         ///< states + acts + comm + hpz
     double capacity = 0;       ///< device memory

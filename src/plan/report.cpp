@@ -130,7 +130,8 @@ std::string format_plan(const PlanResult& r) {
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
     row("comm buffers", double(mem.comm),
         std::string(l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets") +
-            (l.qwz || l.qgz ? " + the quantized wires of qwZ/qgZ" : ""));
+            (l.qwz || l.qgz ? " + the quantized wires of qwZ/qgZ" : "") +
+            (model_parallel_comm_bytes(in, r.mesh) > 0 ? " + the TP/SP operators' buffers" : ""));
     if (mem.hpz > 0)
         row("hpz", double(mem.hpz), fmt("%d Psi / %d   ZeRO++ hpZ: the secondary partition, 1/K of the parameters", es,
                                         l.hpz));
