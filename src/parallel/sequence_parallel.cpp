@@ -9,15 +9,19 @@ namespace ss {
 UlyssesComm::UlyssesComm(Comm& comm, Group sp_group, Ledger& ledger)
     : comm_(comm), group_(std::move(sp_group)), ledger_(ledger), rank_(group_.index_of(comm.rank())) {}
 
+namespace {
+// One all_to_all buffer of n floats, booked in Mem::comm while the call runs: every float is
+// written before it is read, so it is not zeroed.
+Tensor exchange_buffer(Ledger& ledger, size_t n) { return Tensor(ledger, Mem::comm, {int64_t(n)}, DType::f32, false); }
+}  // namespace
+
 // Blocks of the all_to_all are [B][Tl][P*Cs], one per peer, Cs = C/sp.
 
 void UlyssesComm::seq_to_heads(const float* src, float* dst, int B, int Tl, int C, int parts, int layer,
                                bool backward) {
     const int s = size(), Cs = C / s, W = parts * Cs;  // W: the row width of one block
     const size_t block = size_t(B) * Tl * W;
-    // The all_to_all's buffers (Mem::comm while the call runs): every float is written before it is read.
-    Tensor send_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
-    Tensor recv_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
+    Tensor send_buf = exchange_buffer(ledger_, block * s), recv_buf = exchange_buffer(ledger_, block * s);
     float *send = send_buf.f32(), *recv = recv_buf.f32();
     // To peer j: my tokens, the columns of j's heads in each of the P parts.
     for (int j = 0; j < s; ++j)
@@ -40,9 +44,7 @@ void UlyssesComm::heads_to_seq(const float* src, float* dst, int B, int Tl, int 
     const int s = size(), Cs = C / s, W = parts * Cs;
     const size_t block = size_t(B) * Tl * W;
     const int T = Tl * s;
-    // The all_to_all's buffers (Mem::comm while the call runs): every float is written before it is read.
-    Tensor send_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
-    Tensor recv_buf(ledger_, Mem::comm, {int64_t(block) * s}, DType::f32, false);
+    Tensor send_buf = exchange_buffer(ledger_, block * s), recv_buf = exchange_buffer(ledger_, block * s);
     float *send = send_buf.f32(), *recv = recv_buf.f32();
     // To peer i: the tokens it holds, of my heads.
     for (int i = 0; i < s; ++i)

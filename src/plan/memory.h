@@ -94,7 +94,7 @@ struct ActivationBytes {
 ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage);
 
 /// Bytes one rank's model-parallel operators hold for their traffic (the engine books them in
-/// Mem::comm; docs/formulas.md, "Memory"): ring attention's four blocks of keys and values
+/// Mem::comm; docs/formulas.md, "Communication buffers"): ring attention's four blocks of keys and values
 /// [b, s/sp, 2h/tp] (the one held, the one coming in, and their gradients), kept from the first
 /// layer on, plus the largest of the buffers that live only while their call runs: Ulysses'
 /// all-to-all of qkv (send and receive, [b, s/sp, 3h/tp] each), Megatron-SP's gathered
