@@ -246,6 +246,83 @@ TEST_CASE("receives posted before their sends: filled in issue order, kinds apar
     require_none(fails);
 }
 
+TEST_CASE("a started send lends its buffer: the receiver copies it, or the sender's wait does", "[comm][async]") {
+    // Without emulated links a started send that finds no posted receive leaves its
+    // bytes in the sender's buffer (threads::Loan, threads_p2p.cpp) until one side
+    // copies them out. The barriers fix who comes first, so each path runs for sure.
+    Failures fails;
+    const Label label{Payload::act, 0, Phase::fwd, 0, 1};
+    // The receiver first: it takes the bytes from the sender's buffer (a started recv
+    // at once, since the message is there; a blocking one likewise).
+    for (bool started : {true, false})
+        run_threads(2, [&](Comm& comm) {
+            const std::string how = started ? "started recv" : "blocking recv";
+            if (comm.rank() == 0) {
+                std::vector<float> out = make(500, 0, 1);
+                CommHandle h = comm.start_send(out.data(), out.size(), DType::f32, 1, label, "pp");
+                comm.barrier(comm.world_group(), {});  // 1: the message is lent
+                comm.barrier(comm.world_group(), {});  // 2: the receiver has its bytes
+                comm.wait(h);
+                return;
+            }
+            std::vector<float> in(500);
+            comm.barrier(comm.world_group(), {});
+            if (started) {
+                CommHandle h = comm.start_recv(in.data(), in.size(), DType::f32, 0, label, "pp");
+                comm.barrier(comm.world_group(), {});
+                comm.wait(h);
+            } else {
+                comm.recv(in.data(), in.size(), 0, label, "pp");
+                comm.barrier(comm.world_group(), {});
+            }
+            if (!same_bits(in, make(500, 0, 1))) fails.add(how + ": got other bytes than the lent buffer's");
+        });
+    // The sender's wait first: it copies the bytes into the message and has its buffer
+    // back; the buffer is then overwritten and freed before the receiver asks (ASan
+    // would see a read of it).
+    run_threads(2, [&](Comm& comm) {
+        if (comm.rank() == 0) {
+            {
+                std::vector<float> out = make(500, 0, 2);
+                CommHandle h = comm.start_send(out.data(), out.size(), DType::f32, 1, label, "pp");
+                comm.wait(h);
+                std::fill(out.begin(), out.end(), -7.0f);
+            }
+            comm.barrier(comm.world_group(), {});
+            return;
+        }
+        std::vector<float> in(500);
+        comm.barrier(comm.world_group(), {});
+        comm.recv(in.data(), in.size(), 0, label, "pp");
+        if (!same_bits(in, make(500, 0, 2))) fails.add("the sender's wait did not keep the bytes it lent");
+    });
+    require_none(fails);
+}
+
+TEST_CASE("a lent send whose receive has another count: the receive reports both sides", "[comm][async][failure]") {
+    std::string m;
+    try {
+        run_threads(2, [](Comm& comm) {
+            const Label label{Payload::act, 3, Phase::fwd, 0, 1};
+            std::vector<float> x(12, 1.0f);
+            if (comm.rank() == 0) {
+                CommHandle h = comm.start_send(x.data(), 12, DType::f32, 1, label, "cp");  // lent: nothing posted
+                comm.barrier(comm.world_group(), {});
+                comm.barrier(comm.world_group(), {});  // the receiver fails first: this one stops
+                comm.wait(h);
+                return;
+            }
+            comm.barrier(comm.world_group(), {});
+            comm.recv(x.data(), 10, 0, label, "cp");
+        });
+    } catch (const Error& e) {
+        m = e.what();
+    }
+    INFO(m);
+    REQUIRE(has(m, "mismatched send/recv: rank 0 sent 12 x fp32 on cp"));
+    REQUIRE(has(m, "rank 1 expects 10 x fp32 in recv on cp from rank 0"));
+}
+
 TEST_CASE("a posted receive whose send has another count: the wait reports both sides", "[comm][async][failure]") {
     std::string m;
     try {

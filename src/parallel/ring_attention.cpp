@@ -69,15 +69,18 @@ void pack_kv(float* kv, const float* qkv, int B, int Tl, int C) {
 void RingAttention::start_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
                                CommHandle& got) {
     if (!overlap_) return;
-    sent = comm_.start_send(kv.f32(), size_t(kv.numel()), DType::f32, right, l, "sp");
+    // The receive first: where the left neighbour's send is already here, it is taken
+    // now, and that neighbour's buffer is free by the time my send reaches its wait
+    // (threads backend: a lent send's bytes are copied once, comm/threads/threads_p2p.cpp).
     got = comm_.start_recv(next.f32(), size_t(next.numel()), DType::f32, left, l, "sp");
+    sent = comm_.start_send(kv.f32(), size_t(kv.numel()), DType::f32, right, l, "sp");
 }
 
 void RingAttention::finish_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
                                 CommHandle& got) {
     if (overlap_) {
+        comm_.wait(got);  // at SP 2 the one who sent it has taken mine by now (start_pass)
         comm_.wait(sent);
-        comm_.wait(got);
     } else {  // send right (never waits), then take the left neighbour's
         comm_.send(kv.f32(), size_t(kv.numel()), right, l, "sp");
         comm_.recv(next.f32(), size_t(next.numel()), left, l, "sp");
@@ -159,11 +162,14 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
         // The gradients travel with their block; after the last step one more hop brings
         // each block's gradient back to its owner.
-        comm_.send(dkv.f32(), size_t(block), right, dkv_label, "sp");
-        if (overlap_)
+        if (overlap_) {  // started, as the K/V pass: at SP 2 the left neighbour has taken it by dgot's end
+            CommHandle dsent = comm_.start_send(dkv.f32(), size_t(block), DType::f32, right, dkv_label, "sp");
             comm_.wait(dgot);
-        else
+            comm_.wait(dsent);  // before dkv's buffer receives the next hop
+        } else {
+            comm_.send(dkv.f32(), size_t(block), right, dkv_label, "sp");
             comm_.recv(dnext.f32(), size_t(block), left, dkv_label, "sp");
+        }
         std::swap(dkv, dnext);
     }
     // dkv now holds the gradient of my own keys and values, from every rank that used them:

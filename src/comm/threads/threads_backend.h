@@ -37,6 +37,7 @@ struct Slot;
 struct Message;
 struct Inbox;
 struct PostedRecv;
+struct Loan;
 }  // namespace threads
 
 /// Runs @p body on @p world ranks, each a thread with its own Comm (threads
@@ -55,8 +56,10 @@ public:
     const char* name() const override { return "threads"; }
     SS_BACKEND_CALLS  // all_reduce ... barrier, stall: the Backend interface (backend.h)
     /// Queues @p call on its group's progress thread (progress.h) and returns at once.
-    /// Without emulated links, a send runs at once (it never waits) and a recv runs
-    /// in wait(), after the receives from the same peer started before it: the same
+    /// Without emulated links, a send fills a posted receive at once or lends its
+    /// buffer to the peer's inbox until one of the two copies it out (threads_p2p.cpp),
+    /// and a recv takes a message that is there at once, or is posted, or runs in
+    /// wait() after the receives from the same peer started before it: the same
     /// order and bits as a progress thread gives, without waking one.
     std::unique_ptr<Request> start(const Call& call) override;
     /// Every rank's waits end now (World::mark_failing).
@@ -92,6 +95,14 @@ private:
     void recv_started(int peer, const StartedRecv* upto);  // run started receives from peer, oldest first
     void recv_now(void* buf, size_t count, DType dt, int peer, const std::string& axis, const Label& label);
     class PostedRecvRequest;
+    class LentSendRequest;
+    std::unique_ptr<Request> lend(const Call& call);  // a started send: fill a posted receive, or lend buf
+    void settle(int peer, threads::Loan& loan, size_t bytes);  // the loan's bytes into its message, if still lent
+    // The oldest receive of (src rank_, key) @p box holds, taken out, or nullptr (its lock held).
+    threads::PostedRecv* take_posted_from_me(threads::Inbox& box, int key);
+    // Copies a send into posted receive @p p, or keeps it for p's mismatch report (lock held).
+    void fill(threads::Inbox& box, threads::PostedRecv& p, const void* buf, size_t count, DType dt,
+              const std::string& axis, const Label& label, threads::Message* m) const;
     void wait_posted(threads::PostedRecv& p, const Call& c);   // until a send has filled p
     void unpost(threads::PostedRecv& p);                       // out of the inbox, if no send has taken it
     static void take_posted(threads::Inbox& box, const threads::PostedRecv* p);  // inbox lock held

@@ -20,11 +20,20 @@
 // from that peer still queued, is posted in the inbox instead (PostedRecv):
 // the send finds it under the inbox's lock and copies its bytes straight into
 // the receiver's buffer. That is one copy where a message takes two (into the
-// message, out of it) and no allocation; ring attention's K/V passes are all
-// of this kind. Sends fill posted receives in the order they were started, and
-// a send that finds none queues its message under the same lock, so a receive
-// is posted only when no message of its kind is waiting: the order, and so the
-// bits, are those of the queued form.
+// message, out of it) and no allocation. Sends fill posted receives in the
+// order they were started, and a send that finds none queues its message under
+// the same lock, so a receive is posted only when no message of its kind is
+// waiting: the order, and so the bits, are those of the queued form.
+//
+// A started send that finds no posted receive lends its buffer: its message
+// holds the sender's pointer (threads::Loan), not a copy, since the buffer is
+// the call's until its wait (comm.h, "Asynchronous form"). The bytes are then
+// copied once, by whoever comes first, under the receiver's inbox lock: the
+// receiver takes them into its buffer (a started recv takes a message that is
+// already there at once), or the sender's wait copies them into the message,
+// which then waits as a queued one. So the sender never waits for its
+// receiver, as before, and ring attention's K/V passes (every rank sends, then
+// receives) cost one copy a hop where they took two, whichever rank comes first.
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -90,19 +99,47 @@ private:
     bool waited_ = false;  // filled and waited for: no longer in the inbox
 };
 
-std::unique_ptr<Request> ThreadsBackend::start_p2p(const Call& call) {
-    if (call.op == CallOp::send) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run(call);
-        return finished_request(t0);
+// A started send that lent its buffer (lend): waited for, or destroyed unwaited
+// (its rank is throwing), it makes sure the bytes are out of the buffer.
+class ThreadsBackend::LentSendRequest final : public Request {
+public:
+    LentSendRequest(ThreadsBackend& b, int peer, size_t bytes, std::shared_ptr<threads::Loan> loan)
+        : backend_(b), peer_(peer), bytes_(bytes), loan_(std::move(loan)) {}
+    ~LentSendRequest() override {
+        if (!waited_) backend_.settle(peer_, *loan_, bytes_);
     }
+    void wait() override {
+        backend_.settle(peer_, *loan_, bytes_);
+        waited_ = true;
+        finished = loan_->copied;  // written under the inbox lock that settle took
+    }
+
+private:
+    ThreadsBackend& backend_;
+    int peer_;
+    size_t bytes_;
+    std::shared_ptr<threads::Loan> loan_;
+    bool waited_ = false;
+};
+
+std::unique_ptr<Request> ThreadsBackend::start_p2p(const Call& call) {
+    if (call.op == CallOp::send) return lend(call);
     std::deque<std::shared_ptr<StartedRecv>>& earlier = started_recvs_[call.peer];
     if (earlier.empty() && !world_.failed()) {
         threads::Inbox& box = world_.inbox(rank_);
         const int key = p2p_key(call.label);
-        std::lock_guard<std::mutex> lock(box.mu);
-        // Its message here already: it is taken at the wait, as a queued receive.
-        if (find_message(box, call.peer, key) == box.messages.end()) {
+        std::unique_lock<std::mutex> lock(box.mu);
+        auto it = find_message(box, call.peer, key);
+        if (it != box.messages.end() && it->count == call.count && it->dt == call.dt) {
+            // Its message is here already: taken now (a lent one frees its sender's buffer).
+            // Only this rank takes from its inbox, so recv_now finds the same message.
+            lock.unlock();
+            const auto t0 = std::chrono::steady_clock::now();
+            recv_now(call.recv, call.count, call.dt, call.peer, call.group.axis, call.label);
+            return finished_request(t0);
+        }
+        // A message that does not match is taken at the wait, as a queued receive, to report it there.
+        if (it == box.messages.end()) {
             auto req = std::make_unique<PostedRecvRequest>(*this, call);
             req->started = std::chrono::steady_clock::now();
             threads::PostedRecv& p = req->posted_;
@@ -178,28 +215,10 @@ void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, con
     const size_t bytes = count * dtype_size(dt);
     const int key = p2p_key(label);
     threads::Inbox& box = world_.inbox(peer);
-    // The oldest receive of this kind the peer has posted (none under emulated links), taken out.
-    auto posted = [&]() -> threads::PostedRecv* {
-        for (auto it = box.posted.begin(); it != box.posted.end(); ++it)
-            if ((*it)->src == rank_ && (*it)->key == key) {
-                threads::PostedRecv* p = *it;
-                box.posted.erase(it);
-                return p;
-            }
-        return nullptr;
-    };
-    auto fill = [&](threads::PostedRecv* p, threads::Message* m) {  // lock held
-        if (p->count == count && p->dt == dt) {
-            if (bytes) std::memcpy(p->buf, buf, bytes);
-        } else {
-            p->unmatched = m ? std::move(*m) : message(buf, count, dt, axis, label, 0);
-        }
-        p->filled = true;
-        box.cv.notify_all();
-    };
     {
         std::lock_guard<std::mutex> lock(box.mu);
-        if (threads::PostedRecv* p = posted()) return fill(p, nullptr);
+        if (threads::PostedRecv* p = take_posted_from_me(box, key))
+            return fill(box, *p, buf, count, dt, axis, label, nullptr);
     }
     // No receive waits for it: a message, copied outside the lock. Emulated links:
     // the bytes take the link's time to cross; this side's wire is busy until then
@@ -209,11 +228,80 @@ void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, con
     const auto arrives = m.arrives;
     {
         std::lock_guard<std::mutex> lock(box.mu);
-        if (threads::PostedRecv* p = posted()) return fill(p, &m);  // posted while the copy was made
+        if (threads::PostedRecv* p = take_posted_from_me(box, key))  // posted while the copy was made
+            return fill(box, *p, buf, count, dt, axis, label, &m);
         box.messages.push_back(std::move(m));
         box.cv.notify_all();
     }
     if (t > 0) std::this_thread::sleep_until(arrives);
+}
+
+threads::PostedRecv* ThreadsBackend::take_posted_from_me(threads::Inbox& box, int key) {
+    for (auto it = box.posted.begin(); it != box.posted.end(); ++it)
+        if ((*it)->src == rank_ && (*it)->key == key) {
+            threads::PostedRecv* p = *it;
+            box.posted.erase(it);
+            return p;
+        }
+    return nullptr;
+}
+
+void ThreadsBackend::fill(threads::Inbox& box, threads::PostedRecv& p, const void* buf, size_t count, DType dt,
+                          const std::string& axis, const Label& label, threads::Message* m) const {
+    if (p.count == count && p.dt == dt) {
+        if (count) std::memcpy(p.buf, buf, count * dtype_size(dt));
+    } else {
+        p.unmatched = m ? std::move(*m) : message(buf, count, dt, axis, label, 0);
+    }
+    p.filled = true;
+    box.cv.notify_all();
+}
+
+std::unique_ptr<Request> ThreadsBackend::lend(const Call& call) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int peer = call.peer;
+    drain(1, {rank_, peer});
+    if (world_.failed())
+        stop("send on " + call.group.axis + " to rank " + std::to_string(peer) + " (" + label_str(call.label) + ")");
+    const int key = p2p_key(call.label);
+    threads::Inbox& box = world_.inbox(peer);
+    auto loan = std::make_shared<threads::Loan>();
+    loan->buf = call.send;
+    auto lent = std::make_unique<LentSendRequest>(*this, peer, call.count * dtype_size(call.dt), loan);
+    lent->started = t0;
+    threads::Message m;
+    m.src = rank_;
+    m.axis = call.group.axis;
+    m.count = call.count;
+    m.dt = call.dt;
+    m.label = call.label;
+    m.loan = loan;
+    m.arrives = t0;  // no emulated links here (ThreadsBackend::start)
+    std::lock_guard<std::mutex> lock(box.mu);
+    if (threads::PostedRecv* p = take_posted_from_me(box, key)) {  // the peer waits for it: one copy now
+        fill(box, *p, call.send, call.count, call.dt, call.group.axis, call.label, nullptr);
+        loan->settled = true;
+        loan->copied = std::chrono::steady_clock::now();
+        return lent;
+    }
+    box.messages.push_back(std::move(m));
+    box.cv.notify_all();
+    return lent;
+}
+
+void ThreadsBackend::settle(int peer, threads::Loan& loan, size_t bytes) {
+    threads::Inbox& box = world_.inbox(peer);
+    std::lock_guard<std::mutex> lock(box.mu);
+    if (loan.settled) return;
+    for (threads::Message& m : box.messages)
+        if (m.loan.get() == &loan) {  // not received yet: the message takes its own copy
+            m.data.reset(new char[bytes ? bytes : 1]);
+            if (bytes) std::memcpy(m.data.get(), loan.buf, bytes);
+            m.loan.reset();
+            break;
+        }
+    loan.settled = true;
+    loan.copied = std::chrono::steady_clock::now();
 }
 
 threads::Message ThreadsBackend::message(const void* buf, size_t count, DType dt, const std::string& axis,
@@ -250,9 +338,15 @@ void ThreadsBackend::recv_now(void* buf, size_t count, DType dt, int peer, const
     wait_for_peer(lock, peer, what, [&] { return (it = find_message(box, peer, key)) != box.messages.end(); }, [] {});
     threads::Message m = std::move(*it);
     box.messages.erase(it);
+    const bool same = m.count == count && m.dt == dt;
+    if (m.loan) {  // the bytes are still the sender's: copied before it may have its buffer back
+        if (same && count) std::memcpy(buf, m.loan->buf, count * dtype_size(dt));
+        m.loan->settled = true;
+        m.loan->copied = std::chrono::steady_clock::now();
+    }
     lock.unlock();
-    if (m.count != count || m.dt != dt) mismatch(m, count, dt, what);
-    if (count) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
+    if (!same) mismatch(m, count, dt, what);
+    if (count && m.data) std::memcpy(buf, m.data.get(), count * dtype_size(dt));
     std::this_thread::sleep_until(m.arrives);  // emulated links: not before it has crossed (else at once)
 }
 

@@ -26,6 +26,10 @@
 // oldest message from that sender. A receive started before its message has
 // come is posted in the inbox instead (PostedRecv): the send then copies its
 // bytes straight into the receiver's buffer, one copy where a message takes two.
+// A started send whose receive is not posted lends its buffer instead (Loan):
+// the message carries the sender's pointer, and whoever comes first copies the
+// bytes once, the receiver into its buffer or the sender, at its wait, into
+// the message.
 #pragma once
 
 #include <array>
@@ -85,6 +89,14 @@ struct GroupState {
     std::atomic<int> sleepers{0};            ///< members asleep on cv
 };
 
+/// A started send's buffer, lent to its message until the bytes are copied out of
+/// it (threads_p2p.cpp). Guarded by the receiver's inbox lock.
+struct Loan {
+    const void* buf = nullptr;  ///< the sender's buffer: read only while not @ref settled
+    bool settled = false;       ///< the bytes are copied out: the sender has its buffer back
+    std::chrono::steady_clock::time_point copied;  ///< when they were
+};
+
 /// One point-to-point message in flight.
 struct Message {
     int src = -1;                  ///< the sender's global rank
@@ -92,7 +104,8 @@ struct Message {
     size_t count = 0;              ///< elements
     DType dt = DType::f32;         ///< element type
     Label label;                   ///< the sender's label
-    std::unique_ptr<char[]> data;  ///< a copy of the sender's buffer
+    std::unique_ptr<char[]> data;  ///< a copy of the sender's buffer (empty while @ref loan is set)
+    std::shared_ptr<Loan> loan;    ///< set while the bytes are still in the sender's buffer
     std::chrono::steady_clock::time_point arrives;  ///< emulated links: when it has crossed the link
 };
 
