@@ -554,9 +554,15 @@ TEST_CASE("a traced started call records when it was issued, when it ran and wha
                      }};
     run_threads(2, [&](Comm& comm) {
         std::vector<float> x(100000, 1.0f);  // 40 ms on the link
-        comm.all_reduce(x.data(), 1, comm.world_group(), ReduceOp::sum, {});  // blocking
+        // Blocking, the same call: what it takes here (40 ms of link, plus the sums, which
+        // ThreadSanitizer slows several-fold). The compute below lasts twice that, so the
+        // started call has ended before the wait on any build.
+        const auto t0 = std::chrono::steady_clock::now();
+        comm.all_reduce(x.data(), x.size(), comm.world_group(), ReduceOp::sum, {});
+        const auto blocking = std::chrono::steady_clock::now() - t0;
         CommHandle h = comm.start_all_reduce(x.data(), x.size(), DType::f32, comm.world_group(), ReduceOp::sum, {});
-        std::this_thread::sleep_for(std::chrono::milliseconds(80));
+        std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(2 * blocking,
+                                                                                 std::chrono::milliseconds(80)));
         comm.wait(h);
     }, opts);
     for (auto& t : tracers) {
