@@ -234,6 +234,8 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
     for (int z : {0, 3}) {
         const std::string zdp = "\\s+" + std::to_string(z);
         REQUIRE(count_lines(r.output, "DP 4" + zdp + "\\s+4\\s+32" + num + num + num + "x" + num + num) == 1);
+        // the control: DP 4 at half the MBS, the GBS of the split layouts
+        REQUIRE(count_lines(r.output, "DP 4, MBS 4" + zdp + "\\s+4\\s+16" + num + num + num + "x" + num + num) == 1);
         for (const char* name : {"SP 2 \\(Ulysses\\)", "SP 2 \\(ring\\)", "SP 2 \\(ring, contig\\.\\)", "TP 2",
                                  "TP 2 \\+ Megatron-SP"}) {
             INFO(name << " with ZeRO " << z);
@@ -245,12 +247,16 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
     REQUIRE_THAT(r.output, Contains("DDP (ZeRO 0) all-reduces in 25 MiB buckets (PyTorch's default is 25"));
     nlohmann::json j = read_json(json);
     REQUIRE(j["bucket_mb"].get<double>() == 25.0);
-    REQUIRE(j["rows"].size() == 12);
+    REQUIRE_THAT(r.output, Contains("DP 4, MBS 4: the same GBS by a smaller micro-batch"));
+    REQUIRE(j["rows"].size() == 14);
     for (const auto& row : j["rows"]) {
         REQUIRE(row["tokens_per_s"].get<double>() > 0);
         REQUIRE(row["planned_tokens_per_s"].get<double>() > 0);
     }
     REQUIRE(j["rows"][0]["vs_dp"].get<double>() == 1.0);  // DP N against itself
+    REQUIRE(j["rows"][1]["mbs"].get<int>() == 4);          // the control, against DP N at MBS 8
+    REQUIRE(j["rows"][1]["gbs"].get<int>() == 16);
+    REQUIRE(j["rows"][0]["mbs"].get<int>() == 8);
 }
 
 TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the header and the JSON", "[cli][bench]") {
@@ -262,7 +268,20 @@ TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the hea
     REQUIRE_THAT(r.output, Contains("DDP (ZeRO 0) all-reduces one tensor per call (--bucket-mb 0)"));
     nlohmann::json j = read_json(json);
     REQUIRE(j["bucket_mb"].get<double>() == 0.0);
-    REQUIRE(j["rows"].size() == 6);  // DP 2, then DP 1 x (Ulysses, ring, ring contiguous, TP 2, TP 2 + Megatron-SP)
+    REQUIRE(j["rows"].size() == 7);  // DP 2, DP 2 at MBS 4, then DP 1 x (Ulysses, ring, ring contiguous, TP 2,
+                                     // TP 2 + Megatron-SP)
+}
+
+TEST_CASE("bench layouts at an odd MBS: no half-MBS control row", "[cli][bench]") {
+    const std::string json = tmp("layouts_odd_mbs.json");
+    CliResult r = run_shardscope("bench layouts --model tiny --mbs 3 --steps 1 --warmup 0 --rounds 1 --ranks 2 "
+                                 "--zero 0 --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, !Contains("MBS 1"));
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["rows"].size() == 6);
+    for (const auto& row : j["rows"]) REQUIRE(row["mbs"].get<int>() == 3);
 }
 
 TEST_CASE("bench layouts: an odd world cannot be split in two", "[cli][bench][errors]") {
@@ -290,7 +309,7 @@ TEST_CASE("bench layouts --link: the seed's three layouts on emulated links, pre
                                Contains("emulated links (not measured): 50 GB/s, 1 us on every link") &&
                                Contains("; EMULATED links"));
     nlohmann::json j = read_json(json);
-    REQUIRE(j["rows"].size() == 3);  // DP 4, DP 2 x SP 2 (Ulysses), DP 2 x TP 2
+    REQUIRE(j["rows"].size() == 4);  // DP 4, DP 4 at MBS 4, DP 2 x SP 2 (Ulysses), DP 2 x TP 2
     REQUIRE_THAT(j["emulated_links"].get<std::string>(), Contains("not measured"));
     for (const auto& row : j["rows"]) REQUIRE(row["planned_tokens_per_s"].get<double>() > 0);
 }

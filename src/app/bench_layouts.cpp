@@ -5,9 +5,10 @@
 //   shardscope bench layouts                        small, 8 ranks, MBS 8, 3 rounds
 //   shardscope bench layouts --model tiny --steps 2 --warmup 1 --rounds 1
 //
-// Twelve layouts of one world of N ranks (N = 8 by default), each with ZeRO 0 and 3:
+// Fourteen layouts of one world of N ranks (N = 8 by default), each with ZeRO 0 and 3:
 //
 //   DP N                          every rank its own samples          GBS = MBS x N
+//   DP N, MBS/2                   the same at half the MBS            GBS = MBS x N/2   (MBS even)
 //   DP N/2 x SP 2 (Ulysses)       2 ranks share a sample: all-to-all  GBS = MBS x N/2
 //   DP N/2 x SP 2 (ring)          2 ranks share a sample: K, V ring   GBS = MBS x N/2   (zig-zag split)
 //   DP N/2 x SP 2 (ring, contig.) the same, contiguous split: uneven  GBS = MBS x N/2
@@ -18,6 +19,12 @@
 // half the tokens of DP N: GBS halves (train.h: GBS = MBS x GA x DP, and DP =
 // N / (TP x SP)). The figure is tokens/s relative to DP N at the same ZeRO
 // stage, measured side by side: what the smaller batch costs in throughput.
+// DP N at half the MBS is the other way to the same GBS, and the control: its
+// ranks each process as many tokens a step as a TP 2 or SP 2 rank does, so
+// what it loses against DP N is what any layout of that GBS pays for less work
+// a step per rank (the step's optimizer, its all-reduce, the waits of ranks
+// that share cores, spread over half the tokens), and a TP or SP row's gap to
+// it is what the split itself costs.
 //
 // Rounds, as `bench dp`: each round runs every layout once, so a slow spell of
 // the shared machine falls on all of them; a layout's figure is the median of
@@ -82,6 +89,7 @@ struct LayoutRow {
     std::vector<double> round_ms;  // each round's median
     double planned_tps = 0;        // planner's tokens/s (0: no prediction)
     RingSplit ring_split = RingSplit::zigzag;  // ring rows: which tokens each sp rank holds
+    int mbs = 0;                   // the row's MBS per rank; 0: the bench's (--mbs)
 };
 
 void run_bench_layouts(const BenchLayoutsFlags& f) {
@@ -112,6 +120,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     for (int z : f.zero) {
         const std::string dp = "DP " + std::to_string(half) + " x ";
         rows.push_back({"DP " + std::to_string(n), 1, 1, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
+        if (f.mbs % 2 == 0)  // the same GBS as the rows below, by a smaller micro-batch
+            rows.push_back({"DP " + std::to_string(n) + ", MBS " + std::to_string(f.mbs / 2), 1, 1, z,
+                            SpMode::ulysses, false, 0, 0, {}, {}, 0, RingSplit::zigzag, f.mbs / 2});
         rows.push_back({dp + "SP 2 (Ulysses)", 1, 2, z, SpMode::ulysses, false, 0, 0, {}, {}, 0});
         if (!emulated) {  // both token splits side by side (model/sequence_split.h)
             rows.push_back({dp + "SP 2 (ring)", 1, 2, z, SpMode::ring, false, 0, 0, {}, {}, 0});
@@ -129,6 +140,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         o.ring_split = r.ring_split;
         o.sequence_parallel = r.sequence_parallel;
         o.zero = r.zero;
+        if (r.mbs > 0) o.mbs = r.mbs;
         return o;
     };
     // The planner gives each rank a core while ranks <= cores; with a calibration that found
@@ -149,6 +161,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
                 "1 BLAS thread per rank\n", n, m.name.c_str(), m.L, m.C, m.H, m.V, T, f.mbs);
     std::printf("  TP and SP ranks share samples, so GBS = MBS x DP is half of DP %d's: the table shows what that "
                 "costs in tokens/s\n", n);
+    if (f.mbs % 2 == 0)
+        std::printf("  DP %d, MBS %d: the same GBS by a smaller micro-batch, as many tokens a rank as a TP/SP rank: "
+                    "what less work a step costs any layout\n", n, f.mbs / 2);
     std::printf("  %d rounds, each running every layout once (%d warm-up + %d measured steps); median over all "
                 "rounds' steps\n", f.rounds, f.warmup, f.steps);
     std::printf("  vs DP %d = tokens/s / DP %d's at the same ZeRO stage, measured side by side; planned: "
@@ -196,7 +211,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };
     const LayoutRow* dp_row = nullptr;
     for (const LayoutRow& r : rows) {
-        if (r.tp == 1 && r.sp == 1) dp_row = &r;  // rows of a ZeRO stage start with DP N
+        if (r.tp == 1 && r.sp == 1 && r.mbs == 0) dp_row = &r;  // rows of a ZeRO stage start with DP N
         const double tps = tokens_per_s(r), vs = tps / tokens_per_s(*dp_row);
         char planned[32] = "-", ratio[32] = "-";
         if (r.planned_tps > 0) {
@@ -211,6 +226,7 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         out["rows"].push_back({{"layout", r.name}, {"tp", r.tp}, {"sp", r.sp}, {"sp_mode", sp_mode_name(r.sp_mode)},
                                   {"ring_split", ring_split_name(r.ring_split)},
                                {"sequence_parallel", r.sequence_parallel}, {"zero", r.zero}, {"dp", r.dp},
+                               {"mbs", r.mbs > 0 ? r.mbs : f.mbs},
                                {"gbs", r.gbs}, {"median_ms", median(r.step_ms)}, {"tokens_per_s", tps},
                                {"vs_dp", vs}, {"round_vs_dp", round_vs}, {"round_median_ms", r.round_ms},
                                {"planned_tokens_per_s", r.planned_tps}});
