@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -47,6 +48,16 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The error run_threads(2, body) throws ("" if none).
+std::string error_of(const std::function<void(Comm&)>& body) {
+    try {
+        run_threads(2, body);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
 
 }  // namespace
 
@@ -300,47 +311,37 @@ TEST_CASE("a started send lends its buffer: the receiver copies it, or the sende
 }
 
 TEST_CASE("a lent send whose receive has another count: the receive reports both sides", "[comm][async][failure]") {
-    std::string m;
-    try {
-        run_threads(2, [](Comm& comm) {
-            const Label label{Payload::act, 3, Phase::fwd, 0, 1};
-            std::vector<float> x(12, 1.0f);
-            if (comm.rank() == 0) {
-                CommHandle h = comm.start_send(x.data(), 12, DType::f32, 1, label, "cp");  // lent: nothing posted
-                comm.barrier(comm.world_group(), {});
-                comm.barrier(comm.world_group(), {});  // the receiver fails first: this one stops
-                comm.wait(h);
-                return;
-            }
+    const std::string m = error_of([](Comm& comm) {
+        const Label label{Payload::act, 3, Phase::fwd, 0, 1};
+        std::vector<float> x(12, 1.0f);
+        if (comm.rank() == 0) {
+            CommHandle h = comm.start_send(x.data(), 12, DType::f32, 1, label, "cp");  // lent: nothing posted
             comm.barrier(comm.world_group(), {});
-            comm.recv(x.data(), 10, 0, label, "cp");
-        });
-    } catch (const Error& e) {
-        m = e.what();
-    }
+            comm.barrier(comm.world_group(), {});  // the receiver fails first: this one stops
+            comm.wait(h);
+            return;
+        }
+        comm.barrier(comm.world_group(), {});
+        comm.recv(x.data(), 10, 0, label, "cp");
+    });
     INFO(m);
     REQUIRE(has(m, "mismatched send/recv: rank 0 sent 12 x fp32 on cp"));
     REQUIRE(has(m, "rank 1 expects 10 x fp32 in recv on cp from rank 0"));
 }
 
 TEST_CASE("a posted receive whose send has another count: the wait reports both sides", "[comm][async][failure]") {
-    std::string m;
-    try {
-        run_threads(2, [](Comm& comm) {
-            const Label label{Payload::act, 3, Phase::fwd, 0, 1};
-            std::vector<float> x(12, 1.0f);
-            if (comm.rank() == 0) {
-                comm.barrier(comm.world_group(), {});
-                comm.send(x.data(), 12, 1, label, "cp");
-                return;
-            }
-            CommHandle h = comm.start_recv(x.data(), 10, DType::f32, 0, label, "cp");  // posted: nothing sent yet
+    const std::string m = error_of([](Comm& comm) {
+        const Label label{Payload::act, 3, Phase::fwd, 0, 1};
+        std::vector<float> x(12, 1.0f);
+        if (comm.rank() == 0) {
             comm.barrier(comm.world_group(), {});
-            comm.wait(h);
-        });
-    } catch (const Error& e) {
-        m = e.what();
-    }
+            comm.send(x.data(), 12, 1, label, "cp");
+            return;
+        }
+        CommHandle h = comm.start_recv(x.data(), 10, DType::f32, 0, label, "cp");  // posted: nothing sent yet
+        comm.barrier(comm.world_group(), {});
+        comm.wait(h);
+    });
     INFO(m);
     REQUIRE(has(m, "mismatched send/recv: rank 0 sent 12 x fp32 on cp"));
     REQUIRE(has(m, "rank 1 expects 10 x fp32 in recv on cp from rank 0"));
