@@ -136,6 +136,24 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
     cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
+void matmul_forward_planar(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                           int Cq) {
+    ProfileScope scope(Kernel::matmul_fwd, 2.0 * N * C * 3 * Cq);
+#ifdef SHARDSCOPE_HAVE_CUDA
+    if (gpu()) {  // the one product into managed memory, its rows then split on the host, where ring
+                  // attention's kernels read the planes (managed memory, core/device.h)
+        const size_t bytes = sizeof(float) * size_t(N) * 3 * size_t(Cq);
+        float* rows = static_cast<float*>(device_alloc(Device::cuda, bytes));
+        cuda::matmul_forward(rows, inp, weight, bias, N, C, 3 * Cq, BLAS(), S());
+        done();
+        cpu::qkv_to_planes(out, rows, N, Cq);
+        device_free(Device::cuda, rows, bytes);
+        return;
+    }
+#endif
+    cpu::matmul_forward_planar(out, inp, weight, bias, N, C, Cq);
+}
+
 namespace {
 // matmul_backward's two products, each under its own profile row (`bench --profile`).
 void matmul_backward_dinp(float* dinp, const float* dout, const float* weight, int N, int C, int OC, Grad mode) {

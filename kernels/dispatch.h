@@ -43,6 +43,10 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 /// out[N,OC] = inp[N,C] @ weight[C,OC] + bias (kernels/cpu/matmul.h).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);
+/// matmul_forward with OC = 3 Cq, written as the q and k|v planes (kernels/cpu/matmul.h:
+/// matmul_forward_planar; model/attention.h, Attention::planar).
+void matmul_forward_planar(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                           int Cq);
 /// How a backward kernel writes its input gradient dinp.
 enum class Grad {
     accumulate,  ///< dinp += the gradient (the buffer holds earlier contributions, or zeros)

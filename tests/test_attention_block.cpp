@@ -98,14 +98,14 @@ Run run(bool fast, const Vec& qkv, const Vec& dout, const std::vector<KeyBlock>&
         return kb.visible.empty() ? causal_visible(Tq, kb.Tk, q_pos, kb.k_pos) : kb.visible;
     };
     for (const KeyBlock& kb : blocks)
-        fwd(m.data(), l.data(), r.out.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B, Tq, kb.Tk,
+        fwd(m.data(), l.data(), r.out.data(), qkv.data(), 3 * C, kb.kv.data(), kb.kv.data() + C, 2 * C, B, Tq, kb.Tk,
             mask(kb).data(), C, NH);
     attention_block_finish(r.out.data(), r.lse.data(), m.data(), l.data(), r.out.data(), B, Tq, C, NH);
     attention_block_delta(D.data(), dout.data(), r.out.data(), B, Tq, C, NH);
     for (size_t j = 0; j < blocks.size(); ++j) {
         const KeyBlock& kb = blocks[j];
         Vec dkv = uniform(long(kb.kv.size()), 80 + j);  // gradients start non-zero: the kernels add (+=)
-        bwd(r.dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C,
+        bwd(r.dq.data(), dkv.data(), dkv.data() + C, 2 * C, dout.data(), qkv.data(), 3 * C, kb.kv.data(), kb.kv.data() + C, 2 * C,
             r.lse.data(), D.data(), B, Tq, kb.Tk, mask(kb).data(), C, NH);
         r.dkv_all.insert(r.dkv_all.end(), dkv.begin(), dkv.end());
     }
@@ -217,20 +217,60 @@ TEST_CASE("attention block backward, overwrite: the bits of adding into zeros, o
         // lse and D from a forward over the block, as the ring has them
         Vec m(size_t(B) * NH * Tq), l(m.size()), lse(m.size()), D(m.size()), out(size_t(B) * Tq * C);
         attention_block_init(m.data(), l.data(), out.data(), B, Tq, C, NH);
-        attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), kv.data(), kv.data() + C, 2 * C, B, Tq, Tk,
+        attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), 3 * C, kv.data(), kv.data() + C, 2 * C, B, Tq, Tk,
                                 visible.data(), C, NH);
         attention_block_finish(out.data(), lse.data(), m.data(), l.data(), out.data(), B, Tq, C, NH);
         attention_block_delta(D.data(), dout.data(), out.data(), B, Tq, C, NH);
         Vec dq_add(size_t(B) * Tq * 3 * C, 0.0f), dkv_add(kv.size(), 0.0f);
         Vec dq_put = uniform(long(dq_add.size()), 24), dkv_put = uniform(long(dkv_add.size()), 25);  // garbage first
-        attention_block_backward(dq_add.data(), dkv_add.data(), dkv_add.data() + C, dout.data(), qkv.data(), kv.data(),
+        attention_block_backward(dq_add.data(), dkv_add.data(), dkv_add.data() + C, 2 * C, dout.data(), qkv.data(), 3 * C, kv.data(),
                                  kv.data() + C, 2 * C, lse.data(), D.data(), B, Tq, Tk, visible.data(), C, NH, false);
-        attention_block_backward(dq_put.data(), dkv_put.data(), dkv_put.data() + C, dout.data(), qkv.data(), kv.data(),
+        attention_block_backward(dq_put.data(), dkv_put.data(), dkv_put.data() + C, 2 * C, dout.data(), qkv.data(), 3 * C, kv.data(),
                                  kv.data() + C, 2 * C, lse.data(), D.data(), B, Tq, Tk, visible.data(), C, NH, true);
         for (int row = 0; row < B * Tq; ++row)  // dq_rows is the q part of [q | k | v] rows: only it is written
             REQUIRE(std::memcmp(dq_put.data() + long(row) * 3 * C, dq_add.data() + long(row) * 3 * C,
                                 sizeof(float) * size_t(C)) == 0);
         REQUIRE(std::memcmp(dkv_put.data(), dkv_add.data(), sizeof(float) * dkv_add.size()) == 0);
+    }
+}
+
+TEST_CASE("attention block: q from its own plane, dk|dv into [q | k | v] rows: the same bits", "[kernels][attention_block]") {
+    // Ring and blockwise attention read q from c_attn's q plane (stride C) and k|v from its
+    // k|v plane (2C); one rank writes dk|dv straight into dqkv's rows (3C). The strides only
+    // move where a row is read or written, so the results are the bits of the interleaved form.
+    for (int C : {24, 32, 64}) {
+        const int B = 2, T = 26, NH = 2;
+        INFO("C " << C);
+        const std::vector<int> visible = causal_visible(T, T, 0, 0);
+        const Vec qkv = uniform(long(B) * T * 3 * C, 31, -2.0f, 2.0f), dout = uniform(long(B) * T * C, 32);
+        Vec planes(qkv.size());
+        for (long r = 0; r < long(B) * T; ++r) {  // q plane, then k|v plane
+            std::copy(qkv.begin() + r * 3 * C, qkv.begin() + r * 3 * C + C, planes.begin() + r * C);
+            std::copy(qkv.begin() + r * 3 * C + C, qkv.begin() + (r + 1) * 3 * C,
+                      planes.begin() + long(B) * T * C + r * 2 * C);
+        }
+        const float* q = planes.data();
+        const float* kv = planes.data() + long(B) * T * C;
+        Vec m(size_t(B) * NH * T), l(m.size()), lse(m.size()), lse2(m.size()), D(m.size());
+        Vec out(size_t(B) * T * C), out2(out.size());
+        attention_block_init(m.data(), l.data(), out.data(), B, T, C, NH);
+        attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C,
+                                3 * C, B, T, T, visible.data(), C, NH);
+        attention_block_finish(out.data(), lse.data(), m.data(), l.data(), out.data(), B, T, C, NH);
+        attention_block_init(m.data(), l.data(), out2.data(), B, T, C, NH);
+        attention_block_forward(m.data(), l.data(), out2.data(), q, C, kv, kv + C, 2 * C, B, T, T, visible.data(), C,
+                                NH);
+        attention_block_finish(out2.data(), lse2.data(), m.data(), l.data(), out2.data(), B, T, C, NH);
+        REQUIRE(std::memcmp(out.data(), out2.data(), sizeof(float) * out.size()) == 0);
+        REQUIRE(std::memcmp(lse.data(), lse2.data(), sizeof(float) * lse.size()) == 0);
+        attention_block_delta(D.data(), dout.data(), out.data(), B, T, C, NH);
+        Vec d1(qkv.size(), 0.0f), d2(qkv.size(), 0.0f);
+        attention_block_backward(d1.data(), d1.data() + C, d1.data() + 2 * C, 3 * C, dout.data(), qkv.data(), 3 * C,
+                                 qkv.data() + C, qkv.data() + 2 * C, 3 * C, lse.data(), D.data(), B, T, T,
+                                 visible.data(), C, NH, true);
+        attention_block_backward(d2.data(), d2.data() + C, d2.data() + 2 * C, 3 * C, dout.data(), q, C, kv, kv + C,
+                                 2 * C, lse.data(), D.data(), B, T, T, visible.data(), C, NH, true);
+        REQUIRE(std::memcmp(d1.data(), d2.data(), sizeof(float) * d1.size()) == 0);
     }
 }
 
@@ -242,7 +282,7 @@ TEST_CASE("attention block backward, overwrite: a block that leaves a row unwrit
     Vec dq(size_t(B) * Tq * 3 * C), dkv(kv.size());
     const std::vector<int> first_sees_none = {0, 1, 2, 4}, last_key_unseen = {1, 2, 3, 3};
     for (const std::vector<int>& v : {first_sees_none, last_key_unseen})
-        REQUIRE_THROWS_WITH(attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(),
+        REQUIRE_THROWS_WITH(attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, 2 * C, dout.data(), qkv.data(), 3 * C,
                                                      kv.data(), kv.data() + C, 2 * C, lse.data(), D.data(), B, Tq, Tk,
                                                      v.data(), C, NH, true),
                             Catch::Contains("every query must see a key and every key be seen") &&
@@ -255,10 +295,10 @@ TEST_CASE("attention block: a mask that is not a growing prefix is refused, sayi
     Vec m(size_t(B) * NH * Tq), l(m.size()), acc(size_t(B) * Tq * C);
     attention_block_init(m.data(), l.data(), acc.data(), B, Tq, C, NH);
     const std::vector<int> shrinking = {1, 3, 2, 4}, too_many = {1, 2, 3, 5};
-    REQUIRE_THROWS_WITH(attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kv.data(), kv.data() + C,
+    REQUIRE_THROWS_WITH(attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), 3 * C, kv.data(), kv.data() + C,
                                                 2 * C, B, Tq, Tk, shrinking.data(), C, NH),
                         Catch::Contains("visible[2] = 2") && Catch::Contains("no shorter"));
-    REQUIRE_THROWS_WITH(attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kv.data(), kv.data() + C,
+    REQUIRE_THROWS_WITH(attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), 3 * C, kv.data(), kv.data() + C,
                                                 2 * C, B, Tq, Tk, too_many.data(), C, NH),
                         Catch::Contains("visible[3] = 5") && Catch::Contains("Tk 4"));
 }
@@ -270,14 +310,14 @@ TEST_CASE("attention block: a block in the future leaves everything as it was", 
     Vec m(size_t(B) * NH * Tq, 0.5f), l(m.size(), 2.0f), acc = uniform(long(B) * Tq * C, 8);
     const Vec m0 = m, l0 = l, acc0 = acc;
     const std::vector<int> none = causal_visible(Tq, kb.Tk, 0, kb.k_pos);
-    attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), kb.kv.data(), kb.kv.data() + C, 2 * C, B,
+    attention_block_forward(m.data(), l.data(), acc.data(), qkv.data(), 3 * C, kb.kv.data(), kb.kv.data() + C, 2 * C, B,
                             Tq, kb.Tk, none.data(), C, NH);
     REQUIRE(m == m0);
     REQUIRE(l == l0);
     REQUIRE(acc == acc0);
     Vec dq = uniform(long(B) * Tq * 3 * C, 9), dkv = uniform(long(kb.kv.size()), 10);
     const Vec dq0 = dq, dkv0 = dkv;
-    attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, dout.data(), qkv.data(), kb.kv.data(),
+    attention_block_backward(dq.data(), dkv.data(), dkv.data() + C, 2 * C, dout.data(), qkv.data(), 3 * C, kb.kv.data(),
                              kb.kv.data() + C, 2 * C, l.data(), m.data(), B, Tq, kb.Tk, none.data(), C, NH, false);
     REQUIRE(dq == dq0);
     REQUIRE(dkv == dkv0);
@@ -304,7 +344,7 @@ TEST_CASE("attention_block_forward: a NaN score makes its rows NaN, however the 
     Vec m(size_t(B) * NH * T), l(m.size()), out(size_t(B) * T * C), lse(m.size());
     const std::vector<int> visible = causal_visible(T, T, 0, 0);
     attention_block_init(m.data(), l.data(), out.data(), B, T, C, NH);
-    attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C, 3 * C,
+    attention_block_forward(m.data(), l.data(), out.data(), qkv.data(), 3 * C, qkv.data() + C, qkv.data() + 2 * C, 3 * C,
                             B, T, T, visible.data(), C, NH);
     attention_block_finish(out.data(), lse.data(), m.data(), l.data(), out.data(), B, T, C, NH);
     for (int t = 0; t < T; t++)

@@ -189,6 +189,32 @@ TEST_CASE("matmul's fast path (the tiles) equals the plain loops on odd shapes",
     REQUIRE_CLOSE(dW_only, dW_fresh, atol, rtol);
 }
 
+TEST_CASE("matmul_forward_planar writes matmul_forward's products as a q plane and a k|v plane", "[kernels][matmul]") {
+    // Ring attention's c_attn (model/attention.h, Attention::planar): the same dot products
+    // as one [N, 3Cq] product, each column a gemm of its own plane. On the tiles each element
+    // is one tile's K-sum, wherever its column falls in the panels (partial panels staged at
+    // full width), so the bits are the same: Cq = 16, 29, 80 and 128 put the split on and off
+    // the tile widths of AVX2 (16) and AVX-512 (32), C = 300 crosses a K-block (256). A build
+    // on sgemm (no AVX2) is held to the float error of two C-term sums instead, 2 C^2 2^-26
+    // at the worst for |terms| <= 1/4 on average (uniform in [-1, 1] twice).
+    for (int C : {48, 300})
+        for (int Cq : {16, 29, 80, 128}) {
+            const int N = 37, OC = 3 * Cq;
+            const Vec inp = uniform(long(N) * C, 11), W = uniform(long(C) * OC, 12), b = uniform(OC, 13);
+            for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+                INFO("C " << C << " Cq " << Cq << (bias ? " with" : " without") << " bias");
+                Vec rows(size_t(N) * OC), want(rows.size()), planes(rows.size(), -1.0f);
+                matmul_forward(rows.data(), inp.data(), W.data(), bias, N, C, OC);
+                qkv_to_planes(want.data(), rows.data(), N, Cq);
+                matmul_forward_planar(planes.data(), inp.data(), W.data(), bias, N, C, Cq);
+                if (kMatmulOnTiles)
+                    REQUIRE(std::memcmp(planes.data(), want.data(), sizeof(float) * want.size()) == 0);
+                else
+                    REQUIRE_CLOSE(planes, want, 2.0 * C * C / 67108864.0, 0.0);
+            }
+        }
+}
+
 TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever the buffer held",
           "[kernels][matmul][gelu][attention][crossentropy]") {
     // kern::Grad::overwrite lets a fresh scratch buffer skip its zero-fill: the result must be

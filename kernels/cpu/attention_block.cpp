@@ -58,12 +58,12 @@ void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, 
     for (long i = 0; i < long(B) * Tq * C; ++i) acc[i] = 0.0f;
 }
 
-void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
+void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, int q_stride, const float* k_rows,
                              const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible, int C,
                              int NH) {
     check_visible(visible, Tq, Tk);
     const int hs = C / NH;
-    const long C3 = 3L * C;
+    const long qs = q_stride;
     const float scale = 1.0f / std::sqrt(float(hs));
     // Keys [0, seen) are seen by some query (the last sees most); only those are packed. The
     // panels start zeroed, so a tile's columns past them read 0, and the mask drops them.
@@ -74,7 +74,7 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
     std::vector<float> S(size_t(kTileRows) * keys.n_pad), G(size_t(kTileRows) * keys.ld);  // one row tile
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
-            const float* Q = q_rows + long(b) * Tq * C3 + long(h) * hs;
+            const float* Q = q_rows + long(b) * Tq * qs + long(h) * hs;
             keys.transposed_rows(Kt, k_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride, seen);
             keys.rows(V, v_rows + long(b) * Tk * kv_stride + long(h) * hs, kv_stride, 0, seen);
             float* A = acc + long(b) * Tq * C + long(h) * hs;
@@ -86,7 +86,7 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
                 if (n_hi == 0) continue;  // this row tile (and every earlier one) sees none of the block
                 // 1. S = Q[r0:r0+rows] K[0:n_hi]^T, a tile of columns at a time (scaled in 2.)
                 for (int j = 0; j < n_hi; j += kTileWidth)
-                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, keys.n_pad, S.data() + j, keys.n_pad);
+                    tile_product(rows, hs, Q + r0 * qs, qs, 1, Kt.data() + j, keys.n_pad, S.data() + j, keys.n_pad);
                 // 2. online softmax, row by row: P = e^(scale S - m'), masked keys 0; acc and l rescaled by e^(m - m')
                 for (int i = 0; i < rows; ++i) {
                     const int q = r0 + i;
@@ -149,8 +149,8 @@ void attention_block_delta(float* D, const float* dout, const float* out, int B,
             }
 }
 
-void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
-                              const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
+void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, int dkv_stride, const float* dout,
+                              const float* q_rows, int q_stride, const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
                               const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH,
                               bool overwrite) {
     check_visible(visible, Tq, Tk);
@@ -160,7 +160,7 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                  << "), or rows of the gradients would be left unwritten: add into zeroed ones instead");
     const bool add = !overwrite;
     const int hs = C / NH;
-    const long C3 = 3L * C;
+    const long C3 = 3L * C, qs = q_stride;
     const float scale = 1.0f / std::sqrt(float(hs));
     // Only what some product reads is packed: keys [0, seen), which some query sees, and
     // queries [first, Tq), which see some key (visible is nondecreasing). The panels start
@@ -177,15 +177,16 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h) {
             const long qo = long(b) * Tq * C3 + long(h) * hs, ko = long(b) * Tk * kv_stride + long(h) * hs;
-            const float* Q = q_rows + qo;
-            float *dQ = dq_rows + qo, *dK = dk_rows + ko, *dV = dv_rows + ko;
+            const float* Q = q_rows + long(b) * Tq * qs + long(h) * hs;
+            const long dko = long(b) * Tk * dkv_stride + long(h) * hs;
+            float *dQ = dq_rows + qo, *dK = dk_rows + dko, *dV = dv_rows + dko;
             const float* dO = dout + long(b) * Tq * C + long(h) * hs;
             const float* lse_h = lse + (long(b) * NH + h) * Tq;
             const float* D_h = D + (long(b) * NH + h) * Tq;
             keys.rows(K, k_rows + ko, kv_stride, 0, seen);
             keys.transposed(Kt, K, seen);
             keys.transposed_rows(Vt, v_rows + ko, kv_stride, seen);
-            queries.rows(Qr, Q, C3, first, Tq);
+            queries.rows(Qr, Q, qs, first, Tq);
             queries.rows(dOr, dO, C, first, Tq);
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
@@ -195,7 +196,7 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                 float *p0 = P.data() + long(r0) * ld, *d0 = dS.data() + long(r0) * ld;
                 // 1. S = Q K^T (into P) and dP = dO V^T (into dS), rows [r0, r0+rows), keys [0, n_hi)
                 for (int j = 0; j < n_hi; j += kTileWidth) {
-                    tile_product(rows, hs, Q + r0 * C3, C3, 1, Kt.data() + j, ld, p0 + j, ld);
+                    tile_product(rows, hs, Q + r0 * qs, qs, 1, Kt.data() + j, ld, p0 + j, ld);
                     tile_product(rows, hs, dO + long(r0) * C, C, 1, Vt.data() + j, ld, d0 + j, ld);
                 }
                 // 2. P = e^(scale S - lse), dS = scale P (dP - D); both 0 where masked, up to Tk
@@ -227,19 +228,19 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, co
                 if (q_lo >= Tq) break;  // no query sees this key, nor any later one
                 const long at = long(q_lo) * ld + s0;
                 tile_product_into(rows, Tq - q_lo, P.data() + at, 1, ld, dOr.data() + long(q_lo) * queries.ld,
-                                  queries.ld, dV + long(s0) * kv_stride, kv_stride, hs, add, G.data(), keys.ld);
+                                  queries.ld, dV + long(s0) * dkv_stride, dkv_stride, hs, add, G.data(), keys.ld);
                 tile_product_into(rows, Tq - q_lo, dS.data() + at, 1, ld, Qr.data() + long(q_lo) * queries.ld,
-                                  queries.ld, dK + long(s0) * kv_stride, kv_stride, hs, add, G.data(), keys.ld);
+                                  queries.ld, dK + long(s0) * dkv_stride, dkv_stride, hs, add, G.data(), keys.ld);
             }
         }
 }
 
 // ---- plain loops, for the tests and for reading ----------------------------------
 
-void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
-                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible,
-                                       int C, int NH) {
-    const int hs = C / NH, C3 = 3 * C;
+void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, int q_stride,
+                                       const float* k_rows, const float* v_rows, int kv_stride, int B, int Tq, int Tk,
+                                       const int* visible, int C, int NH) {
+    const int hs = C / NH;
     const float scale = 1.0f / std::sqrt(float(hs));
     std::vector<float> s(static_cast<size_t>(Tk));  // scores of one query against the block
     for (int b = 0; b < B; ++b)
@@ -247,7 +248,7 @@ void attention_block_forward_reference(float* m, float* l, float* acc, const flo
             for (int i = 0; i < Tq; ++i) {
                 const int n = visible[i];  // keys 0 .. n-1 of this block are allowed
                 if (n == 0) continue;
-                const float* q = q_rows + (long(b) * Tq + i) * C3 + h * hs;
+                const float* q = q_rows + (long(b) * Tq + i) * q_stride + h * hs;
                 float mx = -INFINITY;
                 for (int k = 0; k < n; ++k) {
                     const float* key = k_rows + (long(b) * Tk + k) * kv_stride + h * hs;
@@ -273,9 +274,9 @@ void attention_block_forward_reference(float* m, float* l, float* acc, const flo
             }
 }
 
-void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
-                                        const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
-                                        const float* lse, const float* D, int B, int Tq, int Tk, const int* visible,
+void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, int dkv_stride,
+                                        const float* dout, const float* q_rows, int q_stride, const float* k_rows,
+                                        const float* v_rows, int kv_stride, const float* lse, const float* D, int B, int Tq, int Tk, const int* visible,
                                         int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(float(hs));
@@ -284,15 +285,16 @@ void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* d
             for (int i = 0; i < Tq; ++i) {
                 const int n = visible[i];
                 const long row = (long(b) * NH + h) * Tq + i;
-                const float* q = q_rows + (long(b) * Tq + i) * C3 + h * hs;
+                const float* q = q_rows + (long(b) * Tq + i) * q_stride + h * hs;
                 float* dq = dq_rows + (long(b) * Tq + i) * C3 + h * hs;
                 const float* dO = dout + (long(b) * Tq + i) * C + h * hs;
                 for (int k = 0; k < n; ++k) {
                     const long r = (long(b) * Tk + k) * kv_stride + h * hs;
                     const float* key = k_rows + r;
                     const float* v = v_rows + r;
-                    float* dkey = dk_rows + r;
-                    float* dv = dv_rows + r;
+                    const long dr = (long(b) * Tk + k) * dkv_stride + h * hs;
+                    float* dkey = dk_rows + dr;
+                    float* dv = dv_rows + dr;
                     float dot = 0.0f, dp = 0.0f;
                     for (int d = 0; d < hs; ++d) {
                         dot += q[d] * key[d];

@@ -4,10 +4,13 @@
 // a rank holds its queries and sees the keys and values of the sequence one
 // block at a time, as they come round the ring.
 //
-// Layout as attention.h: q rows are the q part of [q | k | v] rows of width
-// 3C; keys and values are read from k_rows and v_rows with a row stride of
-// kv_stride floats (3C in the rank's own qkv, 2C in a packed [k | v] block
-// that came round the ring); head h owns columns [h*hs, (h+1)*hs) of each.
+// Layout: q rows are read with a row stride of q_stride floats (3C in the
+// [q | k | v] rows of attention.h, C in a plane of q alone); keys and values
+// from k_rows and v_rows with a row stride of kv_stride floats (3C in
+// [q | k | v] rows, 2C in a [k | v] block, as ring attention holds and sends
+// them); dq rows are the q part of [q | k | v] rows of width 3C (c_attn's
+// gradient), dk and dv rows have a row stride of dkv_stride; head h owns
+// columns [h*hs, (h+1)*hs) of each.
 // Each sequence has Tq query rows and Tk key rows.
 //
 // The mask. Query row i sees keys [0, visible[i]) of the block: a prefix,
@@ -56,7 +59,7 @@ std::vector<int> causal_visible(int Tq, int Tk, int q_pos, int k_pos);
 void attention_block_init(float* m, float* l, float* acc, int B, int Tq, int C, int NH);
 /// Folds one key block into the running state (see the file comment).
 /// @p visible: Tq counts, query i sees keys [0, visible[i]) (nondecreasing; see the file comment).
-void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
+void attention_block_forward(float* m, float* l, float* acc, const float* q_rows, int q_stride, const float* k_rows,
                              const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible, int C,
                              int NH);
 /// out = acc / l, lse = m + log l (out may alias acc).
@@ -65,24 +68,24 @@ void attention_block_finish(float* out, float* lse, const float* m, const float*
 /// D[b,h,i] = dout_i . out_i over head h's columns: [B,NH,Tq].
 void attention_block_delta(float* D, const float* dout, const float* out, int B, int Tq, int C, int NH);
 /// One key block's share of the backward: adds into dq_rows ([B,Tq,3C], the q part) and
-/// dk_rows / dv_rows (row stride kv_stride, as k_rows / v_rows); with @p overwrite, writes
+/// dk_rows / dv_rows (row stride dkv_stride); with @p overwrite, writes
 /// them instead (a ring's first block: nothing need be zeroed first). Overwrite needs every
 /// query to see a key (visible[0] >= 1) and every key to be seen (visible[Tq-1] == Tk), so
 /// that every row it owns is written; each element is then one tile's sum started from 0,
 /// the bits a zeroed buffer added into gives.
-void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout, const float* q_rows,
-                              const float* k_rows, const float* v_rows, int kv_stride, const float* lse,
-                              const float* D, int B, int Tq, int Tk, const int* visible, int C, int NH,
-                              bool overwrite);
+void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, int dkv_stride, const float* dout,
+                              const float* q_rows, int q_stride, const float* k_rows, const float* v_rows,
+                              int kv_stride, const float* lse, const float* D, int B, int Tq, int Tk,
+                              const int* visible, int C, int NH, bool overwrite);
 
 /// attention_block_forward in plain loops, one query and one key at a time (for the tests).
-void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, const float* k_rows,
-                                       const float* v_rows, int kv_stride, int B, int Tq, int Tk, const int* visible,
-                                       int C, int NH);
+void attention_block_forward_reference(float* m, float* l, float* acc, const float* q_rows, int q_stride,
+                                       const float* k_rows, const float* v_rows, int kv_stride, int B, int Tq, int Tk,
+                                       const int* visible, int C, int NH);
 /// attention_block_backward in plain loops, one query and one key at a time (for the tests).
-void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, const float* dout,
-                                        const float* q_rows, const float* k_rows, const float* v_rows, int kv_stride,
-                                        const float* lse, const float* D, int B, int Tq, int Tk, const int* visible,
-                                        int C, int NH);
+void attention_block_backward_reference(float* dq_rows, float* dk_rows, float* dv_rows, int dkv_stride,
+                                        const float* dout, const float* q_rows, int q_stride, const float* k_rows,
+                                        const float* v_rows, int kv_stride, const float* lse, const float* D, int B,
+                                        int Tq, int Tk, const int* visible, int C, int NH);
 
 }  // namespace ss::cpu

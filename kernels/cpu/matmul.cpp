@@ -24,6 +24,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/gemm.h"
 
 namespace ss::cpu {
@@ -42,6 +44,40 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
         beta = 1.0f;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, C, 1.0f, inp, C, weight, OC, beta, out, OC);
+}
+
+void matmul_forward_planar(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                           int Cq) {
+    if (N == 0 || Cq == 0) return;
+    const int OC = 3 * Cq;
+    float* kv = out + long(N) * Cq;
+    const float* kv_bias = bias != nullptr ? bias + Cq : nullptr;
+    if (kMatmulOnTiles) {  // W's columns read in place through their row stride OC
+        const TileStart start = bias != nullptr ? TileStart::row : TileStart::zero;
+        gemm(N, Cq, C, {inp, C, 1}, {weight, OC, 1}, out, Cq, start, bias);
+        gemm(N, 2 * Cq, C, {inp, C, 1}, {weight + Cq, OC, 1}, kv, 2 * Cq, start, kv_bias);
+        return;
+    }
+    float beta = 0.0f;
+    if (bias != nullptr) {
+        for (long n = 0; n < N; n++) {
+            for (int o = 0; o < Cq; o++) out[n * Cq + o] = bias[o];
+            for (int o = 0; o < 2 * Cq; o++) kv[n * 2 * Cq + o] = kv_bias[o];
+        }
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, Cq, C, 1.0f, inp, C, weight, OC, beta, out, Cq);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, 2 * Cq, C, 1.0f, inp, C, weight + Cq, OC, beta, kv,
+                2 * Cq);
+}
+
+void qkv_to_planes(float* planes, const float* qkv, int N, int Cq) {
+    float* kv = planes + long(N) * Cq;
+    for (long n = 0; n < N; ++n) {
+        const float* row = qkv + n * 3 * Cq;
+        std::copy(row, row + Cq, planes + n * Cq);
+        std::copy(row + Cq, row + 3 * Cq, kv + n * 2 * Cq);
+    }
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,

@@ -29,6 +29,13 @@ constexpr bool kMatmulOnTiles = false;
 
 /// out = inp @ weight + bias (bias may be null).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC);
+/// matmul_forward with OC = 3 Cq written as two planes: out[N,Cq] = inp @ weight[:, :Cq] + bias[:Cq],
+/// then out + N Cq [N,2Cq] = inp @ weight[:, Cq:] + bias[Cq:] (c_attn's q, then k|v: model/attention.h).
+/// Each element is the same dot product as matmul_forward's, started the same way: the same bits.
+void matmul_forward_planar(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                           int Cq);
+/// Rows of [q | k | v] (3Cq wide, N of them) as the two planes of matmul_forward_planar.
+void qkv_to_planes(float* planes, const float* qkv, int N, int Cq);
 /// Accumulates (+=) into dinp, dweight, dbias; any of them may be null to skip it. With
 /// @p dinp_overwrite, dinp = dout W^T instead, the bits += gives on a zero-filled dinp
 /// (the tiles start from +0 where they would have read it; sgemm takes beta = 0).

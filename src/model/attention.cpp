@@ -21,6 +21,7 @@ Attention attention(SequenceParallel& sp, int B, int T, int C, int H, Recompute 
     Attention a{B, T, C, H, T, C, H, true, plain_attention_forward, plain_attention_backward};
     if (blockwise_attention(sp, recompute)) {
         a.probs = false;
+        a.planar = true;
         a.forward = blockwise_attention_forward;
         a.backward = blockwise_attention_backward;
     } else if (sp.size() > 1) {
@@ -85,12 +86,15 @@ void ulysses_attention_backward(const Attention& a, float* dqkv, float* datt, co
 
 // ba.att keeps the log-sum-exp of each query: all backward needs of the softmax.
 void blockwise_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger&) {
-    sp.ring_forward(ba.atty.f32(), ba.att.f32(), ba.qkv.f32(), a.B, a.T, a.C, a.H, layer);
+    const float* q = ba.qkv.f32();  // planar (Attention::planar): q, then k|v
+    sp.ring_forward(ba.atty.f32(), ba.att.f32(), q, q + long(a.B) * a.T * a.C, a.B, a.T, a.C, a.H, layer);
 }
 
 void blockwise_attention_backward(const Attention& a, float* dqkv, float*, const float* datty, const BlockActs& ba,
                                   SequenceParallel& sp, int layer, Ledger&) {
-    sp.ring_backward(dqkv, datty, ba.qkv.f32(), ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C, a.H, layer);
+    const float* q = ba.qkv.f32();
+    sp.ring_backward(dqkv, datty, q, q + long(a.B) * a.T * a.C, ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C, a.H,
+                     layer);
 }
 
 }  // namespace ss

@@ -16,7 +16,11 @@
 // Each is a forward and a backward over the block's saved activations. The
 // block writes c_attn's output (q|k|v of its tokens, my heads) into ba.qkv and
 // calls forward, which leaves the attention output in ba.atty; backward turns
-// d(atty) into d(qkv). attention() returns the pair the layout runs, with the
+// d(atty) into d(qkv). Ring and blockwise attention take c_attn's output in two
+// planes (Attention::planar): q [B,T,C], then k|v [B,T,2C], so that the block
+// ring attention sends round is contiguous where c_attn wrote it (no copy to
+// pack it); d(qkv) keeps the [q | k | v] rows, since c_attn's backward reads it
+// as one operand. attention() returns the pair the layout runs, with the
 // sizes its kernel sees, so block_forward and block_backward never ask which.
 #pragma once
 
@@ -49,8 +53,11 @@ struct Attention {
     /// scratch of att_shape() for the softmax's backward (unused by ring and blockwise).
     void (*backward)(const Attention& a, float* dqkv, float* datt, const float* datty, const BlockActs& ba,
                      SequenceParallel& sp, int layer, Ledger& ledger);
+    /// ba.qkv holds q [B,T,C] then k|v [B,T,2C] (ring and blockwise), not [B,T,3C] rows of [q | k | v]
+    bool planar = false;
 
-    /// What ba.qkv holds: [B, Ta, 3Ca] (the same elements as c_attn's [B, T, 3C]).
+    /// What ba.qkv holds: [B, Ta, 3Ca] (the same elements as c_attn's [B, T, 3C]; planar: q's
+    /// B Ta Ca, then k|v's B Ta 2Ca).
     Shape qkv_shape() const { return {B, Ta, 3 * Ca}; }
     /// What ba.att holds: the probabilities [B, Ha, Ta, Ta], or the log-sum-exp [B, Ha, Ta] (ring, blockwise).
     Shape att_shape() const { return probs ? Shape{B, Ha, Ta, Ta} : Shape{B, Ha, Ta}; }

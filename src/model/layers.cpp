@@ -194,7 +194,10 @@ void block_forward(BlockActs& ba, const BlockWeights& w, const float* x_in, int 
 
     // Attention: x_mid = x_in + g(c_proj(attention(c_attn(f(ln_1(x_in))))))
     tp.layernorm_f(ba.ln1, ba.ln1_mean, ba.ln1_rstd, x_in, w.ln1_w, w.ln1_b);
-    kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * tp.Cl);  // column-parallel: my heads
+    if (attn.planar)  // q, then k|v (model/attention.h): the same products, written as two planes
+        kern::matmul_forward_planar(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, tp.Cl);
+    else
+        kern::matmul_forward(ba.qkv.f32(), ba.ln1.f32(), w.attn_w, w.attn_b, N, C, 3 * tp.Cl);  // column-parallel: my heads
     attn.forward(attn, ba, mp.sp, l, ledger);
     tp.matmul_g(ba.x_mid.f32(), ba.atty.f32(), w.attnproj_w, tp.Cl);  // row-parallel
     kern::add_bias_residual(ba.x_mid.f32(), w.attnproj_b, x_in, Nl, C);  // the bias once, after the sum; + x_in

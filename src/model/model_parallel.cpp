@@ -27,22 +27,22 @@ void TensorParallel::scatter_seq(const float* all, float* mine, int B, int Tl, i
     std::memcpy(mine, all, sizeof(float) * size_t(B) * Tl * C);
 }
 
-void SequenceParallel::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int) {
+void SequenceParallel::ring_forward(float* out, float* lse, const float* q, const float* kv, int B, int Tl, int C,
+                                    int NH, int) {
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
     const std::vector<int> causal = cpu::causal_visible(Tl, Tl, 0, 0);
-    cpu::attention_block_forward(m.data(), l.data(), out, qkv, qkv + C, qkv + 2 * C, 3 * C, B, Tl, Tl, causal.data(),
-                                 C, NH);
+    cpu::attention_block_forward(m.data(), l.data(), out, q, C, kv, kv + C, 2 * C, B, Tl, Tl, causal.data(), C, NH);
     cpu::attention_block_finish(out, lse, m.data(), l.data(), out, B, Tl, C, NH);
 }
 
-void SequenceParallel::ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                     const float* lse, int B, int Tl, int C, int NH, int) {
+void SequenceParallel::ring_backward(float* dqkv, const float* dout, const float* q, const float* kv,
+                                     const float* out, const float* lse, int B, int Tl, int C, int NH, int) {
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
     const std::vector<int> causal = cpu::causal_visible(Tl, Tl, 0, 0);
-    cpu::attention_block_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C, 3 * C, lse,
-                                  D.data(), B, Tl, Tl, causal.data(), C, NH, /*overwrite=*/true);
+    cpu::attention_block_backward(dqkv, dqkv + C, dqkv + 2 * C, 3 * C, dout, q, C, kv, kv + C, 2 * C, lse, D.data(),
+                                  B, Tl, Tl, causal.data(), C, NH, /*overwrite=*/true);
 }
 
 ModelParallel ModelParallel::none() {

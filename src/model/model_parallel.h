@@ -85,12 +85,14 @@ public:
     /// Whether this rank's tokens are split zig-zag (two chunks, model/sequence_split.h) rather than
     /// one contiguous run: ring attention's default. The position embedding follows it.
     virtual bool zigzag() const { return false; }
-    /// Causal attention of my Tl queries over the whole sequence: out [B,Tl,C], lse [B,NH,Tl].
+    /// Causal attention of my Tl queries over the whole sequence: out [B,Tl,C], lse [B,NH,Tl],
+    /// from my tokens' q [B,Tl,C] and k|v [B,Tl,2C] (c_attn's planar output, model/attention.h).
     /// (The base class is one rank: one block, the whole sequence.)
-    virtual void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer);
+    virtual void ring_forward(float* out, float* lse, const float* q, const float* kv, int B, int Tl, int C, int NH,
+                              int layer);
     /// Its backward: writes dqkv [B,Tl,3C] (every element; nothing need be zeroed first).
-    virtual void ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
-                               int B, int Tl, int C, int NH, int layer);
+    virtual void ring_backward(float* dqkv, const float* dout, const float* q, const float* kv, const float* out,
+                               const float* lse, int B, int Tl, int C, int NH, int layer);
 };
 
 /// The model-parallel operators one pass uses: tensor and sequence parallelism.

@@ -58,49 +58,45 @@ std::vector<int> step_visible(const std::vector<SeqPiece>& mine, const std::vect
     return visible;
 }
 
-// My keys and values, packed as [B, Tl, 2C] rows of [k | v]: what goes round the ring.
-// Every float of kv is written (the caller sizes it, unfilled).
-void pack_kv(float* kv, const float* qkv, int B, int Tl, int C) {
-    for (long row = 0; row < long(B) * Tl; ++row)
-        std::copy(qkv + row * 3 * C + C, qkv + row * 3 * C + 3 * C, kv + row * 2 * C);
-}
 }  // namespace
 
-void RingAttention::start_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
-                               CommHandle& got) {
+void RingAttention::start_pass(const float* held, Tensor& into, int64_t block, int right, int left, const Label& l,
+                               CommHandle& sent, CommHandle& got) {
     if (!overlap_) return;
     // The receive first: where the left neighbour's send is already here, it is taken
     // now, and that neighbour's buffer is free by the time my send reaches its wait
     // (threads backend: a lent send's bytes are copied once, comm/threads/threads_p2p.cpp).
-    got = comm_.start_recv(next.f32(), size_t(next.numel()), DType::f32, left, l, "sp");
-    sent = comm_.start_send(kv.f32(), size_t(kv.numel()), DType::f32, right, l, "sp");
+    got = comm_.start_recv(into.f32(), size_t(block), DType::f32, left, l, "sp");
+    sent = comm_.start_send(held, size_t(block), DType::f32, right, l, "sp");
 }
 
-void RingAttention::finish_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
-                                CommHandle& got) {
+void RingAttention::finish_pass(const float* held, Tensor& into, int64_t block, int right, int left, const Label& l,
+                                CommHandle& sent, CommHandle& got) {
     if (overlap_) {
         comm_.wait(got);  // at SP 2 the one who sent it has taken mine by now (start_pass)
         comm_.wait(sent);
     } else {  // send right (never waits), then take the left neighbour's
-        comm_.send(kv.f32(), size_t(kv.numel()), right, l, "sp");
-        comm_.recv(next.f32(), size_t(next.numel()), left, l, "sp");
+        comm_.send(held, size_t(block), right, l, "sp");
+        comm_.recv(into.f32(), size_t(block), left, l, "sp");
     }
-    std::swap(kv, next);  // the buffers trade places, bookings and all
 }
 
 std::vector<SeqPiece> RingAttention::pieces_of(int sp_rank, int Tl) const {
     return sequence_pieces(zigzag(), sp_rank, size(), Tl * size());
 }
 
-void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) {
+// The blocks a rank holds in turn: its own first, c_attn's k|v plane (@p kv), which
+// goes round as it is (read, never written); then each that comes in, into kv_ and
+// next_ by turns, so the buffer a block arrives in is never the one being sent.
+void RingAttention::ring_forward(float* out, float* lse, const float* q, const float* kv, int B, int Tl, int C,
+                                 int NH, int layer) {
     const int s = size();
     std::vector<float> m(size_t(B) * NH * Tl), l(m.size());
-    Tensor& kv = kv_;      // the block I hold
-    Tensor& next = next_;  // the one coming in, written by its receive
     const int64_t block = int64_t(B) * Tl * 2 * C;
-    sized(kv, block);
-    sized(next, block);
-    pack_kv(kv.f32(), qkv, B, Tl, C);
+    sized(kv_, block);
+    sized(next_, block);
+    const float* held = kv;  // the block I hold
+    Tensor *into = &next_, *spare = &kv_;  // where the next comes in, and the other
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     cpu::attention_block_init(m.data(), l.data(), out, B, Tl, C, NH);
     for (int step = 0; step < s; ++step) {
@@ -109,32 +105,35 @@ void RingAttention::ring_forward(float* out, float* lse, const float* qkv, int B
         const bool pass = step + 1 < s;  // the block goes on to the right, the left one's comes in
         const Label kv_label = label(Payload::act, layer, false);
         CommHandle sent, got;
-        if (pass) start_pass(kv, next, right, left, kv_label, sent, got);  // overlap on: under the compute below
+        if (pass) start_pass(held, *into, block, right, left, kv_label, sent, got);  // overlap on: under the compute
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "fwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
             // rs.pairs in one call: my rows against the held block, each row up to the keys it may see
             const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
-            cpu::attention_block_forward(m.data(), l.data(), out, qkv, kv.f32(), kv.f32() + C, 2 * C, B, Tl, Tl,
+            cpu::attention_block_forward(m.data(), l.data(), out, q, C, held, held + C, 2 * C, B, Tl, Tl,
                                          visible.data(), C, NH);
         }
-        if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
+        if (pass) {
+            finish_pass(held, *into, block, right, left, kv_label, sent, got);
+            held = into->f32();
+            std::swap(into, spare);
+        }
     }
     cpu::attention_block_finish(out, lse, m.data(), l.data(), out, B, Tl, C, NH);
 }
 
-void RingAttention::ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q, const float* kv, const float* out,
                                   const float* lse, int B, int Tl, int C, int NH, int layer) {
     const int s = size();
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
-    Tensor& kv = kv_;
-    Tensor& next = next_;
     Tensor& dkv = dkv_;      // the gradient of the block I hold: step 0 writes it, the later steps add
     Tensor& dnext = dnext_;  // the one coming in, written by its receive
     const int64_t block = int64_t(B) * Tl * 2 * C;
-    for (Tensor* t : {&kv, &next, &dkv, &dnext}) sized(*t, block);
-    pack_kv(kv.f32(), qkv, B, Tl, C);
+    for (Tensor* t : {&kv_, &next_, &dkv, &dnext}) sized(*t, block);
+    const float* held = kv;  // as in ring_forward: my own plane first, then kv_ and next_ by turns
+    Tensor *into = &next_, *spare = &kv_;
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);
@@ -143,7 +142,7 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         const Label kv_label = label(Payload::act, layer, true);
         const Label dkv_label = label(Payload::act_grad, layer, true);
         CommHandle sent, got;  // the keys and values only: their gradients are made by the compute below
-        if (pass) start_pass(kv, next, right, left, kv_label, sent, got);
+        if (pass) start_pass(held, *into, block, right, left, kv_label, sent, got);
         SS_CHECK(step > 0 || !rs.pairs.empty(), "ring attention: step 0 holds my own block, and it computed nothing");
         // Overlap on: the receive of the gradient hop is posted now, so the left
         // neighbour's send (after its compute) lands straight in dnext.
@@ -155,11 +154,15 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
             const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
             // Step 0 is my own block, where every query sees itself and every key is seen: it
             // writes dq and dkv (the bits of adding into zeros), and the later steps add.
-            cpu::attention_block_backward(dqkv, dkv.f32(), dkv.f32() + C, dout, qkv, kv.f32(), kv.f32() + C, 2 * C,
+            cpu::attention_block_backward(dqkv, dkv.f32(), dkv.f32() + C, 2 * C, dout, q, C, held, held + C, 2 * C,
                                           lse, D.data(), B, Tl, Tl, visible.data(), C, NH, /*overwrite=*/step == 0);
         }
         if (s == 1) break;
-        if (pass) finish_pass(kv, next, right, left, kv_label, sent, got);
+        if (pass) {
+            finish_pass(held, *into, block, right, left, kv_label, sent, got);
+            held = into->f32();
+            std::swap(into, spare);
+        }
         // The gradients travel with their block; after the last step one more hop brings
         // each block's gradient back to its owner.
         if (overlap_) {  // started, as the K/V pass: at SP 2 the left neighbour has taken it by dgot's end

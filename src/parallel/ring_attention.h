@@ -108,10 +108,11 @@ public:
     bool ring() const override { return true; }
     bool zigzag() const override { return zigzag_split(SpMode::ring, split_, size()); }
     /// Attention of my queries over the blocks as they come round (see the file comment).
-    void ring_forward(float* out, float* lse, const float* qkv, int B, int Tl, int C, int NH, int layer) override;
+    void ring_forward(float* out, float* lse, const float* q, const float* kv, int B, int Tl, int C, int NH,
+                      int layer) override;
     /// Its backward: the blocks and their key/value gradients go round again; writes dqkv.
-    void ring_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse, int B,
-                       int Tl, int C, int NH, int layer) override;
+    void ring_backward(float* dqkv, const float* dout, const float* q, const float* kv, const float* out,
+                       const float* lse, int B, int Tl, int C, int NH, int layer) override;
 
     /// Labels use this micro-batch and step from now on.
     void set_position(int microbatch, int step) override {
@@ -120,13 +121,13 @@ public:
     }
 
 private:
-    /// One hop of the ring: kv goes right, the left neighbour's block comes into next.
-    /// start_pass starts both calls (overlap on; nothing when off); finish_pass waits
-    /// for them, or (overlap off) makes them now, blocking; then swaps kv and next.
-    void start_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
-                    CommHandle& got);
-    void finish_pass(Tensor& kv, Tensor& next, int right, int left, const Label& l, CommHandle& sent,
-                     CommHandle& got);
+    /// One hop of the ring: the @p block floats I hold at @p held go right, the left
+    /// neighbour's block comes into @p into. start_pass starts both calls (overlap on;
+    /// nothing when off); finish_pass waits for them, or (overlap off) makes them now, blocking.
+    void start_pass(const float* held, Tensor& into, int64_t block, int right, int left, const Label& l,
+                    CommHandle& sent, CommHandle& got);
+    void finish_pass(const float* held, Tensor& into, int64_t block, int right, int left, const Label& l,
+                     CommHandle& sent, CommHandle& got);
     /// @p t as a buffer of @p n floats in Mem::comm: kept when it has that size already
     /// (its contents as they were), else allocated unfilled.
     void sized(Tensor& t, int64_t n);
@@ -143,8 +144,9 @@ private:
     int rank_;
     int microbatch_ = -1, step_ = -1;
     // The blocks in flight, kept between calls (ring_forward, ring_backward) and booked in
-    // Mem::comm: sized once, not allocated and zeroed per layer. kv_: the held block's
-    // [k | v] rows; next_: the one coming in; dkv_, dnext_: their gradients (backward).
+    // Mem::comm: sized once, not allocated and zeroed per layer. kv_, next_: the blocks that
+    // come in, by turns (my own is c_attn's k|v plane, sent as it is); dkv_, dnext_: the
+    // held block's gradient and the one coming in (backward).
     Tensor kv_, next_, dkv_, dnext_;
 };
 
