@@ -261,7 +261,7 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
 
 TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the header and the JSON", "[cli][bench]") {
     const std::string json = tmp("layouts_naive.json");
-    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 2 --zero 0 "
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 1 --warmup 0 --rounds 3 --ranks 2 --zero 0 "
                                  "--bucket-mb 0 --json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
@@ -270,6 +270,19 @@ TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the hea
     REQUIRE(j["bucket_mb"].get<double>() == 0.0);
     REQUIRE(j["rows"].size() == 7);  // DP 2, DP 2 at MBS 4, then DP 1 x (Ulysses, ring, ring contiguous, TP 2,
                                      // TP 2 + Megatron-SP)
+    // Round 1 runs the rows as listed, the later rounds each in a shuffled order: every row once a round.
+    REQUIRE_THAT(r.output, Contains("each later round in a shuffled order"));
+    const auto& orders = j["round_order"];
+    REQUIRE(orders.size() == 3);
+    std::vector<std::vector<size_t>> runs;
+    for (const auto& o : orders) runs.push_back(o.get<std::vector<size_t>>());
+    REQUIRE(runs[0] == std::vector<size_t>{0, 1, 2, 3, 4, 5, 6});
+    for (std::vector<size_t> o : runs) {
+        std::sort(o.begin(), o.end());
+        REQUIRE(o == runs[0]);
+    }
+    REQUIRE((runs[1] != runs[0] || runs[2] != runs[0]));
+    for (const auto& row : j["rows"]) REQUIRE(row["round_vs_dp"].size() == 3);
 }
 
 TEST_CASE("bench layouts at an odd MBS: no half-MBS control row", "[cli][bench]") {

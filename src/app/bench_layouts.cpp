@@ -28,7 +28,11 @@
 //
 // Rounds, as `bench dp`: each round runs every layout once, so a slow spell of
 // the shared machine falls on all of them; a layout's figure is the median of
-// all rounds' measured steps. Beside it, the planner's prediction for the same
+// all rounds' measured steps. Round 1 runs them as listed, every later round in
+// its own shuffled order (seeded by the round: the same orders on every run),
+// so that no layout always runs first, or always after the same one: what a
+// run leaves in the process (its threads' freed heaps, the caches) falls on
+// different layouts in different rounds. The JSON keeps each round's order. Beside it, the planner's prediction for the same
 // run (train/plan_for_run.h: --hw cpu-local, out/calibration.json when present, with
 // the cores that calibration found available to this process).
 //
@@ -51,8 +55,11 @@
 // (each hop's alpha, scaled, is a large part of a CPU step), so steps take
 // seconds: give few --steps.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 
 #include "app/bench.h"
@@ -166,6 +173,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
                     "what less work a step costs any layout\n", n, f.mbs / 2);
     std::printf("  %d rounds, each running every layout once (%d warm-up + %d measured steps); median over all "
                 "rounds' steps\n", f.rounds, f.warmup, f.steps);
+    if (f.rounds > 1)
+        std::printf("  round 1 runs the layouts as listed, each later round in a shuffled order (the same on every "
+                    "run): none always runs first or after the same one\n");
     std::printf("  vs DP %d = tokens/s / DP %d's at the same ZeRO stage, measured side by side; planned: "
                 "`plan --hw cpu-local` for the same run (%s", n, n, f.calibration.c_str());
     if (avail > 0) std::printf("; cores = %d, as many as were available while calibrating", avail);
@@ -185,8 +195,17 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::fflush(stdout);
 
     std::string emulated_note;  // what the links were, as the runs describe them
+    std::vector<size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    nlohmann::json round_order = nlohmann::json::array();  // the rows' indices, in the order each round ran them
     for (int round = 1; round <= f.rounds; ++round) {
-        for (LayoutRow& r : rows) {
+        if (round > 1) {
+            std::mt19937 rng(static_cast<unsigned>(round));
+            std::shuffle(order.begin(), order.end(), rng);
+        }
+        round_order.push_back(order);
+        for (size_t i : order) {
+            LayoutRow& r = rows[i];
             TrainReport rep = train(options(r), nullptr);
             if (round == 1) predict(r, rep.links);
             if (round == 1 && rep.links.on && &r == &rows.front()) {
@@ -207,7 +226,8 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
                 "vs DP", "planned t/s", "plan/meas");
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
                           {"rounds", f.rounds}, {"planner_cores", avail}, {"bucket_mb", f.bucket_mb},
-                          {"rows", nlohmann::json::array()}, {"emulated_links", emulated_note}};
+                          {"rows", nlohmann::json::array()}, {"emulated_links", emulated_note},
+                          {"round_order", round_order}};
     auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };
     const LayoutRow* dp_row = nullptr;
     for (const LayoutRow& r : rows) {
