@@ -25,7 +25,8 @@
 // the same lock, so a receive is posted only when no message of its kind is
 // waiting: the order, and so the bits, are those of the queued form.
 //
-// A started send that finds no posted receive lends its buffer: its message
+// A started send that finds a posted receive fills it, as a blocking one does,
+// and returns finished. One that finds none lends its buffer: its message
 // holds the sender's pointer (threads::Loan), not a copy, since the buffer is
 // the call's until its wait (comm.h, "Asynchronous form"). The bytes are then
 // copied once, by whoever comes first, under the receiver's inbox lock: the
@@ -265,6 +266,11 @@ std::unique_ptr<Request> ThreadsBackend::lend(const Call& call) {
         stop("send on " + call.group.axis + " to rank " + std::to_string(peer) + " (" + label_str(call.label) + ")");
     const int key = p2p_key(call.label);
     threads::Inbox& box = world_.inbox(peer);
+    std::lock_guard<std::mutex> lock(box.mu);
+    if (threads::PostedRecv* p = take_posted_from_me(box, key)) {  // the peer waits for it: one copy now, no loan
+        fill(box, *p, call.send, call.count, call.dt, call.group.axis, call.label, nullptr);
+        return finished_request(t0);
+    }
     auto loan = std::make_shared<threads::Loan>();
     loan->buf = call.send;
     auto lent = std::make_unique<LentSendRequest>(*this, peer, call.count * dtype_size(call.dt), loan);
@@ -277,13 +283,6 @@ std::unique_ptr<Request> ThreadsBackend::lend(const Call& call) {
     m.label = call.label;
     m.loan = loan;
     m.arrives = t0;  // no emulated links here (ThreadsBackend::start)
-    std::lock_guard<std::mutex> lock(box.mu);
-    if (threads::PostedRecv* p = take_posted_from_me(box, key)) {  // the peer waits for it: one copy now
-        fill(box, *p, call.send, call.count, call.dt, call.group.axis, call.label, nullptr);
-        loan->settled = true;
-        loan->copied = std::chrono::steady_clock::now();
-        return lent;
-    }
     box.messages.push_back(std::move(m));
     box.cv.notify_all();
     return lent;
