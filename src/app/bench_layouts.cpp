@@ -32,9 +32,10 @@
 // its own shuffled order (seeded by the round: the same orders on every run),
 // so that no layout always runs first, or always after the same one: what a
 // run leaves in the process (its threads' freed heaps, the caches) falls on
-// different layouts in different rounds. The JSON keeps each round's order. Beside it, the planner's prediction for the same
-// run (train/plan_for_run.h: --hw cpu-local, out/calibration.json when present, with
-// the cores that calibration found available to this process).
+// different layouts in different rounds. The JSON keeps each round's order.
+// Beside it, the planner's prediction for the same run (train/plan_for_run.h:
+// --hw cpu-local, out/calibration.json when present, with the cores that
+// calibration found available to this process).
 //
 // On a machine with fewer cores than ranks the ranks take turns, so absolute
 // tokens/s say little; the ratios to DP N still compare the layouts' work and
