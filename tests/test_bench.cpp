@@ -194,6 +194,31 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
     // The kernels count the model's FLOPs: together exactly eq. 3 (the attention core's full squares
     // included), so the profile and the limit measure the same work. 1e-12: sums of exact products.
     REQUIRE(flops == Approx(lim["step_flops"].get<double>()).epsilon(1e-12));
+    // The step's GEMMs against alone: the matmul and lm_head rows' FLOPs over their time, over
+    // the goal's rate of the same shapes (the shown round's). 1e-9: a double's rounding of a few sums.
+    double gemm_flops = 0, gemm_ms = 0;
+    for (const auto& row : j["profile"]["rows"]) {
+        const std::string k = row["kernel"].get<std::string>();
+        if (k.rfind("matmul", 0) == 0 || k.rfind("lm_head", 0) == 0) {
+            gemm_flops += row["flops_per_step"].get<double>();
+            gemm_ms += row["ms_per_step"].get<double>();
+        }
+    }
+    const double in_step = gemm_flops / (gemm_ms * 1e6);
+    REQUIRE(j["profile"]["gemm_in_step_gflops"].get<double>() == Approx(in_step).epsilon(1e-9));
+    REQUIRE(j["profile"]["gemm_alone_gflops"].get<double>() == best);
+    REQUIRE(j["profile"]["gemm_in_step_vs_alone"].get<double>() == Approx(in_step / best).epsilon(1e-9));
+    REQUIRE(count_lines(r.output, R"(the step's GEMMs \(matmul and lm_head rows\): [0-9.]+ GFLOP/s, [0-9.]+ of the same shapes alone \([0-9.]+, the goal's rate; .*\))") == 1);
+    // The mean step's fraction, (F / rate) / step, and the three it is the product of.
+    const nlohmann::json& p = j["profile"];
+    const double step_ms = p["step_ms"].get<double>();
+    REQUIRE(p["gemm_share"].get<double>() == Approx(gemm_ms / step_ms).epsilon(1e-9));
+    REQUIRE(p["flops_over_gemm_flops"].get<double>() == Approx(flops / gemm_flops).epsilon(1e-9));
+    const double fraction = flops / (best * 1e9) / (step_ms / 1e3);
+    REQUIRE(p["mean_step_fraction"].get<double>() == Approx(fraction).epsilon(1e-9));
+    REQUIRE(fraction == Approx(p["flops_over_gemm_flops"].get<double>() * p["gemm_share"].get<double>() *
+                               p["gemm_in_step_vs_alone"].get<double>()).epsilon(1e-9));
+    REQUIRE(count_lines(r.output, R"(the mean step's fraction of the limit, [0-9.]+ = [0-9.]+ \(all FLOPs / the GEMMs'\) x [0-9.]+ \(the GEMMs' share of the step\) x [0-9.]+ \(their rate in the step / alone\))") == 1);
 }
 
 TEST_CASE("bench: the OpenBLAS core is named, and Prescott on an AVX2 / AVX-512 CPU gets advice", "[cli][bench]") {

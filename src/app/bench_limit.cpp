@@ -198,6 +198,38 @@ nlohmann::json print_profile(const std::vector<ProfileRow>& rows, const SgemmRat
         std::printf("%s%s %.1f / %.1f", i % 4 == 0 ? "\n  " : ",  ", rates.gemms[i].name.c_str(),
                     rates.gemms[i].gflops, rates.gemms[i].tile_gflops);
     std::printf("\n");
+    // The same GEMMs in the step against alone: the matmul and lm_head rows' FLOPs over their
+    // time, beside the goal's rate of those shapes. Alone, a GEMM runs on operands already in
+    // cache; in the step they come from L3 or memory, which a shared host's other guests use too.
+    double gemm_flops = 0, gemm_ms = 0, flops = 0;
+    for (const ProfileRow& row : rows) {
+        flops += row.flops_per_step;  // all rows: eq. 3's FLOPs, the limit's
+        if (row.kernel.rfind("matmul", 0) == 0 || row.kernel.rfind("lm_head", 0) == 0) {
+            gemm_flops += row.flops_per_step;
+            gemm_ms += row.ms_per_step;
+        }
+    }
+    if (gemm_ms > 0 && gemm_flops > 0 && step_ms > 0 && rates.best_model_gflops > 0) {
+        const double in_step = gemm_flops / (gemm_ms * 1e6), vs_alone = in_step / rates.best_model_gflops;
+        std::printf("the step's GEMMs (matmul and lm_head rows): %.1f GFLOP/s, %.3f of the same shapes alone (%.1f, "
+                    "the goal's rate; alone their operands stay in cache, in the step they come from L3 or memory, "
+                    "which other guests of a shared host use too)\n",
+                    in_step, vs_alone, rates.best_model_gflops);
+        // The mean step's fraction of the limit, (F / rate) / step, is exactly the product of three:
+        // F / F_gemm (the attention core's FLOPs, which the limit prices at the GEMM rate),
+        // the GEMMs' share of the step, and their rate in the step over alone.
+        const double over_gemm = flops / gemm_flops, share = gemm_ms / step_ms;
+        const double fraction = flops / (rates.best_model_gflops * 1e9) / (step_ms / 1e3);
+        std::printf("the mean step's fraction of the limit, %.3f = %.3f (all FLOPs / the GEMMs') x %.3f (the GEMMs' "
+                    "share of the step) x %.3f (their rate in the step / alone)\n",
+                    fraction, over_gemm, share, vs_alone);
+        j["gemm_in_step_gflops"] = in_step;
+        j["gemm_alone_gflops"] = rates.best_model_gflops;
+        j["gemm_in_step_vs_alone"] = vs_alone;
+        j["gemm_share"] = share;
+        j["flops_over_gemm_flops"] = over_gemm;
+        j["mean_step_fraction"] = fraction;
+    }
     return j;
 }
 

@@ -111,7 +111,12 @@ struct ProfileRow {
 /// The shares sum to 100.
 std::vector<ProfileRow> profile_rows(const TrainReport& r, int warmup);
 
-/// Prints @p rows (and the per-shape rates of @p rates beside them); returns the same as JSON.
+/// Prints @p rows (and the per-shape rates of @p rates beside them), then the step's GEMMs
+/// (the matmul and lm_head rows: their FLOPs over their time) against the same shapes alone
+/// (@p rates' best_model_gflops), and the mean step's fraction of the limit as the product
+/// of three: all FLOPs / the GEMMs', the GEMMs' share of @p step_ms, their rate in the step
+/// over alone. Returns the same as JSON (gemm_in_step_gflops, gemm_alone_gflops,
+/// gemm_in_step_vs_alone, gemm_share, flops_over_gemm_flops, mean_step_fraction).
 nlohmann::json print_profile(const std::vector<ProfileRow>& rows, const SgemmRates& rates, double step_ms,
                              int steps);
 
