@@ -5,6 +5,8 @@
 // the --json files hold one row per configuration with positive speeds.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -269,6 +271,7 @@ TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS hal
         }
     }
     REQUIRE_THAT(r.output, Contains("load before: ") && Contains("load after: "));
+    REQUIRE_THAT(r.output, !Contains("rounds' vs DP"));  // one round: no range column
     REQUIRE_THAT(r.output, Contains("DDP (ZeRO 0) all-reduces in 25 MiB buckets (PyTorch's default is 25"));
     nlohmann::json j = read_json(json);
     REQUIRE(j["bucket_mb"].get<double>() == 25.0);
@@ -308,6 +311,21 @@ TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the hea
     }
     REQUIRE((runs[1] != runs[0] || runs[2] != runs[0]));
     for (const auto& row : j["rows"]) REQUIRE(row["round_vs_dp"].size() == 3);
+    // More than one round: each row ends in the range of its rounds' ratios to DP N, as the JSON has them.
+    REQUIRE_THAT(r.output, Contains("plan/meas  rounds' vs DP"));
+    for (const auto& row : j["rows"]) {
+        const std::vector<double> v = row["round_vs_dp"].get<std::vector<double>>();
+        char range[48];
+        std::snprintf(range, sizeof range, "  %.2f-%.2f", *std::min_element(v.begin(), v.end()),
+                      *std::max_element(v.begin(), v.end()));
+        const std::string name = row["layout"].get<std::string>();
+        INFO(name << ": " << range);
+        size_t at = r.output.find("\n" + name + " ");
+        REQUIRE(at != std::string::npos);
+        const std::string line = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+        REQUIRE(line.size() > std::strlen(range));
+        REQUIRE(line.substr(line.size() - std::strlen(range)) == range);
+    }
 }
 
 TEST_CASE("bench layouts at an odd MBS: no half-MBS control row", "[cli][bench]") {

@@ -32,8 +32,10 @@
 // its own shuffled order (seeded by the round: the same orders on every run),
 // so that no layout always runs first, or always after the same one: what a
 // run leaves in the process (its threads' freed heaps, the caches) falls on
-// different layouts in different rounds. The JSON keeps each round's order.
-// Beside it, the planner's prediction for the same run (train/plan_for_run.h:
+// different layouts in different rounds. The JSON keeps each round's order;
+// with more than one round the table's last column is the range of a row's
+// rounds' own ratios to DP N (the JSON's round_vs_dp): how far the host moved
+// them. Beside it, the planner's prediction for the same run (train/plan_for_run.h:
 // --hw cpu-local, out/calibration.json when present, with the cores that
 // calibration found available to this process).
 //
@@ -223,8 +225,11 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         std::fflush(stdout);
     }
 
-    std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
-                "vs DP", "planned t/s", "plan/meas");
+    // With more than one round, each row also shows the range of its rounds' own ratios to DP N
+    // (each round's median step against DP N's in the same round): how far the host moved them.
+    const bool ranges = f.rounds > 1;
+    std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s%s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
+                "vs DP", "planned t/s", "plan/meas", ranges ? "  rounds' vs DP" : "");
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
                           {"rounds", f.rounds}, {"planner_cores", avail}, {"bucket_mb", f.bucket_mb},
                           {"rows", nlohmann::json::array()}, {"emulated_links", emulated_note},
@@ -239,11 +244,15 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
             std::snprintf(planned, sizeof planned, "%.0f", r.planned_tps);
             std::snprintf(ratio, sizeof ratio, "%.2f", r.planned_tps / tps);
         }
-        std::printf("%-28s %4d %3d %4lld %10.1f %10.0f %7.2fx %11s %9s\n", r.name.c_str(), r.zero, r.dp,
-                    static_cast<long long>(r.gbs), median(r.step_ms), tps, vs, planned, ratio);
         std::vector<double> round_vs;
         for (size_t i = 0; i < r.round_ms.size(); ++i)
             round_vs.push_back(double(r.gbs) / r.round_ms[i] / (double(dp_row->gbs) / dp_row->round_ms[i]));
+        char range[48] = "";
+        if (ranges && !round_vs.empty())
+            std::snprintf(range, sizeof range, "  %.2f-%.2f", *std::min_element(round_vs.begin(), round_vs.end()),
+                          *std::max_element(round_vs.begin(), round_vs.end()));
+        std::printf("%-28s %4d %3d %4lld %10.1f %10.0f %7.2fx %11s %9s%s\n", r.name.c_str(), r.zero, r.dp,
+                    static_cast<long long>(r.gbs), median(r.step_ms), tps, vs, planned, ratio, range);
         out["rows"].push_back({{"layout", r.name}, {"tp", r.tp}, {"sp", r.sp}, {"sp_mode", sp_mode_name(r.sp_mode)},
                                   {"ring_split", ring_split_name(r.ring_split)},
                                {"sequence_parallel", r.sequence_parallel}, {"zero", r.zero}, {"dp", r.dp},
