@@ -32,8 +32,8 @@ enum class Kernel : int {
     matmul_fwd,     ///< matmul_forward: c_attn, attn c_proj, c_fc, mlp c_proj
     matmul_dinp,    ///< matmul_backward's dinp = dout W^T
     matmul_dw,      ///< matmul_backward's dweight = x^T dout, with dbias (taken as dout is packed)
-    attention_fwd,  ///< attention_forward: the causal attention core
-    attention_bwd,  ///< attention_backward
+    attention_fwd,  ///< attention_forward: the causal core (and one rank's blockwise pass, model/attention.cpp)
+    attention_bwd,  ///< attention_backward (and one rank's blockwise backward, its recompute inside)
     gelu_fwd,       ///< gelu_forward
     gelu_bwd,       ///< gelu_backward
     residual,       ///< add_inplace and add_bias

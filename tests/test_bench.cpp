@@ -223,6 +223,37 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
     REQUIRE(count_lines(r.output, R"(the mean step's fraction of the limit, [0-9.]+ = [0-9.]+ \(all FLOPs / the GEMMs'\) x [0-9.]+ \(the GEMMs' share of the step\) x [0-9.]+ \(their rate in the step / alone\))") == 1);
 }
 
+TEST_CASE("bench --recompute selective: the tiled attention on one rank, timed as the attention rows",
+          "[cli][bench]") {
+    const std::string json = tmp("plain_selective.json");
+    CliResult r = run_shardscope("bench --model tiny --steps 2 --warmup 1 --rounds 1 --no-torch --profile "
+                                 "--recompute selective --json " + json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("--recompute selective (the tiled attention: no T x T matrix"));
+    nlohmann::json j = read_json(json);
+    // The blockwise passes are the attention rows (L calls each a step, with time), and the rows' model
+    // FLOPs still add up to eq. 3 (the recompute's are not model FLOPs). 1e-12: sums of exact products.
+    double flops = 0;
+    for (const auto& row : j["profile"]["rows"]) {
+        flops += row["flops_per_step"].get<double>();
+        const std::string k = row["kernel"].get<std::string>();
+        if (k == "attention fwd" || k == "attention bwd") {
+            INFO(k);
+            REQUIRE(row["calls_per_step"].get<double>() == 2.0);  // tiny: L = 2
+            REQUIRE(row["ms_per_step"].get<double>() > 0);
+            REQUIRE(row["flops_per_step"].get<double>() > 0);
+        }
+    }
+    REQUIRE(flops == Approx(j["limits"]["step_flops"].get<double>()).epsilon(1e-12));
+
+    // Full recompute would count each block's forward kernels twice against eq. 3's once: refused.
+    CliResult full = run_shardscope("bench --model tiny --steps 1 --warmup 0 --rounds 1 --no-torch --recompute full");
+    INFO(full.output);
+    REQUIRE(full.code != 0);
+    REQUIRE_THAT(full.output, Contains("bench --recompute full") && Contains("choose one of those"));
+}
+
 TEST_CASE("bench: the OpenBLAS core is named, and Prescott on an AVX2 / AVX-512 CPU gets advice", "[cli][bench]") {
     CliResult prescott = run_shell(std::string("OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Prescott ") +
                                    SS_SHARDSCOPE_EXE + " bench --model tiny --steps 1 --warmup 0 --rounds 1 --no-torch");

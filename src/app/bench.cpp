@@ -41,6 +41,7 @@
 #include "app/commands.h"
 #include "app/bench_limit.h"
 #include "app/flag_range.h"
+#include "app/layout_flags.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -119,6 +120,7 @@ struct BenchFlags {
     ModelFlags model{"small"};
     int mbs = 8, seq = 0, steps = 20, warmup = 3, threads = 1, rounds = 3;
     bool no_torch = false, calibrate = false, profile = false;
+    Recompute recompute = Recompute::none;  ///< none: attention saves P; selective: the tiled kernels, no T x T
     std::string torch_script = SS_SOURCE_DIR "/bench/torch_gpt2.py";
     std::string json;
 };
@@ -142,12 +144,23 @@ void run_bench(const BenchFlags& f) {
     o.blas_threads = f.threads;
     o.quiet = true;
     o.profile = f.profile;
+    // Full recompute runs each block's forward twice: its kernels would count their FLOPs
+    // twice in --profile, and eq. 3 (the limit's FLOPs) counts them once.
+    SS_CHECK(f.recompute != Recompute::full,
+             "bench --recompute full: the one-rank bench measures none (attention saves its T x T probabilities) "
+             "or selective (the tiled attention, which recomputes them); choose one of those");
+    o.recompute = f.recompute;
     const int Vp = padded_vocab(o.model.V, 1, o.model.vocab_divisible_by);
     const int T = check_train_options(o).T;  // bad flags fail here, before the sgemm timings
     std::cout << "bench: training steps of " << o.model.name << " (L=" << o.model.L << " C=" << o.model.C
               << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, " << f.threads
               << " BLAS thread(s); " << f.rounds << " round(s) of " << f.warmup << " warm-up + " << f.steps
-              << " measured steps, median\n";
+              << " measured steps, median; --recompute " << recompute_name(f.recompute)
+              << (f.recompute == Recompute::selective
+                      ? " (the tiled attention: no T x T matrix, its probabilities recomputed in backward; "
+                        "the limit counts eq. 3's FLOPs, without the recompute's)"
+                      : " (attention saves its T x T probabilities for backward, as PyTorch's eager twin does)")
+              << "\n";
     const char* coretype = std::getenv("OPENBLAS_CORETYPE");
     const std::string core = cpu::blas_core_name(), advice = cpu::blas_core_advice();
     std::cout << "OpenBLAS core: " << core << " (OPENBLAS_CORETYPE " << (coretype ? coretype : "unset") << ")\n";
@@ -291,6 +304,7 @@ void add_bench_command(CLI::App& root) {
     cmd->add_flag("--no-torch", f->no_torch, "Do not run the PyTorch comparison");
     cmd->add_flag("--profile", f->profile,
                   "Also split the measured steps' time by kernel (kernels/profile.h): ms per step, share, GFLOP/s");
+    add_recompute_flag(*cmd, f->recompute);  // none or selective here (full is refused: see run_bench)
     cmd->add_option("--torch-script", f->torch_script, "The PyTorch twin")->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
     cmd->add_flag("--calibrate", f->calibrate,

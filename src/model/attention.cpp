@@ -5,6 +5,7 @@
 
 #include "core/device.h"
 #include "kernels/dispatch.h"
+#include "kernels/profile.h"
 
 namespace ss {
 
@@ -85,16 +86,30 @@ void ulysses_attention_backward(const Attention& a, float* dqkv, float* datt, co
 // ---- ring, and blockwise on one rank ------------------------------------------------
 
 // ba.att keeps the log-sum-exp of each query: all backward needs of the softmax.
+// On one rank (no ring traffic inside) each pass is timed as the profile's attention row,
+// with the plain core's model FLOPs (kernels/profile.h: 4 B T^2 C forward, 8 B T^2 C
+// backward; the backward's recomputed S and P are not model FLOPs). Across ranks the ring's
+// hops would fall inside the scope, so it is left out there.
 void blockwise_attention_forward(const Attention& a, BlockActs& ba, SequenceParallel& sp, int layer, Ledger&) {
     const float* q = ba.qkv.f32();  // planar (Attention::planar): q, then k|v
-    sp.ring_forward(ba.atty.f32(), ba.att.f32(), q, q + long(a.B) * a.T * a.C, a.B, a.T, a.C, a.H, layer);
+    auto run = [&] {
+        sp.ring_forward(ba.atty.f32(), ba.att.f32(), q, q + long(a.B) * a.T * a.C, a.B, a.T, a.C, a.H, layer);
+    };
+    if (sp.size() > 1) return run();
+    kern::ProfileScope scope(kern::Kernel::attention_fwd, 4.0 * a.B * a.T * a.T * a.C);
+    run();
 }
 
 void blockwise_attention_backward(const Attention& a, float* dqkv, float*, const float* datty, const BlockActs& ba,
                                   SequenceParallel& sp, int layer, Ledger&) {
     const float* q = ba.qkv.f32();
-    sp.ring_backward(dqkv, datty, q, q + long(a.B) * a.T * a.C, ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C, a.H,
-                     layer);
+    auto run = [&] {
+        sp.ring_backward(dqkv, datty, q, q + long(a.B) * a.T * a.C, ba.atty.f32(), ba.att.f32(), a.B, a.T, a.C,
+                         a.H, layer);
+    };
+    if (sp.size() > 1) return run();
+    kern::ProfileScope scope(kern::Kernel::attention_bwd, 8.0 * a.B * a.T * a.T * a.C);
+    run();
 }
 
 }  // namespace ss
