@@ -141,6 +141,7 @@ TEST_CASE("bench: the sgemm rate, the limit it gives and --profile's shares, in 
         REQUIRE(count_lines(r.output, std::string(k) + num + num + "%.*") == 1);
     }
     nlohmann::json j = read_json(json);
+    REQUIRE(j["recompute"] == "none");  // the default: attention saves P
     REQUIRE_FALSE(j["blas_core"].get<std::string>().empty());
     const nlohmann::json& lim = j["limits"];
     REQUIRE(lim["model_shapes"]["shapes"].size() == 15);  // 4 layers x (fwd, dinp, dW) + the head's 3
@@ -232,6 +233,7 @@ TEST_CASE("bench --recompute selective: the tiled attention on one rank, timed a
     REQUIRE(r.code == 0);
     REQUIRE_THAT(r.output, Contains("--recompute selective (the tiled attention: no T x T matrix"));
     nlohmann::json j = read_json(json);
+    REQUIRE(j["recompute"] == "selective");
     // The blockwise passes are the attention rows (L calls each a step, with time), and the rows' model
     // FLOPs still add up to eq. 3 (the recompute's are not model FLOPs). 1e-12: sums of exact products.
     double flops = 0;

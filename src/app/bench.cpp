@@ -217,6 +217,7 @@ void run_bench(const BenchFlags& f) {
     std::printf("%-22s %12.2f %14.0f   (round %zu of %d, the median round; all %zu steps: median %.2f ms)\n",
                 "shardscope", shown.median_ms, shown.tokens_per_s, mid + 1, f.rounds, all_ms.size(), median(all_ms));
     nlohmann::json out = {{"model", o.model.name}, {"mbs", f.mbs}, {"T", shown.report.T}, {"threads", f.threads},
+                          {"recompute", recompute_name(f.recompute)},
                           {"blas_core", core}, {"openblas_coretype", coretype ? coretype : ""},
                           {"blas_core_advice", advice}, {"rounds", nlohmann::json::array()},
                           {"shardscope",
