@@ -104,6 +104,7 @@ struct ProfileRow {
     double gflops = 0;      ///< model FLOPs / time, for the rows that multiply matrices (else 0)
     double calls_per_step = 0;  ///< kern:: calls per step
     double flops_per_step = 0;  ///< model FLOPs per step (kernels/profile.h); summed over the rows: eq. 3
+    bool gemm = false;          ///< a linear layer's or the head's GEMM: the shapes the limit's rate is timed at
 };
 
 /// The --profile table of the steps of @p r after @p warmup: every kernel row, then
