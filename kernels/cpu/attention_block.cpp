@@ -39,6 +39,15 @@ void check_visible(const int* visible, int Tq, int Tk) {
 static_assert(kTileWidth % kLanes == 0, "a tile's width is a whole number of lane groups");
 int lanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
+// The next head's key and value rows that row tile [r0, r0 + rows) of Tq asks for
+// (tile.h): keys [0, seen) in proportion, so that the tiles together ask for them all.
+void prefetch_next_keys(const float* k_rows, const float* v_rows, long kv_stride, int r0, int rows, int Tq, int seen,
+                        int hs) {
+    const int k0 = int(long(r0) * seen / Tq), k1 = r0 + rows == Tq ? seen : int(long(r0 + rows) * seen / Tq);
+    prefetch_head_rows(k_rows, kv_stride, k0, k1, hs);
+    prefetch_head_rows(v_rows, kv_stride, k0, k1, hs);
+}
+
 }  // namespace
 
 std::vector<int> causal_visible(int Tq, int Tk, int q_pos, int k_pos) {
@@ -80,8 +89,16 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
             float* A = acc + long(b) * Tq * C + long(h) * hs;
             float* mh = m + (long(b) * NH + h) * Tq;
             float* lh = l + (long(b) * NH + h) * Tq;
+            const bool next = h + 1 < NH || b + 1 < B;  // the head after this one, in this loop's order
+            const float* next_q = h + 1 < NH ? Q + hs : q_rows + long(b + 1) * Tq * qs;
+            const long next_kv =
+                h + 1 < NH ? long(b) * Tk * kv_stride + long(h + 1) * hs : long(b + 1) * Tk * kv_stride;
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
+                if (next) {  // the next head's rows of this tile's share (tile.h): its queries, its keys in proportion
+                    prefetch_head_rows(next_q, qs, r0, r0 + rows, hs);
+                    prefetch_next_keys(k_rows + next_kv, v_rows + next_kv, kv_stride, r0, rows, Tq, seen, hs);
+                }
                 const int n_hi = visible[r0 + rows - 1];  // keys [0, n_hi) seen by some row (the last sees most)
                 if (n_hi == 0) continue;  // this row tile (and every earlier one) sees none of the block
                 // 1. S = Q[r0:r0+rows] K[0:n_hi]^T, a tile of columns at a time (scaled in 2.)
@@ -188,9 +205,18 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, in
             keys.transposed_rows(Vt, v_rows + ko, kv_stride, seen);
             queries.rows(Qr, Q, qs, first, Tq);
             queries.rows(dOr, dO, C, first, Tq);
+            const bool next = h + 1 < NH || b + 1 < B;  // the head after this one, in this loop's order
+            const float* next_q = h + 1 < NH ? Q + hs : q_rows + long(b + 1) * Tq * qs;
+            const float* next_dO = h + 1 < NH ? dO + hs : dout + long(b + 1) * Tq * C;
+            const long next_kv = h + 1 < NH ? ko + hs : long(b + 1) * Tk * kv_stride;
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
+                if (next) {  // as in forward, and the next head's rows of dO
+                    prefetch_head_rows(next_q, qs, r0, r0 + rows, hs);
+                    prefetch_head_rows(next_dO, C, r0, r0 + rows, hs);
+                    prefetch_next_keys(k_rows + next_kv, v_rows + next_kv, kv_stride, r0, rows, Tq, seen, hs);
+                }
                 const int n_hi = visible[r0 + rows - 1];
                 if (n_hi == 0) continue;  // rows that see no key: nothing to add, and step 4 never reads them
                 float *p0 = P.data() + long(r0) * ld, *d0 = dS.data() + long(r0) * ld;

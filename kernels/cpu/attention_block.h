@@ -42,7 +42,9 @@
 // Only the online softmax, its rescale and the softmax backward are loops
 // (simd.h: lane reductions and exp_fast). Backward recomputes P and dS of one
 // (b, h) at a time, Tq x Tk floats that live only inside the call: nothing of
-// size T x T is saved between forward and backward. The *_reference functions
+// size T x T is saved between forward and backward. While a row tile computes,
+// the next head's rows of q, k, v (and dO) are prefetched (tile.h), as
+// attention.cpp does. The *_reference functions
 // are the same math in plain loops, one query at a time (what ring attention
 // ran first), kept for the tests and for reading.
 #pragma once

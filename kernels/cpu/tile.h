@@ -167,6 +167,30 @@ inline void tile_product_onto(TileStart start, int rows, int K, const float* a, 
     }
 }
 
+/// Prefetching a head's rows. A step's saved activations outgrow the caches,
+/// so the attention kernels find qkv, dout and P in memory, and the loads that
+/// first touch them stall: in one rank's backward the first read of a P row
+/// and the copies of a head's rows into panels were three fifths of
+/// attention_backward's own time (perf, Zen 5, 2026-12-05). So while one row
+/// tile of a head computes, the kernels ask for the lines the next will read
+/// (attention.cpp, attention_block.cpp). A prefetch is a hint: no value changes.
+constexpr int kCacheLineFloats = 16;  ///< floats in a 64-byte cache line
+
+/// Asks for the lines holding p[0, n): for reading, or with @p write for writing.
+inline void prefetch_span(const float* p, int n, bool write) {
+    for (int i = 0; i < n; i += kCacheLineFloats) {
+        if (write)
+            __builtin_prefetch(p + i, 1);
+        else
+            __builtin_prefetch(p + i);
+    }
+}
+
+/// Asks (for reading) for @p n floats of each of a head's rows [t0, t1): rows + t * stride onwards.
+inline void prefetch_head_rows(const float* rows, long stride, int t0, int t1, int n) {
+    for (int t = t0; t < t1; ++t) prefetch_span(rows + t * stride, n, false);
+}
+
 /// One head's operands copied out of their rows (of qkv, dout, a block of k|v)
 /// into the layouts the tiles read as B; the padding is written 0 once and stays 0.
 ///
