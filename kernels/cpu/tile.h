@@ -177,6 +177,12 @@ inline void tile_product_onto(TileStart start, int rows, int K, const float* a, 
 constexpr int kCacheLineFloats = 16;  ///< floats in a 64-byte cache line
 
 /// Asks for the lines holding p[0, n): for reading, or with @p write for writing.
+/// It asks at every 16th float from p, which reaches each line where p starts
+/// one (the kernels' rows do when the head size and T are multiples of 16:
+/// tensors are 64-byte aligned, core/tensor.h); where p does not, the last line
+/// may go unasked. Also asking for the last float (one more request a span)
+/// made attention backward 1.3x slower (docs/performance.md): a request costs
+/// even when its line is already on its way.
 inline void prefetch_span(const float* p, int n, bool write) {
     for (int i = 0; i < n; i += kCacheLineFloats) {
         if (write)
