@@ -415,6 +415,24 @@ TEST_CASE("tile_product equals the plain dot products, every row count and both 
     REQUIRE_THROWS_AS(tile_product(kTileRows + 1, 1, nullptr, 0, 0, nullptr, 0, nullptr, 0), ss::Error);
 }
 
+TEST_CASE("NextHead walks the heads in the kernels' order and finds each one's rows", "[kernels][tile]") {
+    const int B = 3, NH = 4, hs = 8;
+    const long T = 5, stride = 3L * NH * hs;  // rows of qkv: head h of q at float h * hs
+    int visits = 0;
+    for (int b = 0; b < B; ++b)
+        for (int h = 0; h < NH; ++h) {
+            const ss::cpu::NextHead next(b, h, B, NH);
+            const int after = b * NH + h + 1;  // the loops' index of the head that follows
+            REQUIRE(next.exists == (after < B * NH));
+            if (!next.exists) continue;
+            REQUIRE(next.b == after / NH);
+            REQUIRE(next.h == after % NH);
+            REQUIRE(next.offset(T, stride, hs) == (after / NH) * T * stride + (after % NH) * hs);
+            ++visits;
+        }
+    REQUIRE(visits == B * NH - 1);
+}
+
 // ---- gemm (the linear layers' tiles) ---------------------------------------------
 
 TEST_CASE("gemm equals the plain sums: every start, both layouts of A and of B, tails and K-blocks", "[kernels][gemm]") {

@@ -77,12 +77,12 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
             pan.transposed_rows(Kt, Q + C, C3);
             pan.rows(V, Q + 2L * C, C3);
             float* P = att + (long(b) * NH + h) * T * T;
-            const bool next = h + 1 < NH || b + 1 < B;  // the head after this one, in this loop's order
-            const float* next_q = h + 1 < NH ? Q + hs : qkv + long(b + 1) * T * C3;
+            const NextHead next(b, h, B, NH);
+            const float* next_q = qkv + next.offset(T, C3, hs);
             for (int r0 = 0; r0 < T; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, T - r0), keys = r0 + rows;  // keys [0, keys) seen
                 for (int t = r0 + rows; t < std::min(T, r0 + 2 * rows); ++t) prefetch_span(P + long(t) * T, T, true);
-                if (next)
+                if (next.exists)
                     for (long part : {0L, long(C), 2L * C}) prefetch_head_rows(next_q + part, C3, r0, r0 + rows, hs);
                 // 1. S = Q[r0:r0+rows] K[0:keys]^T, one tile of columns at a time
                 for (int j = 0; j < keys; j += kTileWidth)
@@ -141,15 +141,15 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
             float *dQ = dqkv + qkv_off, *dK = dQ + C, *dV = dQ + 2L * C;
             const float* P = att + (long(b) * NH + h) * T * T;
             float* dS = scratch;  // this head's dS, T x T: the same L2-sized piece for every head
-            const bool next = h + 1 < NH || b + 1 < B;  // the head after this one, in this loop's order
-            const long next_off = h + 1 < NH ? qkv_off + hs : long(b + 1) * T * C3;
-            const float* next_dO = h + 1 < NH ? dO_rows + hs : dout + long(b + 1) * T * C;
+            const NextHead next(b, h, B, NH);
+            const long next_off = next.offset(T, C3, hs);
+            const float* next_dO = dout + next.offset(T, C, hs);
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, keys).
             for (int r0 = 0; r0 < T; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, T - r0), keys = r0 + rows;
                 for (int t = r0 + rows; t < std::min(T, r0 + 2 * rows); ++t)
                     prefetch_span(P + long(t) * T, t + 1, false);  // the part of the row read below
-                if (next) {
+                if (next.exists) {
                     for (long part : {0L, long(C), 2L * C})
                         prefetch_head_rows(qkv + next_off + part, C3, r0, r0 + rows, hs);
                     prefetch_head_rows(next_dO, C, r0, r0 + rows, hs);

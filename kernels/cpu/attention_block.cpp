@@ -89,13 +89,12 @@ void attention_block_forward(float* m, float* l, float* acc, const float* q_rows
             float* A = acc + long(b) * Tq * C + long(h) * hs;
             float* mh = m + (long(b) * NH + h) * Tq;
             float* lh = l + (long(b) * NH + h) * Tq;
-            const bool next = h + 1 < NH || b + 1 < B;  // the head after this one, in this loop's order
-            const float* next_q = h + 1 < NH ? Q + hs : q_rows + long(b + 1) * Tq * qs;
-            const long next_kv =
-                h + 1 < NH ? long(b) * Tk * kv_stride + long(h + 1) * hs : long(b + 1) * Tk * kv_stride;
+            const NextHead next(b, h, B, NH);
+            const float* next_q = q_rows + next.offset(Tq, qs, hs);
+            const long next_kv = next.offset(Tk, kv_stride, hs);
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
-                if (next) {  // the next head's rows of this tile's share (tile.h): its queries, its keys in proportion
+                if (next.exists) {  // the next head's rows of this tile's share (tile.h): its queries, its keys in proportion
                     prefetch_head_rows(next_q, qs, r0, r0 + rows, hs);
                     prefetch_next_keys(k_rows + next_kv, v_rows + next_kv, kv_stride, r0, rows, Tq, seen, hs);
                 }
@@ -205,14 +204,14 @@ void attention_block_backward(float* dq_rows, float* dk_rows, float* dv_rows, in
             keys.transposed_rows(Vt, v_rows + ko, kv_stride, seen);
             queries.rows(Qr, Q, qs, first, Tq);
             queries.rows(dOr, dO, C, first, Tq);
-            const bool next = h + 1 < NH || b + 1 < B;  // the head after this one, in this loop's order
-            const float* next_q = h + 1 < NH ? Q + hs : q_rows + long(b + 1) * Tq * qs;
-            const float* next_dO = h + 1 < NH ? dO + hs : dout + long(b + 1) * Tq * C;
-            const long next_kv = h + 1 < NH ? ko + hs : long(b + 1) * Tk * kv_stride;
+            const NextHead next(b, h, B, NH);
+            const float* next_q = q_rows + next.offset(Tq, qs, hs);
+            const float* next_dO = dout + next.offset(Tq, C, hs);
+            const long next_kv = next.offset(Tk, kv_stride, hs);
             // Query side, by tiles of query rows [r0, r0 + rows): they see keys [0, n_hi).
             for (int r0 = 0; r0 < Tq; r0 += kTileRows) {
                 const int rows = std::min(kTileRows, Tq - r0);
-                if (next) {  // as in forward, and the next head's rows of dO
+                if (next.exists) {  // as in forward, and the next head's rows of dO
                     prefetch_head_rows(next_q, qs, r0, r0 + rows, hs);
                     prefetch_head_rows(next_dO, C, r0, r0 + rows, hs);
                     prefetch_next_keys(k_rows + next_kv, v_rows + next_kv, kv_stride, r0, rows, Tq, seen, hs);

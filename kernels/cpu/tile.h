@@ -197,6 +197,20 @@ inline void prefetch_head_rows(const float* rows, long stride, int t0, int t1, i
     for (int t = t0; t < t1; ++t) prefetch_span(rows + t * stride, n, false);
 }
 
+/// The head after (b, h) in the attention kernels' loops (h fastest, then b),
+/// whose rows the kernels ask for while (b, h) computes; none after the last.
+struct NextHead {
+    int b;        ///< the next head's sequence
+    int h;        ///< the next head's index within its sequence
+    bool exists;  ///< false after the last head (b = B-1, h = NH-1)
+    /// The head after (@p b0, @p h0) of @p B sequences of @p NH heads.
+    NextHead(int b0, int h0, int B, int NH)
+        : b(h0 + 1 < NH ? b0 : b0 + 1), h(h0 + 1 < NH ? h0 + 1 : 0), exists(b < B) {}
+    /// Where its rows start in an array of sequences of @p T rows, @p stride floats apart,
+    /// whose head h starts at float h * @p hs of a row (qkv, dout, a block's k|v).
+    long offset(long T, long stride, int hs) const { return long(b) * T * stride + long(h) * hs; }
+};
+
 /// One head's operands copied out of their rows (of qkv, dout, a block of k|v)
 /// into the layouts the tiles read as B; the padding is written 0 once and stays 0.
 ///
