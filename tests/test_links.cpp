@@ -227,6 +227,13 @@ TEST_CASE("measure_cpu_matmul_gflops returns a positive, finite rate") {
     CHECK(gflops > 0);
 }
 
+TEST_CASE("measure_fma_peak_gflops returns a positive, finite rate") {
+    // No bound on the value, and no comparison with a GEMM's rate: both are timings on a shared machine.
+    const double gflops = cpu::measure_fma_peak_gflops(0.02);
+    CHECK(std::isfinite(gflops));
+    CHECK(gflops > 0);
+}
+
 TEST_CASE("the planner's cpu-local takes a run's emulated links, in the CPU's time", "[links][plan]") {
     const Hardware cpu = hardware_preset("cpu-local", "");
     // Off: unchanged.

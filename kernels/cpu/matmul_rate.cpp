@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/tile.h"
 
 namespace ss::cpu {
 
@@ -98,6 +99,44 @@ double measure_tile_gemm_gflops(const SgemmShape& s, double seconds) {
     const MatrixView B = s.trans_b ? MatrixView{b.data(), 1, s.K} : MatrixView{b.data(), s.N, 1};
     return best_rate(s, seconds, c, "measure_tile_gemm_gflops",
                      [&] { gemm(s.M, s.N, s.K, A, B, c.data(), s.N, TileStart::zero); });
+}
+
+double measure_fma_peak_gflops(double seconds) {
+    using detail::TileVec;
+    constexpr int kChains = 12;  // independent accumulators: the FMA's latency x its pipes is 8 on current x86
+    constexpr int kSteps = 4096;  // multiply-adds a chain per timed call of the loop below
+    volatile float scale = 0.999999f, shift = 1e-6f;  // read at run time: nothing to fold at compile time
+    TileVec x, y, acc[kChains];
+    for (int i = 0; i < kVecFloats; ++i) {
+        x[i] = scale;
+        y[i] = shift;
+    }
+    for (TileVec& a : acc) a = y;
+    auto run = [&] {  // acc = acc x + y converges on y / (1 - x) = 1: no overflow, no denormal
+        for (int step = 0; step < kSteps; ++step)
+#pragma GCC unroll 12
+            for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * x + y;
+    };
+    constexpr double flops = 2.0 * kVecFloats * kChains * kSteps;
+    using clock = std::chrono::steady_clock;
+    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+    run();
+    double best = 0;
+    const auto start = clock::now();
+    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {
+        int calls = 0;
+        const auto t0 = clock::now();
+        do {
+            run();
+            ++calls;
+        } while (elapsed(t0) < seconds / 8);
+        best = std::max(best, calls * flops / elapsed(t0));
+    }
+    float sum = 0;  // the chains' results are used, so the loop is kept; each is near 1
+    for (const TileVec& a : acc) sum += a[0];
+    SS_CHECK(sum > 0.5f * kChains && sum < 1.5f * kChains,
+             "measure_fma_peak_gflops: the chains ended at " << sum / kChains << ", expected about 1");
+    return best / 1e9;
 }
 
 }  // namespace ss::cpu

@@ -46,6 +46,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/matmul_rate.h"
 #include "train/train.h"
 
 namespace ss::app {
@@ -174,6 +175,7 @@ void run_bench(const BenchFlags& f) {
     auto limit_of = [&](double gflops) { return limit_tokens_per_s(flops, f.mbs, T, gflops); };
 
     // G0, then each round's steps and the timing after them (the next round's "before").
+    double fma_peak = cpu::measure_fma_peak_gflops();  // before and after the rounds, the better
     SgemmRates before = time_gemms();
     std::vector<BenchRound> rounds(size_t(f.rounds));
     for (BenchRound& round : rounds) {
@@ -236,6 +238,9 @@ void run_bench(const BenchFlags& f) {
     }
     std::cout << "\n" << std::flush;
     out["limits"] = print_limits(shown.rates, flops, f.mbs, shown.report.T, f.threads, shown.tokens_per_s, theirs);
+    fma_peak = std::max(fma_peak, cpu::measure_fma_peak_gflops());
+    out["limits"]["fma_peak"] = print_fma_peak(fma_peak, shown.rates.best_model_gflops, flops, f.mbs,
+                                               shown.report.T, shown.tokens_per_s);
     if (torch.is_object()) {
         std::printf("pytorch's fraction above is of this round's limit; against the GEMMs timed around its own "
                     "steps: %.3f\n", theirs_fraction);

@@ -26,6 +26,7 @@
 #include <iostream>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/tile.h"
 #include "kernels/profile.h"
 #include "plan/time.h"
 #include "train/report.h"
@@ -139,6 +140,15 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
                           {"gflops", g.gflops}, {"tile_gflops", g.tile_gflops}});
     j["model_shapes"]["shapes"] = shapes;
     return j;
+}
+
+nlohmann::json print_fma_peak(double peak_gflops, double goal_gflops, double flops, int B, int T, double ours) {
+    const double limit = limit_tokens_per_s(flops, B, T, peak_gflops);
+    std::printf("this core's FMA peak, 12 register-only chains of %d-float multiply-adds (no GEMM runs faster): "
+                "%.1f GFLOP/s; the goal's GEMM rate is %.2f of it; shardscope reaches %.3f of the limit at the peak\n",
+                cpu::kVecFloats, peak_gflops, goal_gflops / peak_gflops, ours / limit);
+    return {{"gflops", peak_gflops}, {"goal_gemm_vs_peak", goal_gflops / peak_gflops},
+            {"limit_tokens_per_s", limit}, {"shardscope_fraction", ours / limit}};
 }
 
 std::vector<ProfileRow> profile_rows(const TrainReport& r, int warmup) {
