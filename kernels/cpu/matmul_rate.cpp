@@ -16,6 +16,32 @@
 
 namespace ss::cpu {
 
+namespace {
+
+/// The best rate, in FLOP/s, of @p call (@p flops a call): one call that warms the
+/// caches, then at least 3 timings of repeated calls, each about @p seconds / 8
+/// long, until about @p seconds have passed.
+template <class Call>
+double best_flops_per_s(double seconds, double flops, Call call) {
+    using clock = std::chrono::steady_clock;
+    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+    call();
+    double best = 0;
+    const auto start = clock::now();
+    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {
+        int calls = 0;
+        const auto t0 = clock::now();
+        do {
+            call();
+            ++calls;
+        } while (elapsed(t0) < seconds / 8);
+        best = std::max(best, calls * flops / elapsed(t0));
+    }
+    return best;
+}
+
+}  // namespace
+
 double measure_cpu_matmul_gflops(double seconds) {
     constexpr int N = 256, C = 256, OC = 1024;
     constexpr double flops = 2.0 * N * C * OC;
@@ -24,21 +50,9 @@ double measure_cpu_matmul_gflops(double seconds) {
 
     const int threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    using clock = std::chrono::steady_clock;
-    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-
-    matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);  // warm the caches and OpenBLAS
-    double best = 0;
-    const auto start = clock::now();
-    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {  // at least 3 timings, about @p seconds in all
-        int calls = 0;
-        const auto t0 = clock::now();
-        do {
-            matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);
-            ++calls;
-        } while (elapsed(t0) < seconds / 8);
-        best = std::max(best, calls * flops / elapsed(t0));
-    }
+    const double best = best_flops_per_s(seconds, flops, [&] {
+        matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);
+    });
     openblas_set_num_threads(threads);
     // Every output element is the bias plus C products of 0.5 x 0.25: a wrong
     // kernel is not timed as a fast one.
@@ -59,21 +73,7 @@ void check_shape(const SgemmShape& s, const char* what) {
 /// products of 0.5 x 0.25 (exact in fp32 for these sizes).
 template <class Call>
 double best_rate(const SgemmShape& s, double seconds, const std::vector<float>& c, const char* what, Call call) {
-    const double flops = 2.0 * s.M * s.N * s.K;
-    using clock = std::chrono::steady_clock;
-    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-    call();  // warm the caches (and OpenBLAS)
-    double best = 0;
-    const auto start = clock::now();
-    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {
-        int calls = 0;
-        const auto t0 = clock::now();
-        do {
-            call();
-            ++calls;
-        } while (elapsed(t0) < seconds / 8);
-        best = std::max(best, calls * flops / elapsed(t0));
-    }
+    const double best = best_flops_per_s(seconds, 2.0 * s.M * s.N * s.K, call);
     SS_CHECK(c[0] == 0.125f * float(s.K) && c.back() == c[0],
              what << ": the product gave " << c[0] << ", expected " << 0.125f * float(s.K));
     return best / 1e9;
@@ -117,21 +117,7 @@ double measure_fma_peak_gflops(double seconds) {
 #pragma GCC unroll 12
             for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * x + y;
     };
-    constexpr double flops = 2.0 * kVecFloats * kChains * kSteps;
-    using clock = std::chrono::steady_clock;
-    auto elapsed = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-    run();
-    double best = 0;
-    const auto start = clock::now();
-    for (int rep = 0; rep < 3 || elapsed(start) < seconds; ++rep) {
-        int calls = 0;
-        const auto t0 = clock::now();
-        do {
-            run();
-            ++calls;
-        } while (elapsed(t0) < seconds / 8);
-        best = std::max(best, calls * flops / elapsed(t0));
-    }
+    const double best = best_flops_per_s(seconds, 2.0 * kVecFloats * kChains * kSteps, run);
     float sum = 0;  // the chains' results are used, so the loop is kept; each is near 1
     for (const TileVec& a : acc) sum += a[0];
     SS_CHECK(sum > 0.5f * kChains && sum < 1.5f * kChains,
