@@ -103,7 +103,7 @@ double measure_tile_gemm_gflops(const SgemmShape& s, double seconds) {
 
 double measure_fma_peak_gflops(double seconds) {
     using detail::TileVec;
-    constexpr int kChains = 12;  // independent accumulators: the FMA's latency x its pipes is 8 on current x86
+    constexpr int kChains = kFmaPeakChains;
     constexpr int kSteps = 4096;  // multiply-adds a chain per timed call of the loop below
     volatile float scale = 0.999999f, shift = 1e-6f;  // read at run time: nothing to fold at compile time
     TileVec x, y, acc[kChains];
@@ -114,7 +114,7 @@ double measure_fma_peak_gflops(double seconds) {
     for (TileVec& a : acc) a = y;
     auto run = [&] {  // acc = acc x + y converges on y / (1 - x) = 1: no overflow, no denormal
         for (int step = 0; step < kSteps; ++step)
-#pragma GCC unroll 12
+#pragma GCC unroll kFmaPeakChains
             for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * x + y;
     };
     const double best = best_flops_per_s(seconds, 2.0 * kVecFloats * kChains * kSteps, run);

@@ -41,10 +41,14 @@ double measure_sgemm_gflops(const SgemmShape& s, double seconds = 0.1);
 /// Same timing, same check of the result.
 double measure_tile_gemm_gflops(const SgemmShape& s, double seconds = 0.1);
 
+/// Independent chains of multiply-adds measure_fma_peak_gflops runs: a chain waits
+/// for its last FMA, and a 4-cycle FMA on two pipes needs 8 to keep both busy;
+/// 12, and the two operands, fit AVX2's 16 vector registers.
+constexpr int kFmaPeakChains = 12;
+
 /// This core's fp32 FMA peak in GFLOP/s on one thread, for the build's vector
-/// width (tile.h's kVecFloats): 12 independent chains of vector multiply-adds on
-/// registers, no memory operand, 2 FLOPs per lane per multiply-add (12 chains
-/// cover a 4-cycle FMA on two pipes with room). No product of matrices runs
+/// width (tile.h's kVecFloats): kFmaPeakChains independent chains of vector
+/// multiply-adds on registers, no memory operand, 2 FLOPs per lane per multiply-add. No product of matrices runs
 /// faster on this core, so it says how close a GEMM rate, and the limit `bench`
 /// takes from it, already is to what the core can do at all. The best of
 /// repeated timings that take about @p seconds in all; a positive, finite number.

@@ -144,9 +144,9 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
 
 nlohmann::json print_fma_peak(double peak_gflops, double goal_gflops, double flops, int B, int T, double ours) {
     const double limit = limit_tokens_per_s(flops, B, T, peak_gflops);
-    std::printf("this core's FMA peak, 12 register-only chains of %d-float multiply-adds (no GEMM runs faster): "
+    std::printf("this core's FMA peak, %d register-only chains of %d-float multiply-adds (no GEMM runs faster): "
                 "%.1f GFLOP/s; the goal's GEMM rate is %.2f of it; shardscope reaches %.3f of the limit at the peak\n",
-                cpu::kVecFloats, peak_gflops, goal_gflops / peak_gflops, ours / limit);
+                cpu::kFmaPeakChains, cpu::kVecFloats, peak_gflops, goal_gflops / peak_gflops, ours / limit);
     return {{"gflops", peak_gflops}, {"goal_gemm_vs_peak", goal_gflops / peak_gflops},
             {"limit_tokens_per_s", limit}, {"shardscope_fraction", ours / limit}};
 }
