@@ -106,13 +106,17 @@ double measure_fma_peak_gflops(double seconds) {
     constexpr int kChains = kFmaPeakChains;
     constexpr int kSteps = 4096;  // multiply-adds a chain per timed call of the loop below
     volatile float scale = 0.999999f, shift = 1e-6f;  // read at run time: nothing to fold at compile time
-    TileVec x, y, acc[kChains];
+    TileVec x, y, one, acc[kChains];
     for (int i = 0; i < kVecFloats; ++i) {
         x[i] = scale;
         y[i] = shift;
+        one[i] = 1.0f;
     }
-    for (TileVec& a : acc) a = y;
-    auto run = [&] {  // acc = acc x + y converges on y / (1 - x) = 1: no overflow, no denormal
+    // Each chain starts at the map's fixed point, y / (1 - x) = 1, and stays near it however
+    // many steps a slow build times (from 0 it would take millions to get there): no
+    // overflow, no denormal, a result to check.
+    for (TileVec& a : acc) a = one;
+    auto run = [&] {  // acc = acc x + y
         for (int step = 0; step < kSteps; ++step)
 #pragma GCC unroll kFmaPeakChains
             for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * x + y;
