@@ -103,10 +103,9 @@ double measure_tile_gemm_gflops(const SgemmShape& s, double seconds) {
 
 double measure_fma_peak_gflops(double seconds) {
     using detail::TileVec;
-    constexpr int kChains = kFmaPeakChains;
     constexpr int kSteps = 4096;  // multiply-adds a chain per timed call of the loop below
     volatile float scale = 0.999999f, shift = 1e-6f;  // read at run time: nothing to fold at compile time
-    TileVec x, y, one, acc[kChains];
+    TileVec x, y, one, acc[kFmaPeakChains];
     for (int i = 0; i < kVecFloats; ++i) {
         x[i] = scale;
         y[i] = shift;
@@ -119,13 +118,13 @@ double measure_fma_peak_gflops(double seconds) {
     auto run = [&] {  // acc = acc x + y
         for (int step = 0; step < kSteps; ++step)
 #pragma GCC unroll kFmaPeakChains
-            for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * x + y;
+            for (int c = 0; c < kFmaPeakChains; ++c) acc[c] = acc[c] * x + y;
     };
-    const double best = best_flops_per_s(seconds, 2.0 * kVecFloats * kChains * kSteps, run);
+    const double best = best_flops_per_s(seconds, 2.0 * kVecFloats * kFmaPeakChains * kSteps, run);
     float sum = 0;  // the chains' results are used, so the loop is kept; each is near 1
     for (const TileVec& a : acc) sum += a[0];
-    SS_CHECK(sum > 0.5f * kChains && sum < 1.5f * kChains,
-             "measure_fma_peak_gflops: the chains ended at " << sum / kChains << ", expected about 1");
+    SS_CHECK(sum > 0.5f * kFmaPeakChains && sum < 1.5f * kFmaPeakChains,
+             "measure_fma_peak_gflops: the chains ended at " << sum / kFmaPeakChains << ", expected about 1");
     return best / 1e9;
 }
 

@@ -46,12 +46,25 @@ double measure_tile_gemm_gflops(const SgemmShape& s, double seconds = 0.1);
 /// 12, and the two operands, fit AVX2's 16 vector registers.
 constexpr int kFmaPeakChains = 12;
 
+/// Whether the build's vector multiply-add is one fused instruction (FMA3 or
+/// AVX-512F). Without it (a baseline x86-64 build: the sanitizer stages) the
+/// chains below are a multiply and an add on SSE halves, and what
+/// measure_fma_peak_gflops returns is that build's multiply-add rate, not the
+/// core's FMA peak (and slower than sgemm): `bench` says it did not measure the peak.
+#if defined(__FMA__) || defined(__AVX512F__)
+constexpr bool kFusedMultiplyAdd = true;
+#else
+constexpr bool kFusedMultiplyAdd = false;
+#endif
+
 /// This core's fp32 FMA peak in GFLOP/s on one thread, for the build's vector
 /// width (tile.h's kVecFloats): kFmaPeakChains independent chains of vector
-/// multiply-adds on registers, no memory operand, 2 FLOPs per lane per multiply-add. No product of matrices runs
-/// faster on this core, so it says how close a GEMM rate, and the limit `bench`
-/// takes from it, already is to what the core can do at all. The best of
-/// repeated timings that take about @p seconds in all; a positive, finite number.
+/// multiply-adds on registers, no memory operand, 2 FLOPs per lane per
+/// multiply-add. No product of matrices runs faster on this core, so it says
+/// how close a GEMM rate, and the limit `bench` takes from it, already is to
+/// what the core can do at all (where kFusedMultiplyAdd; else the build's
+/// multiply-add rate). The best of repeated timings that take about @p seconds
+/// in all; a positive, finite number.
 double measure_fma_peak_gflops(double seconds = 0.05);
 
 }  // namespace ss::cpu

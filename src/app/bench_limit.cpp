@@ -143,11 +143,17 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
 }
 
 nlohmann::json print_fma_peak(double peak_gflops, double goal_gflops, double flops, int B, int T, double ours) {
+    if (!cpu::kFusedMultiplyAdd) {  // a multiply and an add a step: no peak of the core, and slower than sgemm
+        std::printf("this core's FMA peak: not measured by this build, which has no FMA instruction (its chains of "
+                    "a multiply and an add ran at %.1f GFLOP/s); a native or x86-64-v3 build measures it\n",
+                    peak_gflops);
+        return {{"fused", false}, {"gflops", peak_gflops}};
+    }
     const double limit = limit_tokens_per_s(flops, B, T, peak_gflops);
     std::printf("this core's FMA peak, %d register-only chains of %d-float multiply-adds (no GEMM runs faster): "
                 "%.1f GFLOP/s; the goal's GEMM rate is %.2f of it; shardscope reaches %.3f of the limit at the peak\n",
                 cpu::kFmaPeakChains, cpu::kVecFloats, peak_gflops, goal_gflops / peak_gflops, ours / limit);
-    return {{"gflops", peak_gflops}, {"goal_gemm_vs_peak", goal_gflops / peak_gflops},
+    return {{"fused", true}, {"gflops", peak_gflops}, {"goal_gemm_vs_peak", goal_gflops / peak_gflops},
             {"limit_tokens_per_s", limit}, {"shardscope_fraction", ours / limit}};
 }
 

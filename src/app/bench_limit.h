@@ -100,7 +100,10 @@ nlohmann::json print_limits(const SgemmRates& rates, double flops, int B, int T,
 /// goal's GEMM rate (@p goal_gflops) as a fraction of it, and @p ours (tokens/s) as a
 /// fraction of the limit at the peak (@p flops a step of @p B x @p T tokens): how
 /// near the goal's limit already is to what the core can do at all. Returns the same
-/// as JSON (gflops, goal_gemm_vs_peak, limit_tokens_per_s, shardscope_fraction).
+/// as JSON (fused, gflops, goal_gemm_vs_peak, limit_tokens_per_s, shardscope_fraction).
+/// A build without a fused multiply-add (cpu::kFusedMultiplyAdd false: the sanitizer
+/// builds) times a multiply and an add, no peak of the core and slower than sgemm: it
+/// prints that the peak is not measured, with the rate it timed (JSON: fused, gflops).
 nlohmann::json print_fma_peak(double peak_gflops, double goal_gflops, double flops, int B, int T, double ours);
 
 /// One row of the --profile table.
