@@ -109,13 +109,13 @@ TEST_CASE("ring attention sends keys and values round the ring; contiguous work 
             }
             INFO("rank " << rank);
             // Per block: forward passes each K,V block s-1 hops; backward again, and the
-            // key/value gradients s hops (the last one brings them home).
+            // key/value gradients s-1 hops too (the others' part, summed on the way home).
             std::map<std::string, uint64_t> want = {{"act/fwd/send", L * (s - 1) * kv},
                                                     {"act/fwd/recv", L * (s - 1) * kv},
                                                     {"act/bwd/send", L * (s - 1) * kv},
                                                     {"act/bwd/recv", L * (s - 1) * kv},
-                                                    {"act_grad/bwd/send", L * s * kv},
-                                                    {"act_grad/bwd/recv", L * s * kv}};
+                                                    {"act_grad/bwd/send", L * (s - 1) * kv},
+                                                    {"act_grad/bwd/recv", L * (s - 1) * kv}};
             REQUIRE(got == want);
             if (split == RingSplit::contiguous) {
                 // Causal: rank r computes r + 1 of the 4 blocks per layer, in each of 2 steps.

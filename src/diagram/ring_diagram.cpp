@@ -200,8 +200,9 @@ Svg draw_ring(const GPT2Config& cfg, int sp, RingSplit split) {
     s.note(10, yb, "forward: " + std::to_string(sp - 1) + " sends per rank per layer, each [T/sp, 2C] = " +
                        std::to_string(Tl) + " x " + std::to_string(2 * C) + " floats = " + svg_bytes(block_bytes) +
                        " per sequence (fp32)");
-    s.note(10, yb + 18, "backward: the blocks go round again, each with its dK dV, which every rank that computes it "
-                        "adds to; one more hop brings each gradient home");
+    s.note(10, yb + 18, "backward: the blocks go round again; the others' part of each block's dK dV is summed on "
+                        "the way, from the rank after its owner, and the last send lands home (" +
+                            std::to_string(sp - 1) + " hops, as the blocks)");
     s.note(10, yb + 36, "cells and arrows from ring_step (parallel/ring_attention.h), the rule "
                         "RingAttention::ring_forward and ring_backward run at every step");
     s.note(10, yb + 54, "work: in (T/sp) x (T/sp) blocks of scores, a causal (diagonal) one half; the step's "

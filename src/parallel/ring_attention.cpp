@@ -128,17 +128,25 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
     const int s = size();
     std::vector<float> D(size_t(B) * NH * Tl);
     cpu::attention_block_delta(D.data(), dout, out, B, Tl, C, NH);
-    Tensor& dkv = dkv_;      // the gradient of the block I hold: step 0 writes it, the later steps add
-    Tensor& dnext = dnext_;  // the one coming in, written by its receive
+    // A block's key/value gradient is the sum of every rank's part. My own queries' part
+    // of my own block is written straight into dqkv's k | v columns at step 0. The others'
+    // parts are summed on the way round: the first rank after the owner starts the sum
+    // (step 1), each later one receives it, adds its part and sends it on, and the last
+    // one's send lands at the owner, which adds it into dqkv: s - 1 hops, as many as the
+    // keys and values make (the sum travelling with its block from step 0 would take s).
+    Tensor& dsum = dkv_;   // the others' part of the block I hold (steps 1 ..)
+    Tensor& dnext = dnext_;  // the one coming in: the next block's, after the last step my own block's
     const int64_t block = int64_t(B) * Tl * 2 * C;
-    for (Tensor* t : {&kv_, &next_, &dkv, &dnext}) sized(*t, block);
+    for (Tensor* t : {&kv_, &next_, &dsum, &dnext}) sized(*t, block);
     const float* held = kv;  // as in ring_forward: my own plane first, then kv_ and next_ by turns
     Tensor *into = &next_, *spare = &kv_;
     const std::vector<SeqPiece> mine = pieces_of(rank_, Tl);
+    const long C3 = 3L * C;
     for (int step = 0; step < s; ++step) {
         const RingStep rs = ring_step(rank_, step, s, split_);
         const int owner = rs.owner, right = group_.ranks[rs.send_to], left = group_.ranks[rs.recv_from];
-        const bool pass = s > 1 && step + 1 < s;
+        const bool pass = step + 1 < s;
+        const bool gradient_hop = step > 0;  // my part of another's block goes on (my own stays home)
         const Label kv_label = label(Payload::act, layer, true);
         const Label dkv_label = label(Payload::act_grad, layer, true);
         CommHandle sent, got;  // the keys and values only: their gradients are made by the compute below
@@ -147,39 +155,47 @@ void RingAttention::ring_backward(float* dqkv, const float* dout, const float* q
         // Overlap on: the receive of the gradient hop is posted now, so the left
         // neighbour's send (after its compute) lands straight in dnext.
         CommHandle dgot;
-        if (overlap_ && s > 1) dgot = comm_.start_recv(dnext.f32(), size_t(block), DType::f32, left, dkv_label, "sp");
+        if (overlap_ && gradient_hop)
+            dgot = comm_.start_recv(dnext.f32(), size_t(block), DType::f32, left, dkv_label, "sp");
+        std::vector<int> visible;
+        if (!rs.pairs.empty()) visible = step_visible(mine, pieces_of(owner, Tl), Tl);
+        // Step 0 writes dq and my block's dk | dv in dqkv (every query sees itself, every key
+        // is seen); step 1 starts the others' sum from zeros (the kernel's overwrite would
+        // write dq too, which step 0 wrote), and the later steps add to the sum that came in.
+        if (step == 1) std::fill(dsum.f32(), dsum.f32() + block, 0.0f);
         if (!rs.pairs.empty()) {
             ScopedSpan span(comm_.tracer(), "ring block", "bwd",
                             {{"layer", layer}, {"block", owner}, {"work", rs.work}});
-            const std::vector<int> visible = step_visible(mine, pieces_of(owner, Tl), Tl);
-            // Step 0 is my own block, where every query sees itself and every key is seen: it
-            // writes dq and dkv (the bits of adding into zeros), and the later steps add.
-            cpu::attention_block_backward(dqkv, dkv.f32(), dkv.f32() + C, 2 * C, dout, q, C, held, held + C, 2 * C,
-                                          lse, D.data(), B, Tl, Tl, visible.data(), C, NH, /*overwrite=*/step == 0);
+            float* dk = step == 0 ? dqkv + C : dsum.f32();
+            const int dkv_stride = step == 0 ? int(C3) : 2 * C;
+            cpu::attention_block_backward(dqkv, dk, dk + C, dkv_stride, dout, q, C, held, held + C, 2 * C, lse,
+                                          D.data(), B, Tl, Tl, visible.data(), C, NH,
+                                          /*overwrite=*/step == 0);
         }
-        if (s == 1) break;
         if (pass) {
             finish_pass(held, *into, block, right, left, kv_label, sent, got);
             held = into->f32();
             std::swap(into, spare);
         }
-        // The gradients travel with their block; after the last step one more hop brings
-        // each block's gradient back to its owner.
+        if (!gradient_hop) continue;
         if (overlap_) {  // started, as the K/V pass: at SP 2 the left neighbour has taken it by dgot's end
-            CommHandle dsent = comm_.start_send(dkv.f32(), size_t(block), DType::f32, right, dkv_label, "sp");
+            CommHandle dsent = comm_.start_send(dsum.f32(), size_t(block), DType::f32, right, dkv_label, "sp");
             comm_.wait(dgot);
-            comm_.wait(dsent);  // before dkv's buffer receives the next hop
+            comm_.wait(dsent);  // before dsum's buffer receives the next hop
         } else {
-            comm_.send(dkv.f32(), size_t(block), right, dkv_label, "sp");
+            comm_.send(dsum.f32(), size_t(block), right, dkv_label, "sp");
             comm_.recv(dnext.f32(), size_t(block), left, dkv_label, "sp");
         }
-        std::swap(dkv, dnext);
+        std::swap(dsum, dnext);
     }
-    // dkv now holds the gradient of my own keys and values, from every rank that used them:
-    // copied into dqkv's k | v columns, which nothing else writes.
-    const float* grad = dkv.f32();
-    for (long row = 0; row < long(B) * Tl; ++row)
-        std::copy(grad + row * 2 * C, grad + (row + 1) * 2 * C, dqkv + row * 3 * C + C);
+    if (s == 1) return;
+    // dsum now holds the others' part of my own keys' and values' gradient: added to mine.
+    const float* others = dsum.f32();
+    for (long row = 0; row < long(B) * Tl; ++row) {
+        float* d = dqkv + row * C3 + C;
+        const float* o = others + row * 2 * C;
+        for (int c = 0; c < 2 * C; ++c) d[c] += o[c];
+    }
 }
 
 }  // namespace ss

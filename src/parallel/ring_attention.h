@@ -17,8 +17,12 @@
 //
 // Each rank folds the blocks into an online softmax (kernels/cpu/attention_block.h)
 // and keeps the log-sum-exp of each query for backward. Backward sends the
-// blocks round again, each with the gradient of its keys and values, which
-// every rank adds to on the way; one last hop brings each gradient home.
+// blocks round again; the owner keeps its own queries' part of its block's
+// key/value gradient, and the others' part is summed on the way round, from
+// the rank after the owner to the one before it, whose send lands home:
+// s - 1 hops of gradients, as many as of the blocks (a sum that travels
+// with its block from the owner on, as this engine's did until 2026-12-06,
+// takes s: one more hop to bring it home).
 //
 // The causal mask makes the work uneven when each rank holds one contiguous
 // run of T/sp tokens (--ring-split contiguous): rank r computes r+1 blocks

@@ -135,17 +135,18 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             k.add("sp", t, c, "all_to_all", act, Phase::bwd, redo ? calls : 0, redo * x, none, "full recompute: the forward again");
             k.add("sp", t, c, "all_to_all", act_grad, Phase::bwd, calls, per_layer * x, none, "Ulysses backward");
         } else {
-            // Forward: c - 1 hops of my K, V block. Backward: the blocks go round again, each with
-            // the gradient of its keys and values, which takes one more hop to get home (c hops).
-            const int64_t kv = 2 * N * hl * ae, hops = per_layer * (c - 1), home = per_layer * c;
+            // Forward: c - 1 hops of my K, V block. Backward: the blocks go round again, and the
+            // other ranks' part of each block's gradient is summed on the way from the rank after
+            // its owner, the last one's send landing home: c - 1 hops too (ring_attention.cpp).
+            const int64_t kv = 2 * N * hl * ae, hops = per_layer * (c - 1);
             const int64_t again = hops * (full ? 2 : 1);  // (full recompute runs the forward ring again)
             const Overlap att = Overlap::attention;
             k.add("sp", t, 2, "send", act, Phase::fwd, hops, hops * kv, att, "ring: my K, V block to the next rank", c);
             k.add("sp", t, 2, "recv", act, Phase::fwd, hops, hops * kv, att, "ring: a K, V block from the previous rank", c);
             k.add("sp", t, 2, "send", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again", c);
             k.add("sp", t, 2, "recv", act, Phase::bwd, again, again * kv, att, "ring backward: K, V blocks again", c);
-            k.add("sp", t, 2, "send", act_grad, Phase::bwd, home, home * kv, att, "ring backward: dK, dV blocks", c);
-            k.add("sp", t, 2, "recv", act_grad, Phase::bwd, home, home * kv, att, "ring backward: dK, dV blocks", c);
+            k.add("sp", t, 2, "send", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks", c);
+            k.add("sp", t, 2, "recv", act_grad, Phase::bwd, hops, hops * kv, att, "ring backward: dK, dV blocks", c);
         }
     }
 
