@@ -150,7 +150,7 @@ private:
     // The blocks in flight, kept between calls (ring_forward, ring_backward) and booked in
     // Mem::comm: sized once, not allocated and zeroed per layer. kv_, next_: the blocks that
     // come in, by turns (my own is c_attn's k|v plane, sent as it is); dkv_, dnext_: the
-    // held block's gradient and the one coming in (backward).
+    // other ranks' part of the held block's gradient, and the one coming in (backward).
     Tensor kv_, next_, dkv_, dnext_;
 };
 
