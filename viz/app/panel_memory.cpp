@@ -3,7 +3,8 @@
 //   top left    one group of bars per rank: "now" (at the amber cursor of the
 //               timeline) and "peak" (the trace's sample with the highest total),
 //               each stacked params, grads, optim, acts, comm, workspace;
-//   top right   the selected rank's numbers, with the Ledger's own per-category peaks;
+//   top right   the selected rank's numbers, with the Ledger's own per-category peaks and
+//               the planner's prediction beside the sum of the categories it predicts;
 //   bottom      the selected rank's memory over the timeline's window, stacked by
 //               category, with every rank's total as a line: ZeRO-3's saw-tooth
 //               is the comm band (gathered parameters) rising and falling per layer.
@@ -24,6 +25,11 @@ namespace {
 
 constexpr ImU32 kAxisText = IM_COL32(170, 175, 185, 255);
 constexpr ImU32 kGridLine = IM_COL32(255, 255, 255, 22);
+
+// Whether the planner predicts category c: its memory (src/plan/report.cpp, plan_json) has
+// params, grads, optim, acts, comm and hpz, neither the CPU engine's scratch (workspace) nor
+// DiLoCo's outer state.
+bool predicted_kind(Mem c) { return c != Mem::workspace && c != Mem::outer; }
 
 // A round step for a byte axis: 1, 2 or 5 x 10^k of the binary unit (B, KiB, MiB, GiB)
 // the axis is read in, so the labels are "2.0 MiB", "4.0 MiB", ... (at most ~6 lines).
@@ -144,6 +150,7 @@ void draw_table(ViewerState& s) {
         if (pred.present) ImGui::TableSetupColumn("predicted");
         ImGui::TableHeadersRow();
         std::array<uint64_t, 3> totals{};
+        std::array<uint64_t, 2> predicted_kinds{};  // now and at peak, less what the planner does not predict
         for (int c = 0; c < kMemCategories; ++c) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
@@ -156,14 +163,17 @@ void draw_table(ViewerState& s) {
             ImGui::TextUnformatted(fmt_bytes(double(b)).c_str());
             totals[0] += a;
             totals[1] += b;
+            if (predicted_kind(Mem(c))) {
+                predicted_kinds[0] += a;
+                predicted_kinds[1] += b;
+            }
             if (has_ledger) {
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(fmt_bytes(double(vm.run.ledger_peak[size_t(r)][size_t(c)])).c_str());
             }
             if (pred.present) {
                 ImGui::TableNextColumn();
-                // The planner predicts neither the CPU engine's scratch nor DiLoCo's outer state.
-                if (Mem(c) == Mem::workspace || Mem(c) == Mem::outer)
+                if (!predicted_kind(Mem(c)))
                     ImGui::TextDisabled("-");
                 else
                     ImGui::TextUnformatted(fmt_bytes(double(pred.mem[size_t(c)])).c_str());
@@ -177,7 +187,17 @@ void draw_table(ViewerState& s) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(fmt_bytes(double(totals[1])).c_str());
         if (has_ledger) ImGui::TableNextColumn();
-        if (pred.present) {
+        if (pred.present) {  // the planner's total leaves workspace out: it is set beside the like sum below
+            ImGui::TableNextColumn();
+            ImGui::TextDisabled("-");
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted("predicted kinds");  // explained in the help marker under the table
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(fmt_bytes(double(predicted_kinds[0])).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(fmt_bytes(double(predicted_kinds[1])).c_str());
+            if (has_ledger) ImGui::TableNextColumn();
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(fmt_bytes(double(pred.mem_total)).c_str());
         }
@@ -200,7 +220,9 @@ void draw_table(ViewerState& s) {
                     "(sum of ceil(P_u / N)); activations by Korthikanti et al. 2022 in the engine's own layout "
                     "(fp32, no dropout); comm = ZeRO-3's largest gathered unit or the DDP buckets. It is for the "
                     "pipeline stage that needs the most (every rank when PP = 1). Workspace (fp32 compute "
-                    "copies, scratch) is not predicted. Formulas: docs/formulas.md.");
+                    "copies, scratch) and DiLoCo's outer state are not predicted: the row \"predicted kinds\" "
+                    "sums the categories that are, to set beside the planner's total (the row \"total\" "
+                    "includes the rest). Formulas: docs/formulas.md.");
     } else if (!pred.unavailable.empty()) {
         ImGui::TextDisabled("no prediction: %s", pred.unavailable.c_str());
     } else {
