@@ -334,10 +334,12 @@ void draw_memory(ViewerState& s, ImVec2 size) {
     ImGui::BeginGroup();
     ImGui::TextUnformatted(s.vm->run.predicted.present ? "per rank: now | at peak | predicted" : "per rank: now | at peak");
     help_marker("Bars per rank: at the amber cursor (left), at that rank's peak (middle) and, see-through, "
-                "the planner's prediction (right, when the trace has one), stacked by category. With ZeRO-3 every rank holds 1/N of params, grads and optim, so the bottom of the "
-                "stack is small and equal on all ranks; what rises at the peak is acts (saved activations) "
-                "and comm (a whole layer's gathered parameters). Hover for numbers, click to pick the rank "
-                "plotted below.");
+                "the planner's prediction (right, when the trace has one), stacked by category; the "
+                "prediction has no workspace band (the planner does not predict scratch), so it stands "
+                "lower by that much. With ZeRO-3 every rank holds 1/N of params, grads and optim, so the "
+                "bottom of the stack is small and equal on all ranks; what rises at the peak is acts (saved "
+                "activations) and comm (a whole layer's gathered parameters). Hover for numbers, click to "
+                "pick the rank plotted below.");
     draw_bars(s, ImVec2(avail.x - table_w - 12, top_h - ImGui::GetTextLineHeightWithSpacing()));
     ImGui::EndGroup();
     ImGui::SameLine(0, 12);
