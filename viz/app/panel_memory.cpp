@@ -187,7 +187,7 @@ void draw_table(ViewerState& s) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(fmt_bytes(double(totals[1])).c_str());
         if (has_ledger) ImGui::TableNextColumn();
-        if (pred.present) {  // the planner's total leaves workspace out: it is set beside the like sum below
+        if (pred.present) {  // the planner's total leaves workspace and outer out: set beside the like sum below
             ImGui::TableNextColumn();
             ImGui::TextDisabled("-");
             ImGui::TableNextRow();
