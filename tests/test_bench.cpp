@@ -297,9 +297,9 @@ TEST_CASE("bench: the OpenBLAS core is named, and Prescott on an AVX2 / AVX-512 
 
 TEST_CASE("bench layouts: DP N beside DP N/2 x (SP, TP) 2, ZeRO 0 and 3, GBS halved", "[cli][bench]") {
     const std::string json = tmp("layouts.json");
-    // No calibration file: the planner's cpu-local defaults, whatever out/ holds here.
-    CliResult r = run_shardscope("bench layouts --model tiny --steps 2 --warmup 1 --rounds 1 --ranks 4 --calibration " +
-                                 tmp("no_such_calibration.json") + " --json " + json);
+    // --calibration none: the planner's cpu-local defaults, whatever out/ holds here.
+    CliResult r = run_shardscope("bench layouts --model tiny --steps 2 --warmup 1 --rounds 1 --ranks 4 "
+                                 "--calibration none --json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
     REQUIRE_THAT(r.output, Contains("layout                       zero  DP  GBS  median ms   tokens/s    vs DP "
@@ -530,7 +530,7 @@ TEST_CASE("bench calibrate writes what plan --hw cpu-local reads", "[cli][bench]
 TEST_CASE("bench plan: the search's time, and predicted against measured step times", "[cli][bench]") {
     const std::string json = tmp("plan.json");
     CliResult r = run_shardscope("bench plan --model tiny --steps 2 --warmup 1 --rounds 1 --search-runs 1 "
-                                 "--calibration " + tmp("no_such_calibration.json") + " --json " + json);
+                                 "--calibration none --json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
     REQUIRE_THAT(r.output, Contains("search          median ms    evaluated        fitting   fastest layout"));

@@ -281,6 +281,9 @@ TEST_CASE("a damaged checkpoint is refused with the file named, before any rank 
     TrainOptions c = base(1, 8);
     c.save_every = 2;
     REQUIRE_THROWS_WITH(train(c, nullptr), Catch::Contains("needs --checkpoint-dir"));
+    TrainOptions d = base(1, 8);  // the other half: a directory and no --save-every would write nothing
+    d.checkpoint_dir = dir_for("never-written");
+    REQUIRE_THROWS_WITH(train(d, nullptr), Catch::Contains("without --save-every K would save nothing"));
 }
 
 // issue 14, section 4, item 2: the right size is not the right bytes.

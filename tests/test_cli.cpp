@@ -506,6 +506,49 @@ TEST_CASE("every output is checked before step 1, and no output overwrites anoth
     CHECK_THAT(cons_proc.output, Contains("/proc/model.safetensors cannot be written"));
 }
 
+// A new user's audit (2026-12-06): the bench commands and plan found a bad output only after all their work,
+// a mistyped --calibration or --torch-script fell back to defaults or "not measured" without a word, and
+// --checkpoint-dir without --save-every saved nothing silently.
+TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs before any work",
+          "[cli][errors][paths]") {
+    struct Case {
+        std::string args, message, not_reached;  // not_reached: printed only once the work has begun
+    };
+    const std::string dir(SS_BINARY_DIR);
+    const std::vector<Case> refused = {
+        {"bench --model tiny --steps 1 --warmup 0 --rounds 1 --no-torch --json /proc/b.json",
+         "--json /proc/b.json cannot be written", "median ms"},
+        {"bench --model tiny --steps 1 --warmup 0 --rounds 1 --torch-script " + dir + "/no_such_twin.py",
+         "--torch-script " + dir + "/no_such_twin.py: no file can be read there", "median ms"},
+        {"bench calibrate --model tiny --steps 1 --warmup 0 --rounds 1 --out " + dir, "is a folder", "sgemm"},
+        {"bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 4 --json /proc/l.json",
+         "--json /proc/l.json cannot be written", "round 1/1"},
+        {"bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 4 --calibration " + dir +
+             "/no_such_calibration.json",
+         "no file can be read there", "round 1/1"},
+        {"plan --hw cpu-local --model tiny --calibration " + dir + "/no_such_calibration.json",
+         "give --calibration none for the built-in defaults", "memory per GPU"},
+        {"plan --model tiny --json " + dir, "is a folder", "memory per GPU"},
+        {"bench overlap --model tiny --ranks 2 --steps 1 --warmup 0 --cost-rounds -1",
+         "--cost-rounds -1 is out of range", "rounds alternating"},
+        {"train --model tiny --steps 1 --checkpoint-dir " + tmp("never_written"),
+         "without --save-every K would save nothing", "step    1/"},
+    };
+    for (const Case& c : refused) {
+        CliResult r = run_shardscope(c.args);
+        INFO(c.args << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains(c.message));
+        CHECK_THAT(r.output, !Contains(c.not_reached));
+    }
+    CHECK(!std::filesystem::exists(tmp("never_written")));
+    // `none` asks for cpu-local's defaults by name, whatever out/ holds.
+    CliResult none = run_shardscope("plan --hw cpu-local --model tiny --calibration none");
+    INFO(none.output);
+    CHECK(none.code == 0);
+    CHECK_THAT(none.output, Contains("(defaults)"));
+}
+
 // issue 14, section 4, item 4: mpirun without --backend mpi would start N one-rank runs.
 TEST_CASE("a process started by an MPI launcher with --backend threads is refused", "[cli][errors][mpi-env]") {
     struct Case {

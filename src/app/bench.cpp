@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include "app/bench_comm.h"
 #include "app/commands.h"
@@ -45,6 +46,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/matmul_rate.h"
 #include "train/train.h"
@@ -70,16 +72,43 @@ std::string torch_model_args(const GPT2Config& m, int T, int mbs, int steps, int
     return buf;
 }
 
-nlohmann::json run_torch_script(const std::string& script, const std::string& args, int threads) {
-    const std::string cmd = "OPENBLAS_NUM_THREADS=" + std::to_string(threads) + " " + kBenchPython + " " + script +
-                            " " + args + " 2>/dev/null";
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-    if (!pipe) return nullptr;
+namespace {
+/// @p s as one word of a POSIX shell command: in single quotes, each ' written '\''.
+std::string shell_quoted(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+}  // namespace
+
+nlohmann::json run_torch_script(const std::string& script, const std::string& args, int threads, std::string* why) {
+    auto failed = [&](const std::string& reason) {
+        if (why != nullptr) *why = reason;
+        return nlohmann::json(nullptr);
+    };
+    if (!std::ifstream(script).good()) return failed("no script at " + script);
+    // The script's stderr goes to a file of its own, so its last line can say why it failed.
+    char err_path[] = "/tmp/shardscope-torch-XXXXXX";
+    const int fd = mkstemp(err_path);
+    if (fd < 0) return failed("cannot create a temporary file for its stderr");
+    close(fd);
+    const std::string cmd = "OPENBLAS_NUM_THREADS=" + std::to_string(threads) + " " + kBenchPython + " " +
+                            shell_quoted(script) + " " + args + " 2>" + shell_quoted(err_path);
     std::string text;
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, pipe.get())) text.append(buf, n);
+    int status = -1;
+    if (FILE* pipe = popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        while (size_t n = fread(buf, 1, sizeof buf, pipe)) text.append(buf, n);
+        status = pclose(pipe);
+    }
+    std::string last, line;
+    for (std::ifstream err(err_path); std::getline(err, line);)
+        if (line.find_first_not_of(" \t") != std::string::npos) last = line;
+    std::remove(err_path);
     auto j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_object() ? j : nlohmann::json(nullptr);
+    if (j.is_object()) return j;
+    if (!last.empty()) return failed(script + ": " + last.substr(last.find_first_not_of(" \t")));
+    return failed(script + " printed no JSON (exit status " + std::to_string(status) + ")");
 }
 
 int machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
@@ -103,7 +132,7 @@ void add_bench_run_flags(CLI::App& cmd, ModelFlags& model, int& mbs, int& seq, i
 
 void limit_bench_flags(CLI::App& cmd) {
     auto has = [&](const char* flag) { return cmd.get_option_no_throw(flag) != nullptr; };
-    for (const char* n : {"--mbs", "--seq", "--steps", "--rounds", "--search-runs", "--iters", "--ga"})
+    for (const char* n : {"--mbs", "--seq", "--steps", "--rounds", "--search-runs", "--iters", "--ga", "--cost-rounds"})
         if (has(n)) limit(cmd, n, at_least(1));
     if (has("--warmup")) limit(cmd, "--warmup", at_least(0));
     if (has("--threads")) limit(cmd, "--threads", at_least(1, kMaxBlasThreads));
@@ -137,6 +166,7 @@ struct BenchRound {
 };
 
 void run_bench(const BenchFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     TrainOptions o;
     o.model = f.model.resolve();
     o.T = f.seq;
@@ -201,11 +231,12 @@ void run_bench(const BenchFlags& f) {
     for (const BenchRound& round : rounds) all_ms.insert(all_ms.end(), round.ms.begin(), round.ms.end());
 
     // PyTorch after the rounds, with its own timing after it: its steps against G_R and G_R+1.
+    std::string torch_why;  // why it was not measured, when it was not
     nlohmann::json torch =
         f.no_torch ? nlohmann::json(nullptr)
                    : run_torch_script(f.torch_script,
                                       torch_model_args(o.model, shown.report.T, f.mbs, f.steps, f.warmup, f.threads),
-                                      f.threads);
+                                      f.threads, &torch_why);
     double theirs = 0, theirs_fraction = 0;
     if (torch.is_object()) {
         theirs = torch["tokens_per_s"].get<double>();
@@ -234,7 +265,8 @@ void run_bench(const BenchFlags& f) {
         out["pytorch"] = torch;
         out["ratio"] = shown.tokens_per_s / theirs;
     } else if (!f.no_torch) {
-        std::cout << "pytorch: not measured (needs Debian's python3-torch: apt-get install python3-torch)\n";
+        std::cout << "pytorch: not measured (" << torch_why << "; PyTorch here is Debian's python3-torch: "
+                  << "apt-get install python3-torch)\n";
     }
     std::cout << "\n" << std::flush;
     out["limits"] = print_limits(shown.rates, flops, f.mbs, shown.report.T, f.threads, shown.tokens_per_s, theirs);
@@ -347,8 +379,11 @@ void add_bench_command(CLI::App& root) {
     // A subcommand's own callback does its work; plain `bench` is the one-rank comparison.
     cmd->callback([f, cmd]() {
         if (!cmd->get_subcommands().empty()) return;
-        if (f->calibrate) run_bench_calibrate(CalibrateOptions{});
-        else run_bench(*f);
+        if (f->calibrate) return void(run_bench_calibrate(CalibrateOptions{}));
+        if (!f->no_torch)  // a script the user named and mistyped is refused before the rounds, not after them
+            require_given_file(*cmd, "--torch-script", f->torch_script,
+                               "give the PyTorch twin's path (bench/torch_gpt2.py in the source tree), or --no-torch");
+        run_bench(*f);
     });
 }
 

@@ -52,8 +52,11 @@ std::vector<double> measured_steps_ms(const TrainReport& r, int warmup);
 std::string torch_model_args(const GPT2Config& m, int T, int mbs, int steps, int warmup, int threads);
 
 /// Runs `python SCRIPT ARGS` with OPENBLAS_NUM_THREADS=@p threads and returns
-/// the JSON line it printed, or null when it failed (no torch, no JSON).
-nlohmann::json run_torch_script(const std::string& script, const std::string& args, int threads);
+/// the JSON line it printed, or null when it failed (no script, no torch, no JSON);
+/// then, when @p why is given, it says why: the script's last line on stderr
+/// (e.g. "ModuleNotFoundError: No module named 'torch'") or its exit status.
+nlohmann::json run_torch_script(const std::string& script, const std::string& args, int threads,
+                                std::string* why = nullptr);
 
 /// Cores this machine offers (std::thread::hardware_concurrency, at least 1).
 int machine_cores();

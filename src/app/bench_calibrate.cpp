@@ -51,6 +51,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/matmul_rate.h"
 #include "plan/time.h"
@@ -160,6 +161,7 @@ int calibrated_cores_available(const std::string& path) {
 nlohmann::json run_bench_calibrate(const CalibrateOptions& o) {
     SS_CHECK(o.steps >= 1 && o.warmup >= 0 && o.rounds >= 1,
              "bench calibrate: --steps and --rounds must be >= 1 and --warmup >= 0");
+    check_writable_file("--out", o.out);  // found now, not after the measurements
     const GPT2Config& m = o.model;
     std::printf("bench calibrate: this machine for `plan --hw cpu-local`, one thread per rank; writes %s\n",
                 o.out.c_str());

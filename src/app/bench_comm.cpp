@@ -257,7 +257,15 @@ void add_bench_comm_command(CLI::App& bench) {
     limit_bench_flags(*cmd);
     for (const char* n : {"--min-bytes", "--max-bytes"})
         limit(*cmd, n, at_least(1, kMaxBenchBytes), "bytes per rank; every rank holds two buffers of it");
-    cmd->callback([o] { run_bench_comm(*o, std::cout); });
+    cmd->callback([o, cmd] {
+        // Under mpirun the world is -np; a --ranks that says otherwise is refused, as `train` refuses it.
+        if (o->backend == "mpi" && cmd->get_option("--ranks")->count() > 0)
+            SS_CHECK(o->ranks == mpi_world_size(),
+                     "bench comm: --ranks " << o->ranks << " but mpirun started " << mpi_world_size()
+                                            << " processes; with --backend mpi, mpirun's -np sets the ranks: "
+                                            << "leave --ranks out");
+        run_bench_comm(*o, std::cout);
+    });
 }
 
 }  // namespace ss::app

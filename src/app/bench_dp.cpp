@@ -36,6 +36,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "train/train.h"
 
 namespace ss::app {
@@ -64,6 +65,7 @@ struct DpRow {
 };
 
 void run_bench_dp(const BenchDpFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     TrainOptions base;
     base.model = f.model.resolve();
     base.T = f.seq;
@@ -111,6 +113,7 @@ void run_bench_dp(const BenchDpFlags& f) {
     const std::string torch_args = torch_model_args(m, T, f.mbs, f.steps, f.warmup, 1);
     std::string torch_version;
     bool torch_ok = !f.no_torch;
+    std::string torch_why;  // why PyTorch was not measured, when it was not
     for (int round = 1; round <= f.rounds; ++round) {
         for (DpRow& row : rows) {
             std::vector<double> ms;
@@ -122,8 +125,9 @@ void run_bench_dp(const BenchDpFlags& f) {
                 ms = measured_steps_ms(train(o, nullptr), f.warmup);
             } else if (torch_ok) {
                 nlohmann::json j = row.engine == E::torch_one
-                                       ? run_torch_script(dir + "torch_gpt2.py", torch_args, 1)
-                                       : run_torch_script(dir + "torch_ddp.py", torch_args + " --world 2", 1);
+                                       ? run_torch_script(dir + "torch_gpt2.py", torch_args, 1, &torch_why)
+                                       : run_torch_script(dir + "torch_ddp.py", torch_args + " --world 2", 1,
+                                                          &torch_why);
                 if (!j.is_object()) {
                     torch_ok = false;
                     continue;
@@ -174,8 +178,8 @@ void run_bench_dp(const BenchDpFlags& f) {
                 torch_ddp->median_ms() / r.median_ms();
         }
     } else if (!f.no_torch) {
-        std::printf("pytorch: not measured (needs torch with gloo for %s: apt-get install python3-torch)\n",
-                    kBenchPython);
+        std::printf("pytorch: not measured (%s; needs torch with gloo for %s: apt-get install python3-torch)\n",
+                    torch_why.c_str(), kBenchPython);
     }
     std::fflush(stdout);
     if (!f.json.empty()) write_json_file(f.json, out);

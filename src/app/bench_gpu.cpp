@@ -22,6 +22,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/device.h"
+#include "core/output_path.h"
 #include "plan/time.h"
 #include "train/train.h"
 
@@ -60,6 +61,7 @@ GpuRun run_on_gpu(const GpuBenchFlags& f, int ranks) {
 }
 
 void run_bench_gpu(const GpuBenchFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     require_cuda();
     SS_CHECK(f.ranks >= 1 && f.mbs % f.ranks == 0,
              "--ranks " << f.ranks << " must divide --mbs " << f.mbs << " (the same global batch is split over them)");

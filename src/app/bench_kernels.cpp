@@ -39,6 +39,7 @@
 #include "app/bench.h"
 #include "app/flag_range.h"
 #include "core/atomic_file.h"
+#include "core/output_path.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/crossentropy.h"
 #include "kernels/cpu/gelu.h"
@@ -85,6 +86,7 @@ struct Row {
 };
 
 void run_bench_kernels(const KernelBenchFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     const GPT2Config m = f.model.resolve();
     const int T = f.seq > 0 ? f.seq : m.maxT;
     const int N = f.mbs * T, C = m.C, F = 4 * m.C, Vp = padded_vocab(m.V, 1, m.vocab_divisible_by);

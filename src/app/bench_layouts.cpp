@@ -66,9 +66,11 @@
 #include <string>
 
 #include "app/bench.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "train/plan_for_run.h"
 #include "plan/plan.h"
 #include "train/train.h"
@@ -103,6 +105,7 @@ struct LayoutRow {
 };
 
 void run_bench_layouts(const BenchLayoutsFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     SS_CHECK(f.ranks >= 2 && f.ranks % 2 == 0,
              "--ranks " << f.ranks << ": bench layouts splits the world into DP x 2; choose an even N >= 2");
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
@@ -280,7 +283,8 @@ void add_bench_layouts_command(CLI::App& bench) {
     cmd->add_option("--ranks", f->ranks, "World size N (even): DP N against DP N/2 x (TP or SP) 2")
         ->capture_default_str();
     cmd->add_option("--zero", f->zero, "ZeRO stages to run every layout with")->delimiter(',')->capture_default_str();
-    cmd->add_option("--calibration", f->calibration, "The planner's cpu-local calibration (bench calibrate)")
+    cmd->add_option("--calibration", f->calibration,
+                    "The planner's cpu-local calibration (bench calibrate); none: the defaults")
         ->capture_default_str();
     cmd->add_option("--emulate", f->emulate, "Emulate a cluster's links, time-scaled to this CPU (h100x4-ib400: "
                                              "8 ranks as 2 nodes of 4; see `train --emulate`)");
@@ -290,7 +294,10 @@ void add_bench_layouts_command(CLI::App& bench) {
         ->capture_default_str();  // its range: limit_bench_flags (bench.cpp)
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
-    cmd->callback([f]() { run_bench_layouts(*f); });
+    cmd->callback([f, cmd]() {
+        require_given_file(*cmd, "--calibration", f->calibration, kCalibrationHint);
+        run_bench_layouts(*f);
+    });
 }
 
 }  // namespace ss::app

@@ -40,9 +40,11 @@
 #include <string>
 
 #include "app/bench.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "plan/plan.h"
 #include "train/plan_for_run.h"
 #include "train/train.h"
@@ -81,6 +83,7 @@ void add_steps(std::vector<double>& to, const TrainReport& r, int warmup, F figu
 }
 
 void run_bench_overlap(const BenchOverlapFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     SS_CHECK(!f.ranks.empty(), "--ranks: give at least one world size, e.g. --ranks 2,4");
     for (int n : f.ranks)
         SS_CHECK(n >= 2 && n % 2 == 0 && n <= 8, "--ranks " << n << ": give even world sizes from 2 to 8 (PP 2 "
@@ -234,11 +237,15 @@ void add_bench_overlap_command(CLI::App& bench) {
     cmd->add_option("--bucket-mb", f->bucket_mb, "DDP gradient bucket, MiB")->capture_default_str();
     cmd->add_flag("--no-cost", f->no_cost, "Skip (b), the cost of progress threads and tracing");
     cmd->add_option("--cost-rounds", f->cost_rounds, "(b): rounds of the two runs")->capture_default_str();
-    cmd->add_option("--calibration", f->calibration, "The planner's cpu-local calibration (bench calibrate)")
+    cmd->add_option("--calibration", f->calibration,
+                    "The planner's cpu-local calibration (bench calibrate); none: the defaults")
         ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
-    cmd->callback([f]() { run_bench_overlap(*f); });
+    cmd->callback([f, cmd]() {
+        require_given_file(*cmd, "--calibration", f->calibration, kCalibrationHint);
+        run_bench_overlap(*f);
+    });
 }
 
 }  // namespace ss::app

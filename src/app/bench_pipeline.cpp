@@ -45,6 +45,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "schedule/pipeline_schedule.h"
 #include "train/train.h"
 
@@ -172,6 +173,7 @@ std::string fraction(const PipeRow& r, int m) {
 }
 
 void run_bench_pipeline(const BenchPipelineFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
     SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
     SS_CHECK(f.ga >= 1 && f.mbs >= 1, "--mbs and --ga must be at least 1");

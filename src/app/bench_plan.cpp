@@ -38,9 +38,11 @@
 #include <string>
 
 #include "app/bench.h"
+#include "app/flag_range.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "train/plan_for_run.h"
 #include "plan/models.h"
 #include "plan/plan.h"
@@ -101,6 +103,7 @@ nlohmann::json time_search(int runs) {
 }
 
 void run_bench_plan(const BenchPlanFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
     SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
     SS_CHECK(f.search_runs >= 1, "--search-runs must be at least 1 (got " << f.search_runs << ")");
@@ -205,11 +208,15 @@ void add_bench_plan_command(CLI::App& bench) {
     add_bench_run_flags(*cmd, f->model, f->mbs, f->seq, f->steps, f->warmup, f->rounds, "layout and round",
                         "Micro-batch size per rank", "Rounds; each runs every layout once");
     cmd->add_option("--search-runs", f->search_runs, "Times the 512-GPU search runs (median)")->capture_default_str();
-    cmd->add_option("--calibration", f->calibration, "cpu-local calibration (bench calibrate); defaults if absent")
+    cmd->add_option("--calibration", f->calibration,
+                    "cpu-local calibration (bench calibrate); defaults if absent or none")
         ->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
-    cmd->callback([f]() { run_bench_plan(*f); });
+    cmd->callback([f, cmd]() {
+        require_given_file(*cmd, "--calibration", f->calibration, kCalibrationHint);
+        run_bench_plan(*f);
+    });
 }
 
 }  // namespace ss::app

@@ -29,6 +29,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "train/train.h"
 
 namespace ss::app {
@@ -51,6 +52,7 @@ struct BenchTraceFlags {
 };
 
 void run_bench_trace(const BenchTraceFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
     TrainOptions o;

@@ -38,6 +38,7 @@
 
 #include "app/bench.h"
 #include "core/atomic_file.h"
+#include "core/output_path.h"
 #include "plan/plan.h"
 
 namespace ss::app {
@@ -112,6 +113,7 @@ struct ValidateFlags {
 };
 
 void run_bench_validate(const ValidateFlags& f) {
+    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
     std::printf("the planner beside published measurements (MosaicML LLM Foundry, scripts/train/benchmarking/"
                 "README.md):\nPyTorch FSDP FULL_SHARD (ZeRO-3), bf16, T = 2048; tokens/s per GPU; nothing fitted "
                 "per row\n(GPU efficiency %.2f for every GPU, plan/hardware.cpp)\n\n",

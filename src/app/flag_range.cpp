@@ -5,9 +5,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "core/check.h"
+#include "plan/hardware.h"
 
 namespace ss::app {
 
@@ -67,6 +69,14 @@ void limit(CLI::App& cmd, const std::string& flag, const FlagRange& range, const
             return std::string();
         },
         range.text(), "range"));
+}
+
+void require_given_file(const CLI::App& cmd, const std::string& flag, const std::string& path,
+                        const std::string& hint) {
+    const CLI::Option* opt = cmd.get_option_no_throw(flag);
+    if (opt == nullptr || opt->count() == 0) return;  // the default: its absence has a documented meaning
+    if (path == kNoCalibration && flag == "--calibration") return;  // asks for the defaults by name
+    SS_CHECK(std::ifstream(path).good(), flag << " " << path << ": no file can be read there; " << hint);
 }
 
 }  // namespace ss::app

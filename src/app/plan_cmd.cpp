@@ -18,6 +18,7 @@
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/output_path.h"
 #include "plan/models.h"
 #include "plan/report.h"
 #include "plan/search.h"
@@ -102,7 +103,8 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--gpus", f->in.gpus, "World size: GPUs (or ranks)")->capture_default_str();
     cmd->add_option("--gpus-per-node", f->in.gpus_per_node, "GPUs per node (default: the hardware's, 8 for GPUs)");
     cmd->add_option("--hw", f->hw, "Hardware preset: h100, h200, a100, cpu-local")->capture_default_str();
-    cmd->add_option("--calibration", f->calibration, "cpu-local: calibration JSON (from `shardscope bench --calibrate`)")
+    cmd->add_option("--calibration", f->calibration,
+                    "cpu-local: calibration JSON (from `shardscope bench --calibrate`); none: the defaults")
         ->capture_default_str();
     cmd->add_option("--gpu-mem-gb", f->gpu_mem_gb, "Memory per GPU in GB (default: the preset's)");
     cmd->add_option("--flops", f->flops_tflops, "Peak dense TFLOP/s per GPU (default: the preset's)");
@@ -170,7 +172,9 @@ void add_plan_command(CLI::App& root) {
     limit(*cmd, "--quant-block", at_least(1, 1 << 20), "elements per fp32 scale; ZeRO++'s default is 256");
     limit(*cmd, "--bucket-mb", at_least(0));
     limit(*cmd, "--prefetch", at_least(0));
-    cmd->callback([f, tp, pp, sp, rep, zero] {
+    cmd->callback([f, cmd, tp, pp, sp, rep, zero] {
+        require_given_file(*cmd, "--calibration", f->calibration, kCalibrationHint);
+        if (!f->json.empty()) check_writable_file("--json", f->json);  // found now, not after the plan is printed
         PlanInput& in = f->in;
         in.model = resolve_model(f->model);
         in.hw = make_hardware(*f);

@@ -126,6 +126,7 @@ Hardware hardware_preset(const std::string& name, const std::string& calibration
         return gpu("a100", "A100-SXM 80GB", 312e12, 80e9, 2.039e12, kNvlink3, kHdr200,
                    "NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB), NVLink 3, ConnectX-6 200 Gb/s per GPU");
     if (name == "cpu-local" || name == "cpu") {
+        if (calibration == kNoCalibration) return cpu_local_defaults();
         std::ifstream f(calibration);
         if (!f) return cpu_local_defaults();
         std::stringstream text;

@@ -46,9 +46,13 @@ struct Hardware {
     std::string source;        ///< where the numbers come from
 };
 
+/// The --calibration value that asks for cpu-local's defaults, whatever out/ holds.
+inline constexpr const char* kNoCalibration = "none";
+
 /// The preset called @p name: h100 (H100-SXM), h200, a100 (A100-80GB), cpu-local.
 /// cpu-local reads @p calibration (a JSON file written by `shardscope bench --calibrate`)
-/// if it exists, else uses the defaults documented in docs/formulas.md.
+/// if it exists, else (or when it is kNoCalibration) uses the defaults documented in
+/// docs/formulas.md.
 /// Throws ss::Error listing the presets for an unknown name.
 Hardware hardware_preset(const std::string& name, const std::string& calibration = "out/calibration.json");
 

@@ -193,6 +193,9 @@ void check_files(const TrainOptions& o) {
     SS_CHECK(o.save_every >= 0, "--save-every must not be negative (got " << o.save_every << ")");
     SS_CHECK(o.save_every == 0 || !o.checkpoint_dir.empty(),
              "--save-every " << o.save_every << " needs --checkpoint-dir DIR: where to write the checkpoints");
+    SS_CHECK(o.checkpoint_dir.empty() || o.save_every > 0,
+             "--checkpoint-dir " << o.checkpoint_dir << " without --save-every K would save nothing: add "
+                                 << "--save-every K (a checkpoint every K steps), or leave --checkpoint-dir out");
     // Local SGD and DiLoCo save at syncs only: there the replicas agree on the parameters
     // (and the outer state), and each writes its own Adam moments (rank_state.cpp).
     SS_CHECK(o.save_every == 0 || o.replica_sync_every == 1 || o.save_every % o.replica_sync_every == 0,
