@@ -542,6 +542,12 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
         CHECK_THAT(r.output, !Contains(c.not_reached));
     }
     CHECK(!std::filesystem::exists(tmp("never_written")));
+    // Emulated links too slow for any call to finish within --comm-timeout (1e-9 GB/s: a byte a second) stop the
+    // run at the first call, naming it, instead of sleeping past every deadline.
+    CliResult slow = run_shardscope("train --model tiny --ranks 2 --steps 1 --link 1e-9 --comm-timeout 5");
+    INFO(slow.output);
+    CHECK(slow.code == 1);
+    CHECK_THAT(slow.output, Contains("longer than the 5 s any call may wait (--comm-timeout)"));
     // `none` asks for cpu-local's defaults by name, whatever out/ holds.
     CliResult none = run_shardscope("plan --hw cpu-local --model tiny --calibration none");
     INFO(none.output);

@@ -16,6 +16,19 @@ std::string call_str(const CallDesc& d) {
     return os.str();
 }
 
+double World::link_seconds(const char* op, uint64_t bytes, const std::vector<int>& ranks) const {
+    const double t = link_seconds_ ? link_seconds_(op, bytes, ranks) : 0.0;
+    if (t > timeout_seconds_) {
+        std::ostringstream who;
+        for (size_t i = 0; i < ranks.size(); ++i) who << (i ? "," : "") << ranks[i];
+        SS_FAIL("emulated links: " << op << " of " << bytes << " bytes among ranks [" << who.str() << "] would take "
+                                     << t << " s, longer than the " << timeout_seconds_ << " s any call may wait "
+                                     << "(--comm-timeout). The links are too slow for this run: --link is GB/s and "
+                                     << "microseconds (e.g. --link 10,5); or raise --comm-timeout");
+    }
+    return t;
+}
+
 GroupState::GroupState(std::vector<int> group_ranks)
     : ranks(std::move(group_ranks)),
       arrived(new Arrival[ranks.size()]),

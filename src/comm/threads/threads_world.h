@@ -138,10 +138,11 @@ public:
     World(int size, double timeout_seconds,
           std::function<double(const char*, uint64_t, const std::vector<int>&)> link_seconds = {});
 
-    /// The emulated links' time of a call (0 without emulated links).
-    double link_seconds(const char* op, uint64_t bytes, const std::vector<int>& ranks) const {
-        return link_seconds_ ? link_seconds_(op, bytes, ranks) : 0.0;
-    }
+    /// The emulated links' time of a call (0 without emulated links). Throws ss::Error
+    /// when it is longer than the timeout: no call may wait that long, so the run stops
+    /// at once, naming the call and the links, instead of sleeping past every deadline
+    /// (a --link in the wrong units: 1e-9 GB/s is a byte a second).
+    double link_seconds(const char* op, uint64_t bytes, const std::vector<int>& ranks) const;
 
     /// Whether calls take emulated links' time (CommOptions::link_seconds was given).
     bool emulates_links() const { return bool(link_seconds_); }
