@@ -283,3 +283,20 @@ TEST_CASE("planner = engine with a padded vocabulary: wte's Vp/TP rows counted a
             check_planner_equals_engine(el, o, DType::f32);
         }
 }
+
+// A new user's audit (2026-12-06): a model larger than RAM was killed by the kernel with no message.
+// train() now prints memory_warning's line before it allocates; here its rule, with the RAM given.
+TEST_CASE("train warns before allocating when the planner predicts more than the free RAM", "[plan][engine][memory]") {
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.ranks = 2;
+    const double need = double(plan(plan_input_for(o, kNoCalibration)).memory.total) * 2;  // two ranks, one process
+    REQUIRE(need > 0);
+    const std::string warned = memory_warning(o, 2, need * 0.99);
+    CHECK_THAT(warned, Catch::Contains("warning: the planner predicts"));
+    CHECK_THAT(warned, Catch::Contains("for the 2 rank(s) of this process"));
+    CHECK(memory_warning(o, 2, need * 1.01).empty());  // it fits: nothing said
+    o.device = "cuda";
+    CHECK(memory_warning(o, 2, 1.0).empty());  // a GPU run's memory is the GPU's, not this RAM
+    CHECK(available_ram_bytes() > 0);
+}

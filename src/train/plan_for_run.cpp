@@ -1,5 +1,14 @@
 #include "train/plan_for_run.h"
 
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "core/check.h"
+#include "core/device.h"
+#include "plan/plan.h"
+
 namespace ss {
 
 Hardware emulated_hardware(Hardware hw, const EmulatedLinks& links, int world) {
@@ -51,6 +60,37 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.overlap = o.overlap;
     in.prefetch = o.prefetch;
     return in;
+}
+
+std::string memory_warning(const TrainOptions& opts, int ranks_here, double ram_bytes) {
+    if (device_or_default(opts.device) == Device::cuda) return "";
+    double need = 0;
+    try {
+        need = double(plan(plan_input_for(opts, kNoCalibration)).memory.total) * ranks_here;
+    } catch (const Error&) {
+        return "";  // a layout the planner does not model: no prediction to compare
+    }
+    if (need <= ram_bytes) return "";
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "warning: the planner predicts %.2f GB at the peak for the %d rank(s) of this process, more than "
+                  "the %.2f GB of RAM this machine has free: the kernel will likely kill the run without a message. Fewer "
+                  "ranks a process (--backend mpi), ZeRO-3 over more ranks, --dtype bf16 or a smaller model need "
+                  "less; "
+                  "`shardscope plan --hw cpu-local` with the same flags shows the parts (a prediction)\n",
+                  need / 1e9, ranks_here, ram_bytes / 1e9);
+    return buf;
+}
+
+double available_ram_bytes() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    double kib = 0;
+    while (meminfo >> key >> kib) {
+        if (key == "MemAvailable:") return kib * 1024.0;
+        meminfo.ignore(1 << 10, '\n');  // the unit, "kB"
+    }
+    return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));  // no /proc: all of it
 }
 
 }  // namespace ss

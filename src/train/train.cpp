@@ -32,6 +32,7 @@
 #include "train/checkpoint_lock.h"
 #include "train/corpus.h"
 #include "train/data.h"
+#include "train/plan_for_run.h"
 #include "train/run_files.h"
 #include "train/sharded_checkpoint.h"
 
@@ -353,6 +354,8 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
                  << " has " << tokens.size() << " tokens but one step of DP " << r.dp << " x MBS " << opts.mbs
                  << " x T " << r.T << " needs " << need << "; use a smaller --mbs, --seq or --ranks, or more data");
     if (out) print_run_header(*out, r);
+    if (out)  // before the model's allocations: a run that cannot fit is said to, not only killed
+        *out << memory_warning(opts, mpi ? 1 : shape.world, available_ram_bytes());
 
     Checkpoint ck;
     Shared sh{&opts, &tokens, &r, out, {}};
