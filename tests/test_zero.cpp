@@ -307,6 +307,10 @@ TEST_CASE("bad data-parallel layouts get clear errors", "[zero][errors]") {
     TrainOptions k0 = o;
     k0.replica_sync_every = 0;
     REQUIRE_THAT(message(k0), Catch::Matchers::Contains("--replica-sync-every must be at least 1"));
+    TrainOptions one_replica = k0;  // local SGD with nothing to average: refused, not run as plain DDP
+    one_replica.replica_sync_every = 2;
+    one_replica.dp_rep = 1;
+    REQUIRE_THAT(message(one_replica), Catch::Matchers::Contains("this layout has one replica: nothing to average"));
 }
 
 TEST_CASE("trace summary picks one rank and step, and 'moved' is the paper's volume", "[zero][trace]") {

@@ -15,7 +15,7 @@ void add_sp_mode_flag(CLI::App& cmd, SpMode& mode) {
 void add_ring_split_flag(CLI::App& cmd, RingSplit& split) {
     cmd.add_option_function<std::string>(
            "--ring-split", [&split](const std::string& s) { split = parse_ring_split(s); },
-           "How --sp-mode ring splits each sequence: zigzag (rank i holds chunks i and 2SP-1-i of 2 SP: every rank "
+           "How ring attention splits each sequence: zigzag (rank i holds chunks i and 2SP-1-i of 2 SP: every rank "
            "does the same causal work) or contiguous (rank i holds the i-th T/SP tokens)")
         ->default_str(ring_split_name(split));
 }

@@ -140,6 +140,7 @@ void add_train_command(CLI::App& root) {
     // What each number may be (flag_range.h); a value left out keeps the default beside it above.
     limit(*cmd, "--seq", at_least(1), "leave --seq out for the model's maxT");
     limit(*cmd, "--mbs", at_least(1));
+    limit(*cmd, "--seed", at_least(0), "a whole number; -1 would wrap to 2^64 - 1");
     limit(*cmd, "--ga", at_least(1));
     limit(*cmd, "--steps", at_least(0), "0 builds the model and takes no step");
     limit(*cmd, "--threads", at_least(1, kMaxBlasThreads));

@@ -34,8 +34,7 @@ std::string probe_suffix() { return ".shardscope-probe-" + std::to_string(::getp
 void check_writable_file(const std::string& flag, const std::string& path) {
     SS_CHECK(!path.empty(), flag << " needs a file name");
     std::error_code ec;
-    SS_CHECK(!fs::is_directory(path, ec), flag << " " << path << " is a folder; give a file name (e.g. " << path
-                                                << "/out.json)");
+    SS_CHECK(!fs::is_directory(path, ec), flag << " " << path << " is a folder; give a file name inside it");
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) {
         fs::create_directories(parent, ec);

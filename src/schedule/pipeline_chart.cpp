@@ -57,9 +57,17 @@ std::string pipe_schedule_chart(const PipeSchedule& s) {
     if (inter && v > kLetterChunks)
         os << "one column = a chunk's forward (1/" << v << " of a stage's); F3c27 = forward of micro-batch 3 through "
            << "chunk 27;\nB3c27 = its backward (two columns); . = idle\n";
-    else if (inter)
+    else if (inter) {
+        // The legend names the chunks there are: "b = chunk 1" at v = 2, "b, c, d, ... = chunks 1, 2, 3, ..." past 4.
+        std::string letters, numbers;
+        for (int c = 1; c < std::min(v, 4); ++c) {
+            letters += std::string(c > 1 ? ", " : "") + char('a' + c);
+            numbers += (c > 1 ? ", " : "") + std::to_string(c);
+        }
+        if (v > 4) letters += ", ...", numbers += ", ...";
         os << "one column = a chunk's forward (1/" << v << " of a stage's); F3a = forward of micro-batch 3 through chunk a,\n"
-           << "b, c, d = chunks 1, 2, 3; B3a = its backward (two columns); . = idle\n";
+           << letters << (v > 2 ? " = chunks " : " = chunk ") << numbers << "; B3a = its backward (two columns); . = idle\n";
+    }
     else
         os << "one column = one forward (F3 = forward of micro-batch 3); a backward (B3) takes two; . = idle\n";
 

@@ -163,6 +163,11 @@ void check_dp(const TrainOptions& o, int dp_rep) {
                  "steps, and --replica-sync-every is 1 (the replicas all-reduce gradients every step); give "
                  "--replica-sync-every H with H > 1, e.g. 4");
     }
+    // (DiLoCo's own message above is the more specific one.)
+    SS_CHECK(o.replica_sync_every == 1 || dp_rep > 1,
+             "--replica-sync-every " << o.replica_sync_every << " (local SGD) averages the replica groups' parameters "
+                                     << "every " << o.replica_sync_every << " steps, and this layout has one replica: "
+                                     << "nothing to average. Add --dp-rep 2 or more, or leave --replica-sync-every out");
     // A non-finite outer rate or a momentum of 1 or more makes theta diverge (the momentum never decays).
     SS_CHECK(std::isfinite(o.outer_lr) && o.outer_lr > 0.0f,
              "--outer-lr must be a finite number above 0 (got " << o.outer_lr << "); DiLoCo's is 0.7, and 1 with "
