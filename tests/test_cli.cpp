@@ -533,6 +533,11 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
          "--cost-rounds -1 is out of range", "rounds alternating"},
         {"train --model tiny --steps 1 --checkpoint-dir " + tmp("never_written"),
          "without --save-every K would save nothing", "step    1/"},
+        // Flags typed but inert in the run (refuse_inert_flags, src/app/train_cmd.cpp).
+        {"train --model tiny --ranks 2 --zero 1 --prefetch 2 --steps 1",
+         "--prefetch does nothing in this run: it needs --zero 3", "step    1/"},
+        {"train --model tiny --steps 1 --keep-last 2", "--keep-last does nothing in this run", "step    1/"},
+        {"train --model tiny --steps 1 --quant-block 128", "it needs --qwz or --qgz", "step    1/"},
     };
     for (const Case& c : refused) {
         CliResult r = run_shardscope(c.args);
@@ -553,6 +558,9 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
     INFO(none.output);
     CHECK(none.code == 0);
     CHECK_THAT(none.output, Contains("(defaults)"));
+    CliResult used = run_shardscope("train --model tiny --ranks 2 --zero 3 --prefetch 2 --steps 1 --quiet");
+    INFO(used.output);
+    CHECK(used.code == 0);  // the same flag where it does something runs
 }
 
 // issue 14, section 4, item 4: mpirun without --backend mpi would start N one-rank runs.
