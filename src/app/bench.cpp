@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -87,9 +88,11 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
         return nlohmann::json(nullptr);
     };
     if (!std::ifstream(script).good()) return failed("no script at " + script);
-    // The script's stderr goes to a file of its own, so its last line can say why it failed.
-    char err_path[] = "/tmp/shardscope-torch-XXXXXX";
-    const int fd = mkstemp(err_path);
+    // The script's stderr goes to a file of its own, so its last line can say why it failed: a fresh
+    // file in the temporary folder ($TMPDIR, else /tmp), mkstemp replacing the template's six Xs.
+    std::error_code ec;
+    std::string err_path = (std::filesystem::temp_directory_path(ec) / "shardscope-torch-XXXXXX").string();
+    const int fd = ec ? -1 : mkstemp(err_path.data());
     if (fd < 0) return failed("cannot create a temporary file for its stderr");
     close(fd);
     const std::string cmd = "OPENBLAS_NUM_THREADS=" + std::to_string(threads) + " " + kBenchPython + " " +
@@ -104,7 +107,7 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
     std::string last, line;
     for (std::ifstream err(err_path); std::getline(err, line);)
         if (line.find_first_not_of(" \t") != std::string::npos) last = line;
-    std::remove(err_path);
+    std::remove(err_path.c_str());
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_object()) return j;
     if (!last.empty()) return failed(script + ": " + last.substr(last.find_first_not_of(" \t")));

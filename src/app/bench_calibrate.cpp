@@ -54,6 +54,7 @@
 #include "core/output_path.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/matmul_rate.h"
+#include "plan/hardware.h"
 #include "plan/time.h"
 #include "train/train.h"
 
@@ -152,6 +153,7 @@ std::vector<CommRow> all_reduce_rows(int ranks, std::ostream& log) {
 }  // namespace
 
 int calibrated_cores_available(const std::string& path) {
+    if (path == kNoCalibration) return 0;  // the defaults: as for a missing file
     std::ifstream f(path);
     nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
     if (!f || !j.is_object() || !j.contains("cores_available") || !j["cores_available"].is_number()) return 0;

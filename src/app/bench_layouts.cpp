@@ -295,7 +295,7 @@ void add_bench_layouts_command(CLI::App& bench) {
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
     cmd->callback([f, cmd]() {
-        require_given_file(*cmd, "--calibration", f->calibration, kCalibrationHint);
+        require_given_calibration(*cmd, f->calibration);
         run_bench_layouts(*f);
     });
 }

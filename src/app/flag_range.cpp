@@ -75,8 +75,15 @@ void require_given_file(const CLI::App& cmd, const std::string& flag, const std:
                         const std::string& hint) {
     const CLI::Option* opt = cmd.get_option_no_throw(flag);
     if (opt == nullptr || opt->count() == 0) return;  // the default: its absence has a documented meaning
-    if (path == kNoCalibration && flag == "--calibration") return;  // asks for the defaults by name
     SS_CHECK(std::ifstream(path).good(), flag << " " << path << ": no file can be read there; " << hint);
+}
+
+void require_given_calibration(const CLI::App& cmd, const std::string& path) {
+    if (path == kNoCalibration) return;  // the defaults, asked for by name
+    require_given_file(cmd, "--calibration", path,
+                       "make one with `shardscope bench calibrate --out FILE`, give --calibration none for the "
+                       "built-in defaults, or leave it out (out/calibration.json, or the defaults where that is "
+                       "absent)");
 }
 
 }  // namespace ss::app

@@ -75,18 +75,17 @@ std::string flag_range_error(const std::string& flag, const std::string& value, 
 /// message, so `shardscope` prints "error: ..." and exits 1. --help shows the range.
 void limit(CLI::App& cmd, const std::string& flag, const FlagRange& range, const std::string& hint = "");
 
-/// What to do instead of a --calibration path with no file (require_given_file's hint).
-inline constexpr const char* kCalibrationHint =
-    "make one with `shardscope bench calibrate --out FILE`, give --calibration none for the built-in defaults, "
-    "or leave it out (out/calibration.json, or the defaults where that is absent)";
-
 /// For a flag naming a file the command reads whose default may be absent
-/// (--calibration: then the built-in defaults; `none` asks for them): throws ss::Error when @p flag of
-/// @p cmd was given on the command line and @p path is no readable file, so a
-/// mistyped path is refused instead of silently replaced by the defaults. @p hint
+/// (--calibration, --torch-script): throws ss::Error when @p flag of @p cmd was
+/// given on the command line and @p path is no readable file, so a mistyped path
+/// is refused instead of silently replaced by the default's fallback. @p hint
 /// ends the message (what to do instead). Call it when the command runs, not at
 /// parse time (check_command_line parses commands whose files come later).
 void require_given_file(const CLI::App& cmd, const std::string& flag, const std::string& path,
                         const std::string& hint);
+
+/// require_given_file for @p cmd's --calibration, whose value `none` (kNoCalibration,
+/// plan/hardware.h) names cpu-local's defaults rather than a file.
+void require_given_calibration(const CLI::App& cmd, const std::string& path);
 
 }  // namespace ss::app

@@ -173,7 +173,7 @@ void add_plan_command(CLI::App& root) {
     limit(*cmd, "--bucket-mb", at_least(0));
     limit(*cmd, "--prefetch", at_least(0));
     cmd->callback([f, cmd, tp, pp, sp, rep, zero] {
-        require_given_file(*cmd, "--calibration", f->calibration, kCalibrationHint);
+        require_given_calibration(*cmd, f->calibration);
         if (!f->json.empty()) check_writable_file("--json", f->json);  // found now, not after the plan is printed
         PlanInput& in = f->in;
         in.model = resolve_model(f->model);
