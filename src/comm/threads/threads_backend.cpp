@@ -66,7 +66,8 @@
 // Every collective is: post (my description and buffer pointers in my slot),
 // sync, check that all members called the same thing (begin() and sync(), in
 // threads_sync.cpp), the steps (each ending in a sync), done. The last sync also means no rank returns (and reuses its
-// buffer) while another may still read it.
+// buffer) while another may still read it; a rank that leaves a call early, by
+// an exception, first waits until no other member is inside it (InCall).
 #include "comm/threads/threads_backend.h"
 
 #include <cstring>
@@ -152,7 +153,7 @@ void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& 
 
     const Chunks chunks{count, n};
     float* partials = scratch(g, 2 * chunks.max_size());
-    begin(g, d, buf, partials);
+    InCall call = begin(g, d, buf, partials);
     if (dt == DType::f32) {
         float* x = static_cast<float*>(buf);
         ring_reduce_scatter(g, d, static_cast<const float*>(x), partials, chunks, x + chunks.begin(g.me),
@@ -167,7 +168,7 @@ void ThreadsBackend::all_reduce(void* buf, size_t count, DType dt, const Group& 
                             });
     }
     ring_all_gather(g, d, static_cast<char*>(buf), chunks, dtype_size(dt));
-    emulate_link(g, d.op, count, dt);
+    emulate_link(call, d.op, count, dt);
 }
 
 void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_per_rank, DType dt,
@@ -185,7 +186,7 @@ void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_p
 
     const Chunks chunks{total, n};  // chunk j is block j: count_per_rank elements
     float* partials = scratch(g, 2 * chunks.max_size());
-    begin(g, d, send, partials);
+    InCall call = begin(g, d, send, partials);
     if (dt == DType::f32) {
         ring_reduce_scatter(g, d, static_cast<const float*>(send), partials, chunks, static_cast<float*>(recv),
                             [&](float* sum, size_t len) {
@@ -197,7 +198,7 @@ void ThreadsBackend::reduce_scatter(const void* send, void* recv, size_t count_p
                                 reduce::narrow_to_bf16(static_cast<uint16_t*>(recv), sum, len, divisor);
                             });
     }
-    emulate_link(g, d.op, count_per_rank, dt);
+    emulate_link(call, d.op, count_per_rank, dt);
 }
 
 void ThreadsBackend::all_gather(const void* send, void* recv, size_t count_per_rank, DType dt,
@@ -211,9 +212,9 @@ void ThreadsBackend::all_gather(const void* send, void* recv, size_t count_per_r
     if (send != mine && block) std::memcpy(mine, send, block);  // my own block first
     if (n == 1) return;
     const CallDesc d{"all_gather", group.axis, count_per_rank, dt, ReduceOp::sum, -1, label};
-    begin(*g, d, recv, nullptr);
+    InCall call = begin(*g, d, recv, nullptr);
     ring_all_gather(*g, d, static_cast<char*>(recv), Chunks{size_t(n) * count_per_rank, n}, es);
-    emulate_link(*g, d.op, count_per_rank, dt);
+    emulate_link(call, d.op, count_per_rank, dt);
 }
 
 void ThreadsBackend::all_to_all(const void* send, void* recv, size_t count_per_rank, DType dt,
@@ -227,7 +228,7 @@ void ThreadsBackend::all_to_all(const void* send, void* recv, size_t count_per_r
     }
     GroupCtx& g = ctx(group);
     const CallDesc d{"all_to_all", group.axis, count_per_rank, dt, ReduceOp::sum, -1, label};
-    begin(g, d, send, nullptr);
+    InCall call = begin(g, d, send, nullptr);
     // Block j of my recv is block `me` of member j's send. Start at my right
     // neighbour, so that not every rank reads member 0 first.
     for (int k = 1; k <= n; ++k) {
@@ -236,7 +237,7 @@ void ThreadsBackend::all_to_all(const void* send, void* recv, size_t count_per_r
         if (block) std::memcpy(static_cast<char*>(recv) + size_t(j) * block, theirs + size_t(g.me) * block, block);
     }
     sync(g, d);  // nobody returns while others still read its send
-    emulate_link(g, d.op, count_per_rank, dt);
+    emulate_link(call, d.op, count_per_rank, dt);
 }
 
 void ThreadsBackend::broadcast(void* buf, size_t count, DType dt, int root_index, const Group& group,
@@ -246,20 +247,20 @@ void ThreadsBackend::broadcast(void* buf, size_t count, DType dt, int root_index
     if (n == 1) return;
     GroupCtx& g = ctx(group);
     const CallDesc d{"broadcast", group.axis, count, dt, ReduceOp::sum, root_index, label};
-    begin(g, d, buf, nullptr);
+    InCall call = begin(g, d, buf, nullptr);
     // Every rank reads the root directly: over shared memory that is one copy.
     // (Across machines NCCL pipelines it down a ring or a tree instead.)
     if (g.me != root_index && count) std::memcpy(buf, slot(g, root_index).data, count * dtype_size(dt));
     sync(g, d);
-    emulate_link(g, d.op, count, dt);
+    emulate_link(call, d.op, count, dt);
 }
 
 void ThreadsBackend::barrier(const Group& group, const Label& label) {
     drain(0, group.ranks);
     if (group.size() == 1) return;
     GroupCtx& g = ctx(group);
-    begin(g, CallDesc{"barrier", group.axis, 0, DType::f32, ReduceOp::sum, -1, label}, nullptr, nullptr);
-    emulate_link(g, "barrier", 0, DType::f32);
+    InCall call = begin(g, CallDesc{"barrier", group.axis, 0, DType::f32, ReduceOp::sum, -1, label}, nullptr, nullptr);
+    emulate_link(call, "barrier", 0, DType::f32);
 }
 // ---- the launcher ----------------------------------------------------------------------
 

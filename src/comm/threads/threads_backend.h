@@ -76,10 +76,32 @@ private:
         std::vector<float> scratch;  // the ring's running sums: two fp32 chunks
     };
     struct Chunks;
+    // A member's stay in one collective (threads_sync.cpp): from begin() to end(),
+    // which emulate_link calls after the last step. While it lasts the others may
+    // read what the member posted, and it may read theirs. Leaving by an exception,
+    // the member waits until no other member is in the call: the unwinding that
+    // follows frees buffers a peer in the middle of a step would still read.
+    class InCall {
+    public:
+        InCall(ThreadsBackend& backend, GroupCtx& g);
+        InCall(InCall&& o) noexcept;
+        InCall(const InCall&) = delete;
+        InCall& operator=(const InCall&) = delete;
+        InCall& operator=(InCall&&) = delete;
+        ~InCall();
+        GroupCtx& group() const { return *g_; }
+        void end();  // my last step is done: I read nobody's buffers, nobody reads mine
+
+    private:
+        ThreadsBackend& backend_;
+        GroupCtx* g_;     // null once ended (or moved from)
+        int exceptions_;  // std::uncaught_exceptions() at the start: more at the end = leaving by one
+    };
 
     GroupCtx& ctx(const Group& group);
     const threads::Slot& slot(const GroupCtx& g, int member) const;
-    void begin(GroupCtx& g, const threads::CallDesc& d, const void* data, const void* work);
+    [[nodiscard]] InCall begin(GroupCtx& g, const threads::CallDesc& d, const void* data, const void* work);
+    void wait_others_out(const GroupCtx& g);  // leaving a call by an exception (InCall)
     void sync(GroupCtx& g, const threads::CallDesc& d);
     void check_same_call(const GroupCtx& g);
     template <class T>
@@ -113,7 +135,7 @@ private:
     void wait_for_peer(std::unique_lock<std::mutex>& lock, int peer, const std::string& what,
                        const std::function<bool()>& ready, const std::function<void()>& give_up);
     [[noreturn]] void mismatch(const threads::Message& m, size_t count, DType dt, const std::string& what);
-    void emulate_link(const GroupCtx& g, const char* op, size_t count, DType dt);  // the link's time, slept
+    void emulate_link(InCall& call, const char* op, size_t count, DType dt);  // ends the call; the link's time, slept
     [[noreturn]] void raise(const std::string& msg);
     [[noreturn]] void stop(const std::string& what);
 

@@ -6,6 +6,7 @@
 // in threads_world.h, with the timeout and the desync report. The algorithms
 // themselves are in threads_backend.cpp, point-to-point in threads_p2p.cpp.
 #include <cstring>
+#include <exception>
 #include <sstream>
 #include <thread>
 
@@ -87,9 +88,19 @@ void ThreadsBackend::drain(int kind, const std::vector<int>& ranks) { progress_.
 // Emulated links (CommOptions::link_seconds): the call ends no earlier than the
 // link's time after the LAST member arrived, since no byte moves before then. The
 // wait is a sleep, so the cores stay free for the ranks that compute.
-void ThreadsBackend::emulate_link(const GroupCtx& g, const char* op, size_t count, DType dt) {
+// It first ends the call (InCall::end): the last step is done, the sleep reads
+// no buffer. A link too slow for the timeout fails the run at once, in every
+// member alike (each computes the same time), so no queued call starts after it.
+void ThreadsBackend::emulate_link(InCall& call, const char* op, size_t count, DType dt) {
+    const GroupCtx& g = call.group();
+    call.end();
     const int n = int(g.state->ranks.size());
-    const double t = world_.link_seconds(op, collective_bytes(op, count, dtype_size(dt), n), g.state->ranks);
+    double t = 0;
+    try {
+        t = world_.link_seconds(op, collective_bytes(op, count, dtype_size(dt), n), g.state->ranks);
+    } catch (const Error& e) {
+        raise(e.what());
+    }
     if (t <= 0) return;
     auto last = slot(g, 0).posted;
     for (int m = 1; m < n; ++m) last = std::max(last, slot(g, m).posted);
@@ -122,11 +133,62 @@ const Slot& ThreadsBackend::slot(const GroupCtx& g, int member) const {
     throw Error(what + ": stopped because " + world_.failure());
 }
 
+// ---- a member's stay in a call -------------------------------------------------------
+
+// The flag is raised before begin() looks at the failure flag, both seq_cst: a
+// member leaving by an exception marks the run failed and then reads the flags,
+// so a peer either sees the failure at its begin() and stops, or is seen inside
+// and waited for. (Were it raised after, a peer could pass the failure check,
+// then a sync the leaver had already reached, and read what it has freed.)
+ThreadsBackend::InCall::InCall(ThreadsBackend& backend, GroupCtx& g)
+    : backend_(backend), g_(&g), exceptions_(std::uncaught_exceptions()) {
+    g.state->arrived[g.me].in_call.store(true);
+}
+
+ThreadsBackend::InCall::InCall(InCall&& o) noexcept
+    : backend_(o.backend_), g_(o.g_), exceptions_(o.exceptions_) {
+    o.g_ = nullptr;
+}
+
+void ThreadsBackend::InCall::end() {
+    if (!g_) return;
+    g_->state->arrived[g_->me].in_call.store(false);
+    g_ = nullptr;
+}
+
+ThreadsBackend::InCall::~InCall() {
+    GroupCtx* g = g_;
+    if (!g) return;
+    end();
+    if (std::uncaught_exceptions() > exceptions_) backend_.wait_others_out(*g);
+}
+
+// Leaving a call by an exception: the run fails (when nothing has yet: a failure
+// is what ends a call early), so every member still inside stops at its next
+// sync; until then it may be in the middle of a step, reading my buffers. A step
+// is a copy or a sum of one chunk, so the wait is short; the deadline only
+// bounds it.
+void ThreadsBackend::wait_others_out(const GroupCtx& g) {
+    world_.mark_failing(rank_);  // nothing if the run has failed already
+    const threads::GroupState& gs = *g.state;
+    const int n = int(gs.ranks.size());
+    const auto deadline = world_.deadline();
+    for (;;) {
+        bool inside = false;
+        for (int j = 0; j < n; ++j) inside = inside || (j != g.me && gs.arrived[j].in_call.load());
+        if (!inside || std::chrono::steady_clock::now() >= deadline) return;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+// ---- meeting ---------------------------------------------------------------------------
+
 // Posts my call into my slot, meets the group, and checks that everyone called
 // the same thing. Slots alternate by call parity: a fast rank may post call
 // k+1 while a slow one still reads call k's slots, but it cannot post k+2
 // before everyone has arrived at k+1.
-void ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, const void* work) {
+ThreadsBackend::InCall ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, const void* work) {
+    InCall call(*this, g);  // before the failure check: see InCall's constructor
     if (world_.failed()) stop(describe_call(d.op, Group{d.axis, g.state->ranks}, d.label));
     g.parity = int(g.calls++ & 1);
     Slot& mine = g.state->slots[g.me][g.parity];
@@ -136,6 +198,7 @@ void ThreadsBackend::begin(GroupCtx& g, const CallDesc& d, const void* data, con
     mine.posted = std::chrono::steady_clock::now();
     sync(g, d);
     check_same_call(g);
+    return call;
 }
 
 void ThreadsBackend::check_same_call(const GroupCtx& g) {

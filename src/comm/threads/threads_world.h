@@ -71,10 +71,13 @@ struct Slot {
     std::chrono::steady_clock::time_point posted;  ///< when the member arrived (emulated links start at the last)
 };
 
-/// One arrival counter on its own cache line (members write theirs without
-/// bouncing each other's line).
+/// One member's arrival counter and call flag, on their own cache line (members
+/// write theirs without bouncing each other's line).
 struct alignas(64) Arrival {
     std::atomic<uint64_t> count{0};  ///< sync points this member has reached
+    /// Inside a collective on this group, from begin() to the end of its last step:
+    /// it may be reading the other members' posted buffers (ThreadsBackend::InCall).
+    std::atomic<bool> in_call{false};
 };
 
 /// The shared state of one group.
