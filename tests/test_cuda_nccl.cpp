@@ -81,6 +81,18 @@ enum class Mem { host, managed, device };
 const char* mem_name(Mem m) { return m == Mem::host ? "host" : m == Mem::managed ? "managed" : "device"; }
 const Mem kMems[] = {Mem::host, Mem::managed, Mem::device};
 
+// The test's own copies and fills run on the legacy default stream, which the
+// caller's stream (non-blocking, as a --device cuda rank has it) is not ordered
+// after: a copy from pageable memory may return before its DMA has landed, and a
+// device-to-device copy or a memset returns at once. Each is waited for here, so
+// that what the backend waits for (the caller's stream) is all the test wrote.
+// (The first GPU run, 2026-12-06 on an H100, found 5,728 and 64,704 of 262,144
+// elements wrong in a device all_gather right after its buffers were filled.)
+void copy_done(void* dst, const void* src, size_t bytes) {
+    SS_COMM_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    SS_COMM_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // count elements of dt (plus kGuard poisoned ones) in memory of kind `mem`.
 struct Buf {
     Mem mem;
@@ -110,13 +122,13 @@ struct Buf {
     size_t bytes() const { return count * dtype_size(dt); }
     void poison() {
         std::vector<char> ones((count + kGuard) * dtype_size(dt), char(0xFF));
-        SS_COMM_CUDA_CHECK(cudaMemcpy(ptr, ones.data(), ones.size(), cudaMemcpyDefault));
+        copy_done(ptr, ones.data(), ones.size());
     }
     // Elements [0, count) become value(rank, first + i, salt) as dt holds it.
     void fill(int rank, int salt, size_t first = 0) {
         std::vector<char> b(bytes());
         for (size_t i = 0; i < count; ++i) store(b.data(), i, value(rank, first + i, salt));
-        SS_COMM_CUDA_CHECK(cudaMemcpy(ptr, b.data(), b.size(), cudaMemcpyDefault));
+        copy_done(ptr, b.data(), b.size());
     }
     void store(char* b, size_t i, float v) const {
         if (dt == DType::f32) std::memcpy(b + 4 * i, &v, 4);
@@ -132,7 +144,7 @@ struct Buf {
     // Every element as float (i32: as its value / 32), and whether the guard is untouched.
     std::vector<float> read(bool* guard_ok) const {
         std::vector<char> b((count + kGuard) * dtype_size(dt));
-        SS_COMM_CUDA_CHECK(cudaMemcpy(b.data(), ptr, b.size(), cudaMemcpyDefault));
+        copy_done(b.data(), ptr, b.size());
         std::vector<float> out(count);
         for (size_t i = 0; i < count; ++i) {
             if (dt == DType::f32) std::memcpy(&out[i], b.data() + 4 * i, 4);
@@ -253,7 +265,7 @@ TEST_CASE("all_gather: every dtype, in place and not") {
                         const char* send = mine.ptr;
                         if (in_place) {
                             send = recv.ptr + size_t(me) * n * dtype_size(dt);
-                            SS_COMM_CUDA_CHECK(cudaMemcpy(const_cast<char*>(send), mine.ptr, mine.bytes(), cudaMemcpyDefault));
+                            copy_done(const_cast<char*>(send), mine.ptr, mine.bytes());
                         }
                         g_comm->all_gather(send, recv.ptr, n, dt, g, label(salt));
                         std::vector<float> want;
@@ -339,6 +351,7 @@ TEST_CASE("the collective waits for the caller's stream") {
     for (size_t i = 0; i < n; ++i) pinned[i] = float(g_rank + 1);
     Buf b(Mem::device, DType::f32, n);
     SS_COMM_CUDA_CHECK(cudaMemset(b.ptr, 0, n * 4));
+    SS_COMM_CUDA_CHECK(cudaDeviceSynchronize());  // the memset is on the legacy stream (copy_done)
     auto caller = static_cast<cudaStream_t>(current_stream());
     REQUIRE(caller != nullptr);  // main() made the GPU this thread's device
     SS_COMM_CUDA_CHECK(cudaMemcpyAsync(b.ptr, pinned, n * 4, cudaMemcpyHostToDevice, caller));
