@@ -74,7 +74,7 @@ void add_train_command(CLI::App& root) {
            "threads: ranks are threads of this process; mpi or nccl: one process per rank under mpirun")
         ->default_str("threads");
     cmd->add_option("--device", opts->device,
-                    "cpu, or cuda: each rank computes on GPU (rank mod GPUs); several ranks may share one GPU "
+                    "cpu, or cuda (gpu is the same): each rank computes on GPU (rank mod GPUs); several ranks may share one GPU "
                     "(default: cpu, or the SHARDSCOPE_DEVICE environment variable)");
     cmd->add_option("--comm-timeout", opts->comm_timeout, "Seconds a rank waits for another before the run fails")
         ->capture_default_str();

@@ -34,7 +34,7 @@ namespace ss {
 /// Where a rank's tensors live and its kernels run.
 enum class Device { cpu, cuda };
 
-/// "cpu" -> Device::cpu, "cuda" -> Device::cuda; anything else throws ss::Error naming the choices.
+/// "cpu" -> Device::cpu, "cuda" (or "gpu", the same) -> Device::cuda; anything else throws ss::Error naming the choices.
 Device parse_device(const std::string& name);
 /// "cpu" or "cuda".
 const char* device_name(Device d);
