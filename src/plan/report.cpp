@@ -148,13 +148,19 @@ std::string format_plan(const PlanResult& r) {
                  (long long)c.calls, comm_bytes(c.bytes).c_str(), c.seconds * 1e3, overlap_name(c.overlap));
     o << fmt("  %-60s %12s\n\n", "total", decimal_bytes(double(r.comm_bytes())).c_str());
 
-    const double per_gpu_flops = t.hw_flops / r.gbs.world;
+    // The FLOPs the compute line's time is made of: every GPU's share when the
+    // stages are one; with a pipeline, the slowest stage's (the last holds the
+    // head), which is more than the mean over all GPUs, printed beside it.
+    auto flop = [](double f) { return f >= 1e12 ? fmt("%.1f TFLOP", f / 1e12) : fmt("%.2f GFLOP", f / 1e9); };
+    const double mean_flops = t.hw_flops / r.gbs.world;
+    const std::string flops_on =
+        r.mesh.pp == 1 ? flop(mean_flops) + " per GPU"
+                       : flop(r.gbs.ga * t.t_compute_mb * t.flops_per_s) + " per GPU of the slowest stage (mean " +
+                             flop(mean_flops) + ")";
     o << "time per step (predicted)\n";
-    o << fmt("  compute          %10.1f ms  %d micro-batch%s x %.1f ms; %s per GPU at %s\n",
+    o << fmt("  compute          %10.1f ms  %d micro-batch%s x %.1f ms; %s at %s\n",
              r.gbs.ga * t.t_compute_mb * 1e3, r.gbs.ga, r.gbs.ga > 1 ? "es" : "", t.t_compute_mb * 1e3,
-             per_gpu_flops >= 1e12 ? fmt("%.1f TFLOP", per_gpu_flops / 1e12).c_str()
-                                   : fmt("%.2f GFLOP", per_gpu_flops / 1e9).c_str(),
-             flops_str(t.flops_per_s).c_str());
+             flops_on.c_str(), flops_str(t.flops_per_s).c_str());
     o << fmt("  TP/SP/PP comm    %10.1f ms  on the critical path of every micro-batch\n",
              r.gbs.ga * t.t_critical_mb * 1e3);
     o << fmt("  bubble           %10.1f ms  (p-1)/(v m) = %.3f\n", t.bubble * 1e3, t.bubble_fraction);

@@ -83,7 +83,7 @@ void groups_table(const ViewModel& vm, int rank) {
     if (ImGui::BeginTable("groups", 4, flags)) {
         ImGui::TableSetupColumn("group");
         ImGui::TableSetupColumn("members");
-        ImGui::TableSetupColumn("bytes in trace");
+        ImGui::TableSetupColumn("axis total, all ranks");
         ImGui::TableSetupColumn("mpu call");
         ImGui::TableHeadersRow();
         struct Row {
