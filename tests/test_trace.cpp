@@ -410,6 +410,55 @@ TEST_CASE("trace summary prints the overlap table, and the emulated links above 
     REQUIRE(s.overlap[0].rank == 1);
 }
 
+TEST_CASE("trace summary puts the run's step time beside the planner's prediction, and their ratio",
+          "[trace][prediction]") {
+    Trace t;
+    t.events = {call(0, 1, 100, 40)};
+    // No measured steps: nothing to compare, nothing printed.
+    REQUIRE(step_time_check(t.other_data).steps == 0);
+    REQUIRE(format_trace_summary(summarize_trace(t), "t.json").find("step time") == std::string::npos);
+
+    // Step 1 warms up: the median of steps 2-4 (40, 44, 42 ms) is 42 ms; predicted 35 ms.
+    t.other_data["steps"] = nlohmann::json::array();
+    for (double ms : {90.0, 40.0, 44.0, 42.0}) t.other_data["steps"].push_back({{"ms", ms}, {"tokens_per_s", 1e5 / ms}});
+    t.other_data["prediction"] = {{"time", {{"step_s", 0.035}, {"tokens_per_s", 1e5 / 35}}},
+                                  {"cluster", {{"hw", "cpu-local"}, {"source", "defaults"}}}};
+    const StepTimeCheck c = step_time_check(t.other_data);
+    REQUIRE(c.steps == 4);
+    REQUIRE(c.first_counted == 2);
+    REQUIRE(c.measured_ms == 42.0);
+    REQUIRE(c.predicted_ms == Approx(35.0));
+    REQUIRE(c.ratio() == Approx(1.2));
+    std::string text = format_trace_summary(summarize_trace(t), "t.json");
+    const size_t at = text.find("step time of the whole run, measured beside the planner's prediction");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(at > text.find("\noverlap\n"));  // last
+    REQUIRE(text.find("measured        42.00 ms a step") != std::string::npos);
+    REQUIRE(text.find("(median of steps 2-4; step 1 warms up)") != std::string::npos);
+    REQUIRE(text.find("predicted       35.00 ms a step") != std::string::npos);
+    REQUIRE(text.find("(a prediction: plan --hw cpu-local)") != std::string::npos);
+    REQUIRE(text.find("measured / predicted = 1.20") != std::string::npos);
+    REQUIRE(text.find("the prediction's hardware numbers: defaults") != std::string::npos);
+
+    // Emulated links: the measured line says so. A run the planner could not model: why.
+    t.other_data["emulated_links"] = "emulated links (not measured): 1 GB/s, 6 us on every link";
+    REQUIRE(format_trace_summary(summarize_trace(t), "t.json").find("step 1 warms up; on emulated links)") !=
+            std::string::npos);
+    t.other_data["prediction"] = {{"unavailable", "the planner cannot model this run: PP=2 does not divide L=3"}};
+    text = format_trace_summary(summarize_trace(t), "t.json");
+    REQUIRE(text.find("predicted  none: the planner cannot model this run: PP=2 does not divide L=3") !=
+            std::string::npos);
+    REQUIRE(text.find("measured / predicted") == std::string::npos);
+    // One step: that step, said so; fields of the wrong type are left out.
+    t.other_data["steps"] = nlohmann::json::array({{{"ms", 7.5}, {"tokens_per_s", "fast"}}});
+    t.other_data["prediction"] = 3;
+    const StepTimeCheck one = step_time_check(t.other_data);
+    REQUIRE(one.measured_ms == 7.5);
+    REQUIRE(one.measured_tokens_per_s == 0);
+    REQUIRE(format_step_time_check(one, false).find("(step 1, the only one)") != std::string::npos);
+    REQUIRE(format_step_time_check(one, false).find("the trace holds no prediction") != std::string::npos);
+}
+
 TEST_CASE("trace summary counts what crosses nodes: a call's moved bytes, all across when its group spans nodes",
           "[trace][nodes]") {
     // 4 ranks, 2 per node: node 0 = {0, 1}, node 1 = {2, 3}.

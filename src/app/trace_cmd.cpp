@@ -9,9 +9,10 @@
 // algbw/busbw, then totals per payload; where the trace knows its ranks per
 // node (or --gpus-per-node says), per rank and step what crosses nodes
 // (src/comm/trace/trace_nodes.h); then per rank and step how much of the
-// communication hid under compute (src/comm/trace/trace_overlap.h); with --top N,
-// last, the N largest calls one by one. A run on
-// emulated links says so first. The adding up is in
+// communication hid under compute (src/comm/trace/trace_overlap.h); the whole
+// run's measured step time beside the planner's prediction for its layout
+// (src/comm/trace/trace_prediction.h); with --top N, last, the N largest calls
+// one by one. A run on emulated links says so first. The adding up is in
 // src/comm/trace/trace_summary.cpp; the file format in docs/trace-format.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -33,7 +34,8 @@ void add_trace_command(CLI::App& root) {
 
     auto file = std::make_shared<std::string>();
     CLI::App* summary = cmd->add_subcommand(
-        "summary", "Per axis, op and payload: calls, bytes, time, algbw and busbw; totals per payload; overlap per rank and step");
+        "summary", "Per axis, op and payload: calls, bytes, time, algbw and busbw; totals per payload; overlap per rank and step; "
+        "the step time beside the planner's prediction");
     auto filter = std::make_shared<TraceFilter>();
     auto exact = std::make_shared<bool>(false);
     auto gpus_per_node = std::make_shared<int>(0);

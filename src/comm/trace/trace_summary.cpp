@@ -116,6 +116,7 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter, int 
     s.overlap = overlap_by_step(picked);
     s.nodes = node_traffic_by_step(picked, gpn);
     s.emulated_links = emulated_links_note(trace.other_data);
+    s.step_time = step_time_check(trace.other_data);
     return s;
 }
 
@@ -134,8 +135,9 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         (unsigned long long)s.collectives, (unsigned long long)s.spans);
     // Before any number: the times below are the emulation's sleeps, not a network's.
     if (!s.emulated_links.empty()) out += s.emulated_links + "\n\n";
+    const std::string step_time = format_step_time_check(s.step_time, !s.emulated_links.empty());
     if (s.rows.empty()) {
-        out += "no collectives in this trace\n";
+        out += "no collectives in this trace\n" + step_time;
         return out;
     }
     // The "across nodes" column only where the trace knows its nodes, so other traces print as before.
@@ -180,7 +182,7 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         "at most comm; hidden = 1 - exposed / comm, the share that ran under compute (Holistic Trace\n"
         "Analysis' comm/compute overlap). async = calls issued before they ran. setup = before step 1.\n"
         "See src/comm/trace/trace_overlap.h.\n";
-    return out;
+    return out + step_time;
 }
 
 std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& filter, int n) {

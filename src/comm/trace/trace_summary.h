@@ -37,6 +37,7 @@
 #include "comm/trace/trace.h"
 #include "comm/trace/trace_nodes.h"
 #include "comm/trace/trace_overlap.h"
+#include "comm/trace/trace_prediction.h"
 
 namespace ss {
 
@@ -70,6 +71,7 @@ struct TraceSummary {
     std::string emulated_links;                ///< otherData.emulated_links, "" for a run on real links
     int gpus_per_node = 0;                     ///< ranks per node the "across nodes" counts use; 0: not known, no such counts
     std::vector<NodeTrafficRow> nodes;         ///< per rank and step, inside and across nodes (empty without gpus_per_node)
+    StepTimeCheck step_time;                   ///< the whole run's measured step time beside the prediction (otherData)
 };
 
 /// Which events to add up (-1: all).

@@ -1,0 +1,93 @@
+// trace_prediction.cpp — measured step time beside the prediction (trace_prediction.h).
+#include "comm/trace/trace_prediction.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace ss {
+
+namespace {
+
+double number(const nlohmann::json& j, const char* key) {
+    if (!j.is_object()) return 0;
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+std::string text(const nlohmann::json& j, const char* key) {
+    if (!j.is_object()) return "";
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+    static const nlohmann::json none;
+    if (!j.is_object()) return none;
+    auto it = j.find(key);
+    return it != j.end() ? *it : none;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+StepTimeCheck step_time_check(const nlohmann::json& other_data) {
+    StepTimeCheck c;
+    const nlohmann::json& steps = field(other_data, "steps");
+    if (steps.is_array()) {
+        std::vector<double> ms, tok;
+        for (const nlohmann::json& st : steps)
+            if (number(st, "ms") > 0) {
+                ms.push_back(number(st, "ms"));
+                tok.push_back(number(st, "tokens_per_s"));
+            }
+        c.steps = int(ms.size());
+        c.first_counted = c.steps > 1 ? 2 : 1;  // step 1 warms up, when there is another
+        const size_t skip = size_t(c.first_counted - 1);
+        c.measured_ms = median(std::vector<double>(ms.begin() + long(std::min(skip, ms.size())), ms.end()));
+        c.measured_tokens_per_s = median(std::vector<double>(tok.begin() + long(std::min(skip, tok.size())), tok.end()));
+    }
+    const nlohmann::json& p = field(other_data, "prediction");
+    c.unavailable = text(p, "unavailable");
+    const nlohmann::json& time = field(p, "time");
+    c.predicted_ms = number(time, "step_s") * 1e3;
+    c.predicted_tokens_per_s = number(time, "tokens_per_s");
+    const nlohmann::json& cluster = field(p, "cluster");
+    c.hardware = text(cluster, "hw");
+    c.source = text(cluster, "source");
+    return c;
+}
+
+std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
+    if (c.steps == 0) return "";
+    std::string out = "\nstep time of the whole run, measured beside the planner's prediction for its layout\n";
+    char line[512];
+    const std::string which = c.steps == 1 ? "step 1, the only one"
+                                           : "median of steps " + std::to_string(c.first_counted) + "-" +
+                                                 std::to_string(c.steps) + "; step 1 warms up";
+    std::snprintf(line, sizeof line, "  measured   %10.2f ms a step, %12.0f tokens/s  (%s%s)\n", c.measured_ms,
+                  c.measured_tokens_per_s, which.c_str(), emulated ? "; on emulated links" : "");
+    out += line;
+    if (c.predicted_ms > 0) {
+        std::snprintf(line, sizeof line, "  predicted  %10.2f ms a step, %12.0f tokens/s  (a prediction: plan --hw %s)\n",
+                      c.predicted_ms, c.predicted_tokens_per_s, c.hardware.empty() ? "?" : c.hardware.c_str());
+        out += line;
+        std::snprintf(line, sizeof line, "  measured / predicted = %.2f (above 1: the run was slower than predicted)\n",
+                      c.ratio());
+        out += line;
+        if (!c.source.empty()) out += "  the prediction's hardware numbers: " + c.source + "\n";
+    } else if (!c.unavailable.empty()) {
+        out += "  predicted  none: " + c.unavailable + "\n";
+    } else {
+        out += "  predicted  none: the trace holds no prediction (a trace from before `train` wrote one)\n";
+    }
+    return out;
+}
+
+}  // namespace ss
