@@ -175,6 +175,29 @@ void draw_measured_vs_predicted(ViewerState& s) {
     }
 }
 
+// The whole run's step time beside the planner's prediction, as `trace summary` ends
+// (src/comm/trace/trace_prediction.h); summarize_trace read it from otherData.
+void draw_step_time(const StepTimeCheck& st, bool emulated) {
+    if (st.steps == 0) return;
+    const std::string which = st.steps == 1 ? "step 1" : "median of steps " + std::to_string(st.first_counted) + "-" +
+                                                               std::to_string(st.steps);
+    if (st.predicted_ms > 0) {
+        ImGui::Text("step time: measured %.2f ms (%s%s), predicted %.2f ms: measured / predicted %.2f", st.measured_ms,
+                    which.c_str(), emulated ? ", emulated links" : "", st.predicted_ms, st.ratio());
+    } else {
+        ImGui::Text("step time: measured %.2f ms (%s%s); no prediction", st.measured_ms, which.c_str(),
+                    emulated ? ", emulated links" : "");
+    }
+    help_marker(("The run's own step times (otherData.steps; step 1 warms up and is left out when there are "
+                 "more) beside the planner's prediction for the layout that ran (otherData.prediction: a "
+                 "prediction, for hardware " +
+                 (st.hardware.empty() ? std::string("?") : st.hardware) +
+                 (st.source.empty() ? std::string() : ", " + st.source) +
+                 (st.unavailable.empty() ? std::string() : "; none here: " + st.unavailable) +
+                 "). Above 1 the run was slower than predicted. `shardscope trace summary FILE` prints the same.")
+                    .c_str());
+}
+
 }  // namespace
 
 void draw_comm(ViewerState& s, ImVec2 size) {
@@ -249,6 +272,7 @@ void draw_comm(ViewerState& s, ImVec2 size) {
     }
     draw_overlap_line(s);
     if (pred.present) draw_measured_vs_predicted(s);
+    draw_step_time(sum.step_time, !vm.run.emulated_links.empty());
     source_note("drawn by viz/app/panel_comm.cpp from src/comm/trace/trace_summary.cpp (summarize_trace)");
 }
 
