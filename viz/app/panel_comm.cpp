@@ -96,7 +96,7 @@ void draw_overlap_line(ViewerState& s) {
         ImGui::TextDisabled("rank %d, step %d: no collectives", f.rank, f.step);
         return;
     }
-    ImGui::Text("rank %d, step %d: comm %.2f ms, exposed %.2f ms, %.0f%% hidden under compute (%s of %s calls "
+    ImGui::TextWrapped("rank %d, step %d: comm %.2f ms, exposed %.2f ms, %.0f%% hidden under compute (%s of %s calls "
                 "started ahead)", f.rank, f.step, o.comm_us / 1e3, o.exposed_us / 1e3, 100 * o.hidden_fraction(),
                 fmt_int(o.async_calls).c_str(), fmt_int(o.calls).c_str());
     help_marker("comm = the union of the rank's calls in the step (two in flight at once count once); exposed = "
@@ -182,10 +182,10 @@ void draw_step_time(const StepTimeCheck& st, bool emulated) {
     const std::string which = st.steps == 1 ? "step 1" : "median of steps " + std::to_string(st.first_counted) + "-" +
                                                                std::to_string(st.steps);
     if (st.predicted_ms > 0) {
-        ImGui::Text("step time: measured %.2f ms (%s%s), predicted %.2f ms: measured / predicted %.2f", st.measured_ms,
+        ImGui::TextWrapped("step time: measured %.2f ms (%s%s), predicted %.2f ms: measured / predicted %.2f", st.measured_ms,
                     which.c_str(), emulated ? ", emulated links" : "", st.predicted_ms, st.ratio());
     } else {
-        ImGui::Text("step time: measured %.2f ms (%s%s); no prediction", st.measured_ms, which.c_str(),
+        ImGui::TextWrapped("step time: measured %.2f ms (%s%s); no prediction", st.measured_ms, which.c_str(),
                     emulated ? ", emulated links" : "");
     }
     help_marker(("The run's own step times (otherData.steps; step 1 warms up and is left out when there are "

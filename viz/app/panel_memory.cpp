@@ -142,12 +142,24 @@ void draw_table(ViewerState& s) {
     ImGui::TextDisabled("cursor %s, peak at %s", fmt_time_us(s.cursor_t).c_str(),
                         peak ? fmt_time_us(peak->t).c_str() : "-");
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
-    if (ImGui::BeginTable("mem_table", 3 + (has_ledger ? 1 : 0) + (pred.present ? 1 : 0), flags)) {
+    // The gap column: what the rank held (its own peak from the Ledger, else the trace's peak
+    // sample) against the prediction, as the Comm summary sets bytes beside it.
+    auto gap_cell = [](uint64_t measured, uint64_t predicted) {
+        if (measured == predicted)
+            ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
+        else if (predicted == 0)
+            ImGui::TextDisabled("not predicted");
+        else
+            ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%",
+                               100.0 * (double(measured) - double(predicted)) / double(predicted));
+    };
+    if (ImGui::BeginTable("mem_table", 3 + (has_ledger ? 1 : 0) + (pred.present ? 2 : 0), flags)) {
         ImGui::TableSetupColumn("category");
         ImGui::TableSetupColumn("now");
         ImGui::TableSetupColumn("at peak");
         if (has_ledger) ImGui::TableSetupColumn("own peak");
         if (pred.present) ImGui::TableSetupColumn("predicted");
+        if (pred.present) ImGui::TableSetupColumn(has_ledger ? "own peak vs it" : "at peak vs it");
         ImGui::TableHeadersRow();
         std::array<uint64_t, 3> totals{};
         std::array<uint64_t, 2> predicted_kinds{};  // now and at peak, less what the planner does not predict
@@ -177,6 +189,9 @@ void draw_table(ViewerState& s) {
                     ImGui::TextDisabled("-");
                 else
                     ImGui::TextUnformatted(fmt_bytes(double(pred.mem[size_t(c)])).c_str());
+                ImGui::TableNextColumn();
+                if (predicted_kind(Mem(c)))
+                    gap_cell(has_ledger ? vm.run.ledger_peak[size_t(r)][size_t(c)] : b, pred.mem[size_t(c)]);
             }
         }
         ImGui::TableNextRow();
@@ -190,6 +205,7 @@ void draw_table(ViewerState& s) {
         if (pred.present) {  // the planner's total leaves workspace and outer out: set beside the like sum below
             ImGui::TableNextColumn();
             ImGui::TextDisabled("-");
+            ImGui::TableNextColumn();
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
             ImGui::TextUnformatted("predicted kinds");  // explained in the help marker under the table
@@ -200,6 +216,8 @@ void draw_table(ViewerState& s) {
             if (has_ledger) ImGui::TableNextColumn();
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(fmt_bytes(double(pred.mem_total)).c_str());
+            ImGui::TableNextColumn();
+            gap_cell(predicted_kinds[1], pred.mem_total);  // the peak sample's predicted kinds: one moment, as the plan
         }
         ImGui::EndTable();
     }
@@ -214,7 +232,9 @@ void draw_table(ViewerState& s) {
                 "bytes, fp32 4 + 4 + 8. ZeRO-1 divides optim by N (the shard group), ZeRO-2 also grads, "
                 "ZeRO-3 also params.");
     if (pred.present) {
-        ImGui::TextDisabled("predicted: %s (src/plan/memory.h)", pred.layout.c_str());
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        ImGui::TextWrapped("predicted: %s (src/plan/memory.h)", pred.layout.c_str());
+        ImGui::PopStyleColor();
         help_marker("The planner's answer for this run (stored by `train` in the trace's otherData.prediction): "
                     "model states by the ZeRO paper's table, counted per unit as the engine partitions them "
                     "(sum of ceil(P_u / N)); activations by Korthikanti et al. 2022 in the engine's own layout "
@@ -222,7 +242,10 @@ void draw_table(ViewerState& s) {
                     "pipeline stage that needs the most (every rank when PP = 1). Workspace (fp32 compute "
                     "copies, scratch) and DiLoCo's outer state are not predicted: the row \"predicted kinds\" "
                     "sums the categories that are, to set beside the planner's total (the row \"total\" "
-                    "includes the rest). Formulas: docs/formulas.md.");
+                    "includes the rest). The last column is the rank's own peak per category (the Ledger's; "
+                    "without it, the peak sample's) against the prediction, and for \"predicted kinds\" the "
+                    "peak sample's sum against the planner's total: + when the rank held more than predicted. "
+                    "Formulas: docs/formulas.md.");
     } else if (!pred.unavailable.empty()) {
         ImGui::TextDisabled("no prediction: %s", pred.unavailable.c_str());
     } else {
@@ -329,7 +352,7 @@ void draw_memory(ViewerState& s, ImVec2 size) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float note_h = ImGui::GetTextLineHeightWithSpacing();
     const float top_h = (avail.y - note_h) * 0.52f;
-    const float table_w = std::min(avail.x * 0.42f, 420.0f);
+    const float table_w = std::min(avail.x * 0.45f, 560.0f);  // six columns with the prediction and its gap
     // top: bars | table
     ImGui::BeginGroup();
     ImGui::TextUnformatted(s.vm->run.predicted.present ? "per rank: now | at peak | predicted" : "per rank: now | at peak");
