@@ -69,9 +69,13 @@ std::string model_line(const PlanResult& r) {
 std::string cluster_line(const PlanInput& in) {
     const Hardware& h = in.hw;
     std::string node = in.gpus_per_node >= in.gpus ? "all in one node" : fmt("%d per node", in.gpus_per_node);
-    return fmt("cluster: %d x %s, %s: %s peak x %.2f, %s, links %s/s in a node, %s/s between\n", in.gpus,
-               h.label.c_str(), node.c_str(), flops_str(h.flops).c_str(), h.efficiency, decimal_bytes(h.memory).c_str(),
-               decimal_bytes(h.intra.busbw).c_str(), decimal_bytes(h.inter.busbw).c_str());
+    // Ranks that share a CPU's cores share its rate too (plan/time.cpp): say so where it applies.
+    const std::string shared = h.cores > 0 && in.gpus > h.cores
+                                   ? fmt(" x %d cores / %d ranks", h.cores, in.gpus)
+                                   : std::string();
+    return fmt("cluster: %d x %s, %s: %s peak x %.2f%s, %s, links %s/s in a node, %s/s between\n", in.gpus,
+               h.label.c_str(), node.c_str(), flops_str(h.flops).c_str(), h.efficiency, shared.c_str(),
+               decimal_bytes(h.memory).c_str(), decimal_bytes(h.intra.busbw).c_str(), decimal_bytes(h.inter.busbw).c_str());
 }
 
 // What qwZ and qgZ do to the numbers: the run trains on quantized values.
@@ -123,8 +127,8 @@ std::string format_plan(const PlanResult& r) {
             commas(mem.slice.elems).c_str()));
     row("grads", double(mem.states.grads), fmt("%d Psi%s", es, l.zero >= 2 ? (" / " + N).c_str() : ""));
     row("optim", double(mem.states.optim),
-        fmt("%d Psi%s   ZeRO-%d, N = dp_shard x sp = %d", K, l.zero >= 1 ? (" / " + N).c_str() : "", l.zero,
-            mem.shard_n));
+        l.zero >= 1 ? fmt("%d Psi / %s   ZeRO-%d, N = dp_shard x sp = %d", K, N.c_str(), l.zero, mem.shard_n)
+                    : fmt("%d Psi   ZeRO-0: every rank holds all of it", K));
     row("acts", mem.acts.total,
         fmt("%s x %g layer-micro-batches%s", mem.acts.formula.c_str(), mem.acts.layer_sets,
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
