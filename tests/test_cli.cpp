@@ -182,6 +182,7 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
         {"train --model tiny --zero 4", "--zero 4 is out of range: it must be in [0, 3]"},
         {"plan --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
         {"plan --ga 0", "--ga 0 is out of range"},
+        {"schedule --pp 2 --ga 0", "--micro/--ga 0 is out of range"},  // an option of two names: both named
         {"plan --efficiency -1", "--efficiency -1 is out of range: it must be in (0, 1]"},
         {"plan --efficiency 2", "--efficiency 2 is out of range: it must be in (0, 1]"},
         {"plan --flops nan", "--flops nan is not a finite number: it must be above 0"},

@@ -62,9 +62,13 @@ void limit(CLI::App& cmd, const std::string& flag, const FlagRange& range, const
     // The validator throws instead of returning its message: CLI11 would turn
     // a returned message into its own usage error; ss::Error is what every
     // other bad value of `shardscope` raises (error: ..., exit status 1).
+    // An option with two names (--micro and --ga) is named by both: the user typed one of them.
+    std::string shown;
+    for (const std::string& n : opt->get_lnames()) shown += (shown.empty() ? "--" : "/--") + n;
+    if (opt->get_lnames().size() < 2) shown = flag;
     opt->check(CLI::Validator(
-        [flag, range, hint](std::string& value) {
-            const std::string why = flag_range_error(flag, value, range, hint);
+        [shown, range, hint](std::string& value) {
+            const std::string why = flag_range_error(shown, value, range, hint);
             if (!why.empty()) throw Error(why);
             return std::string();
         },
