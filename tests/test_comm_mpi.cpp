@@ -433,6 +433,11 @@ TEST_CASE("write_chrome_trace_mpi: one file with every rank, on one clock", "[co
     run_mpi([&](Comm& comm) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20 * comm.rank()));
         { ScopedSpan span(&tracer, "h.0 forward", "fwd"); }
+        // A started call: its event carries issued_us and exposed_us, which must survive the merge.
+        std::vector<float> x(256, 1.0f);
+        CommHandle h = comm.start_all_reduce(x.data(), x.size(), DType::f32, comm.world_group(), ReduceOp::sum,
+                                             {Payload::grad, -1, Phase::bwd, -1, 0});
+        comm.wait(h);
         comm.barrier(comm.world_group(), {Payload::scalar, -1, Phase::step, -1, 0});
     }, CommOptions{30, {&tracer}});
     const std::string path = std::string(SS_BINARY_DIR) + "/test_out/comm_mpi/trace.json";
@@ -462,6 +467,21 @@ TEST_CASE("write_chrome_trace_mpi: one file with every rank, on one clock", "[co
     }
     CHECK(spans == std::vector<int>(kWorld, 1));
     CHECK(barriers == std::vector<int>(kWorld, 1));
+    // The started all-reduce's overlap fields, on rank 0's clock like ts (the tracers are
+    // 10 s apart: an issued_us left unshifted would be 10 s per rank from its ts).
+    int started = 0;
+    for (const auto& e : t.events)
+        if (e.name == "all_reduce") {
+            ++started;
+            INFO("rank " << e.rank << ": issued " << e.issued_us << " us, ts " << e.ts_us << " us, exposed "
+                         << e.exposed_us << " of " << e.dur_us << " us");
+            CHECK(e.issued_us >= 0);
+            CHECK(e.issued_us <= e.ts_us + 1);
+            CHECK(e.ts_us - e.issued_us < 5e6);
+            CHECK(e.exposed_us >= 0);
+            CHECK(e.exposed_us <= e.dur_us + 1);
+        }
+    CHECK(started == kWorld);
     // Every rank leaves the barrier at about the same moment. Without the shift the
     // ends would be 10 s apart; with it they agree to the barrier's exit skew, which
     // on an oversubscribed machine (4 ranks on 2 cores) can be a scheduler slice or two.

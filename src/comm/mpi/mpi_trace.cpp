@@ -36,7 +36,8 @@ json event_to_json(const TraceEvent& e) {
                 {"ts", e.ts_us},      {"dur", e.dur_us},  {"axis", e.axis},   {"group", e.group},
                 {"bytes", e.bytes},   {"count", e.count}, {"dtype", e.dtype}, {"peer", e.peer},
                 {"label", {int(l.payload), l.layer, int(l.phase), l.microbatch, l.step}},
-                {"mem", e.mem},       {"args", e.args},   {"gpu", e.gpu_us}};
+                {"mem", e.mem},       {"args", e.args},   {"gpu", e.gpu_us},
+                {"iss", e.issued_us}, {"exp", e.exposed_us}};
 }
 
 TraceEvent event_from_json(const json& j) {
@@ -54,6 +55,8 @@ TraceEvent event_from_json(const json& j) {
     e.dtype = j.at("dtype").get<std::string>();
     e.peer = j.at("peer").get<int>();
     e.gpu_us = j.at("gpu").get<double>();
+    e.issued_us = j.at("iss").get<double>();
+    e.exposed_us = j.at("exp").get<double>();
     const json& l = j.at("label");
     e.label = Label{Payload(l.at(0).get<int>()), l.at(1).get<int>(), Phase(l.at(2).get<int>()), l.at(3).get<int>(),
                     l.at(4).get<int>()};
@@ -138,6 +141,7 @@ void write_chrome_trace_mpi(const std::string& path, const Tracer& mine, const j
                 for (const json& ev : j.at("events")) {
                     TraceEvent e = event_from_json(ev);
                     e.ts_us += shift;
+                    if (e.issued_us >= 0) e.issued_us += shift;  // a time, like ts; exposed_us is a length
                     t->record(std::move(e));
                 }
                 tracers.push_back(std::move(t));
