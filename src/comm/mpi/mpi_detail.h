@@ -123,7 +123,9 @@ public:
     /// Polls @p done until it returns true, answering the side channel meanwhile.
     /// Throws ss::Error ("desync: <call>: rank 1 did not arrive within 60 s; rank 1 is
     /// waiting in ...") after the timeout, or at once when a member has returned
-    /// from its work without making this call.
+    /// from its work without making this call. A process started by an MPI launcher
+    /// whose launcher has died (`kill -9 mpirun`: the ranks live on, reparented)
+    /// says so and exits, instead of training on unseen (check_launcher).
     void wait(const std::function<bool()>& done, const WaitInfo& info);
 
     /// The end of this rank's work: tells every other rank, with @p calls_per_group
@@ -133,6 +135,7 @@ public:
 
 private:
     void service(const WaitInfo* waiting);
+    void check_launcher() const;
     std::string skipped(const WaitInfo& info) const;
     [[noreturn]] void timed_out(const WaitInfo& info);
     void post(int dest, int tag, std::string text);
@@ -140,6 +143,7 @@ private:
     MPI_Comm ctl_;
     int rank_, world_;
     double timeout_;
+    int launcher_ = 0;  // the launcher's pid (this process's parent under mpirun); 0: none known
     bool finishing_ = false;
     struct Finished {
         std::vector<uint64_t> calls;  // per prepared group

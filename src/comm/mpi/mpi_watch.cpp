@@ -19,11 +19,16 @@
 //
 // The error is thrown; run_mpi prints it and calls MPI_Abort, because an MPI
 // collective that has begun cannot be cancelled.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "comm/comm.h"
+#include "comm/launch_env.h"
 #include "comm/mpi/mpi_detail.h"
 #include "core/check.h"
 
@@ -103,6 +108,26 @@ std::vector<int> WaitInfo::others(int me) const {
 Watch::Watch(MPI_Comm ctl, int rank, int world, double timeout_seconds)
     : ctl_(ctl), rank_(rank), world_(world), timeout_(timeout_seconds) {
     SS_CHECK(timeout_seconds > 0, "mpi backend: timeout " << timeout_seconds << " s must be positive");
+    // Only under a launcher: a process started by hand (a singleton, perhaps under nohup)
+    // may outlive its shell on purpose.
+    if (!mpi_launch_from_env().variable.empty()) launcher_ = int(getppid());
+}
+
+// `kill -9 mpirun` leaves its processes running, reparented: they would train on
+// to the end, unseen, saving checkpoints and holding the checkpoint folder's
+// lock. Each rank notices at its next wait that its parent changed, and stops.
+// It exits at once: there is no one to report to (the launcher's pipes are gone),
+// and a checkpoint is written to a temporary folder first (checkpoint.h), so
+// `latest` still names a complete one.
+void Watch::check_launcher() const {
+    if (launcher_ <= 1 || int(getppid()) == launcher_) return;
+    std::fprintf(stderr,
+                 "shardscope: rank %d: the launcher that started this process (pid %d, mpirun or its daemon) is "
+                 "gone; stopping here. A checkpoint being saved is left unfinished; `latest` still names a "
+                 "complete one.\n",
+                 rank_, launcher_);
+    std::fflush(stderr);
+    std::_Exit(1);
 }
 
 Watch::~Watch() {
@@ -186,10 +211,12 @@ std::string Watch::skipped(const WaitInfo& info) const {
 }
 
 void Watch::wait(const std::function<bool()>& done, const WaitInfo& info) {
+    check_launcher();
     if (done()) return;
     const double deadline = now_seconds() + timeout_;
     for (uint64_t polls = 0;; ++polls) {
         if (done()) return;
+        check_launcher();
         service(&info);
         if (!finished_.empty()) {  // only near the end of a run
             std::string why = skipped(info);
