@@ -274,9 +274,13 @@ TEST_CASE("a damaged checkpoint is refused with the file named, before any rank 
     // A corrupt manifest.
     std::ofstream(step_dir + "/manifest.json") << "{ not json";
     refused("manifest.json is not valid JSON");
-    // No checkpoint at all.
+    // No checkpoint at all: a folder that does not exist, an empty one, a file of a checkpoint.
     b.resume = dir_for("empty");
+    refused(b.resume + " does not exist");
+    fs::create_directories(b.resume);
     refused("no checkpoint there");
+    b.resume = shard;
+    refused(shard + " is a file, not a checkpoint folder; its folder " + step_dir + " is one: give that");
     // Options.
     TrainOptions c = base(1, 8);
     c.save_every = 2;

@@ -190,10 +190,19 @@ bool checkpoint_owns_path(const std::string& dir, const std::string& path) {
 
 std::string find_checkpoint(const std::string& dir) {
     if (fs::exists(dir + "/manifest.json")) return dir;
+    std::error_code ec;
+    const std::string hint = "give the --checkpoint-dir of a run that saved with --save-every, or one step-N in it";
+    SS_CHECK(fs::exists(dir, ec), dir << " does not exist; " << hint);
+    if (fs::is_regular_file(dir, ec)) {  // a file of a checkpoint, typed for its folder
+        const std::string parent = fs::path(dir).parent_path().string();
+        SS_FAIL(dir << " is a file, not a checkpoint folder; "
+                    << (fs::exists(fs::path(parent) / "manifest.json", ec) ? "its folder " + parent + " is one: give that"
+                                                                            : hint));
+    }
     const std::string latest = dir + "/latest";
     std::ifstream f(latest);
     SS_CHECK(f.good(), dir << ": no checkpoint there (neither " << dir << "/manifest.json nor " << latest
-                           << "); give the --checkpoint-dir of a run that saved with --save-every, or one step-N in it");
+                           << "); " << hint);
     std::string name;
     f >> name;
     SS_CHECK(!name.empty() && name.find('/') == std::string::npos,
