@@ -73,6 +73,21 @@ int main(int argc, char** argv) {
                                                  {Payload::grad, 4, Phase::bwd});
             comm.wait(h);
         }, CommOptions{1, {}, {}}, {Group{"tp", {0, 1}}});
+    } else if (mode == "ahead") {
+        run_mpi([](Comm& comm) {
+            float x = 1, y = 1;
+            if (comm.rank() == 1) sleep_s(60);  // until rank 0's MPI_Abort ends it
+            CommHandle h1 = comm.start_all_reduce(&x, 1, DType::f32, comm.world_group(), ReduceOp::sum,
+                                                  {Payload::param, 1, Phase::fwd});
+            CommHandle h2 = comm.start_all_reduce(&y, 1, DType::f32, comm.world_group(), ReduceOp::sum,
+                                                  {Payload::param, 2, Phase::fwd});
+            if (comm.rank() == 2) {  // waits in the later call (a prefetch), and times out after rank 0
+                sleep_s(0.3);
+                comm.wait(h2);
+            }
+            comm.wait(h1);
+            comm.wait(h2);
+        }, CommOptions{1, {}, {}});
     } else if (mode == "throw_in_flight") {
         run_mpi([](Comm& comm) {
             std::vector<float> x(100, 1.0f);
@@ -92,7 +107,7 @@ int main(int argc, char** argv) {
             throw Error("rank 1 failed with a call in flight");
         }, CommOptions{1, {}, {}}, {Group{"tp", {0, 1}}});
     } else {
-        std::fprintf(stderr, "usage: mpirun -np N %s skip|stuck|elsewhere|throw|recv|start|throw_in_flight|throw_stuck\n",
+        std::fprintf(stderr, "usage: mpirun -np N %s skip|stuck|elsewhere|throw|recv|start|ahead|throw_in_flight|throw_stuck\n",
                      argv[0]);
         return 2;
     }

@@ -227,6 +227,21 @@ void Watch::wait(const std::function<bool()>& done, const WaitInfo& info) {
     }
 }
 
+namespace {
+
+// True if @p their_key ("g3#18") is a later call on the group of @p info (key "g3#17"):
+// calls on a group are made in order, so a member waiting in a later one made this one.
+bool later_on_same_group(const std::string& their_key, const WaitInfo& info) {
+    if (info.group_index < 0) return false;
+    const std::string prefix = "g" + std::to_string(info.group_index) + "#";
+    if (their_key.compare(0, prefix.size(), prefix) != 0) return false;
+    const std::string n = their_key.substr(prefix.size());
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return false;
+    return std::stoull(n) > info.seq;
+}
+
+}  // namespace
+
 // Asks the members where they are, then throws the report.
 void Watch::timed_out(const WaitInfo& info) {
     const std::vector<int> others = info.others(rank_);
@@ -274,6 +289,12 @@ void Watch::timed_out(const WaitInfo& info) {
         if (parts.size() == 4 && parts[1] == key && key != "-") {
             if (parts[2] != sig) arrived_differently.push_back({r, parts[2]});
             continue;  // it is in this very call
+        }
+        if (parts.size() == 4 && later_on_same_group(parts[1], info)) {
+            // Started calls (ZeRO-3's prefetch): it made this call and waits in a later one on
+            // the group, so it arrived here; naming it among the missing would blame it.
+            notes.push_back(who + " made this call and is ahead, waiting in " + parts[3]);
+            continue;
         }
         missing.push_back(r);
         notes.push_back(who + " is waiting in " + (parts.size() == 4 ? parts[3] : it->second));
