@@ -117,7 +117,7 @@ Watch::Watch(MPI_Comm ctl, int rank, int world, double timeout_seconds)
 // to the end, unseen, saving checkpoints and holding the checkpoint folder's
 // lock. Each rank notices at its next wait that its parent changed, and stops.
 // It exits at once: there is no one to report to (the launcher's pipes are gone),
-// and a checkpoint is written to a temporary folder first (checkpoint.h), so
+// and a checkpoint is written to a temporary folder first (train/sharded_checkpoint.h), so
 // `latest` still names a complete one.
 void Watch::check_launcher() const {
     if (launcher_ <= 1 || int(getppid()) == launcher_) return;
