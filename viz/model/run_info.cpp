@@ -53,9 +53,7 @@ void read_prediction(const json& p, Prediction& out) {
             }
         }
     }
-    const json& time = sub(p, "time");
-    get(time, "step_s", out.step_s);
-    get(time, "tokens_per_s", out.tokens_per_s);
+    // The predicted step time is read with the measured one (comm/trace/trace_prediction.h).
     get(sub(p, "layout"), "text", out.layout);
     get(sub(p, "cluster"), "hw", out.hardware);
 }

@@ -38,8 +38,6 @@ struct Prediction {
     uint64_t mem_total = 0;                           ///< their sum, as the planner adds it
     std::array<uint64_t, kPayloads> comm_bytes{};     ///< bytes per step by payload, as the trace counts them
     std::array<uint64_t, kPayloads> comm_calls{};     ///< calls per step by payload
-    double step_s = 0;                                ///< predicted step time
-    double tokens_per_s = 0;                          ///< predicted throughput
     std::string layout;                               ///< "TP 1 x PP 1 x SP 1 x DP 8 (8 x 1), ZeRO-3"
     std::string hardware;                             ///< the preset the time is for ("cpu-local", ...)
 };
