@@ -147,10 +147,7 @@ void draw_measured_vs_predicted(ViewerState& s) {
             ImGui::TableNextColumn();
             ImGui::Text("%s B", fmt_int(q).c_str());
             ImGui::TableNextColumn();
-            if (m == q)
-                ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
-            else
-                ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%", q ? 100.0 * (double(m) - double(q)) / double(q) : 100.0);
+            gap_cell(m, q);
         }
         uint64_t m_total = 0, q_total = 0;
         for (int p = 0; p < kPayloads; ++p) {
@@ -166,11 +163,7 @@ void draw_measured_vs_predicted(ViewerState& s) {
         ImGui::TableNextColumn();
         ImGui::Text("%s B", fmt_int(q_total).c_str());
         ImGui::TableNextColumn();
-        if (m_total == q_total)
-            ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
-        else
-            ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%",
-                               q_total ? 100.0 * (double(m_total) - double(q_total)) / double(q_total) : 100.0);
+        gap_cell(m_total, q_total);
         ImGui::EndTable();
     }
 }

@@ -142,17 +142,8 @@ void draw_table(ViewerState& s) {
     ImGui::TextDisabled("cursor %s, peak at %s", fmt_time_us(s.cursor_t).c_str(),
                         peak ? fmt_time_us(peak->t).c_str() : "-");
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
-    // The gap column: what the rank held (its own peak from the Ledger, else the trace's peak
-    // sample) against the prediction, as the Comm summary sets bytes beside it.
-    auto gap_cell = [](uint64_t measured, uint64_t predicted) {
-        if (measured == predicted)
-            ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
-        else if (predicted == 0)
-            ImGui::TextDisabled("not predicted");
-        else
-            ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%",
-                               100.0 * (double(measured) - double(predicted)) / double(predicted));
-    };
+    // The gap column (gap_cell, widgets.h): what the rank held (its own peak from the Ledger,
+    // else the trace's peak sample) against the prediction, as the Comm summary sets bytes beside it.
     if (ImGui::BeginTable("mem_table", 3 + (has_ledger ? 1 : 0) + (pred.present ? 2 : 0), flags)) {
         ImGui::TableSetupColumn("category");
         ImGui::TableSetupColumn("now");
@@ -366,7 +357,8 @@ void draw_memory(ViewerState& s, ImVec2 size) {
     draw_bars(s, ImVec2(avail.x - table_w - 12, top_h - ImGui::GetTextLineHeightWithSpacing()));
     ImGui::EndGroup();
     ImGui::SameLine(0, 12);
-    ImGui::BeginChild("mem_table_child", ImVec2(table_w, top_h), false);
+    // scrolls sideways where the six columns are wider than table_w (an Overview tile)
+    ImGui::BeginChild("mem_table_child", ImVec2(table_w, top_h), false, ImGuiWindowFlags_HorizontalScrollbar);
     draw_table(s);
     ImGui::EndChild();
     // bottom: over time

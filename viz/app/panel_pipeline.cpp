@@ -89,6 +89,7 @@ const PipeBox* chart(const char* id, const PipeTimeline& t, const PipelineView& 
     // The time axis.
     const float ay = o.y + row_h * float(pv.pp) + 2;
     const double step = nice_step(t_end, std::max(2, int(w / 70)));
+    float last_label_end = -1e9f;  // right end of the last label drawn
     for (double tt = 0; tt <= t_end + 1e-9; tt += step) {
         const float x = x_of(tt);
         dl->AddLine(ImVec2(x, ay), ImVec2(x, ay + 4), IM_COL32(150, 155, 165, 255));
@@ -97,8 +98,12 @@ const PipeBox* chart(const char* id, const PipeTimeline& t, const PipelineView& 
             std::snprintf(buf, sizeof buf, "%s", fmt_time_us(tt).c_str());
         else
             std::snprintf(buf, sizeof buf, "%g", tt);
-        if (x + 2 + ImGui::CalcTextSize(buf).x <= o.x + width)
-            dl->AddText(ImVec2(x + 2, ay + 1), IM_COL32(150, 155, 165, 255), buf);
+        // right of its tick; the last, at the chart's end, left of it where it would run past the edge
+        const float text_w = ImGui::CalcTextSize(buf).x;
+        const float lx = x + 2 + text_w <= o.x + width ? x + 2 : x - 2 - text_w;
+        if (lx < last_label_end + 6) continue;  // would overlap the label before it
+        dl->AddText(ImVec2(lx, ay + 1), IM_COL32(150, 155, 165, 255), buf);
+        last_label_end = lx + text_w;
     }
     return hit;
 }

@@ -23,6 +23,8 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "comm/trace/trace_overlap.h"
 #include "viz/app/panels.h"
@@ -33,7 +35,9 @@ namespace ss::viz {
 namespace {
 
 constexpr float kLabelW = 74.0f;  // rank labels on the left
-constexpr float kRulerH = 20.0f;  // time axis on top
+constexpr float kTimeRowH = 20.0f;                  // time axis on top
+constexpr float kStepRowH = 15.0f;                  // under it, the steps' names (not over rank 0's bars)
+constexpr float kRulerH = kTimeRowH + kStepRowH;
 constexpr ImU32 kLaneBg = IM_COL32(32, 36, 44, 255);
 constexpr ImU32 kLaneBgAlt = IM_COL32(38, 42, 52, 255);
 constexpr ImU32 kCursor = IM_COL32(255, 200, 60, 255);
@@ -299,11 +303,12 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
         const double t = (first_tick + k) * tick;
         if (t > ui.view.t1) break;
         const float x = float(ui.view.x_of(t));
-        dl->AddLine(ImVec2(x, origin.y + kRulerH - 6), ImVec2(x, origin.y + kRulerH), IM_COL32(150, 150, 160, 255));
+        dl->AddLine(ImVec2(x, origin.y + kTimeRowH - 6), ImVec2(x, origin.y + kTimeRowH), IM_COL32(150, 150, 160, 255));
         dl->AddText(ImVec2(x + 3, origin.y + 2), IM_COL32(170, 175, 185, 255), fmt_time_us(t).c_str());
     }
     dl->PopClipRect();
     dl->AddText(ImVec2(origin.x + 4, origin.y + 2), IM_COL32(170, 175, 185, 255), "time");
+    dl->AddText(ImVec2(origin.x + 4, origin.y + kTimeRowH), IM_COL32(170, 175, 185, 255), "steps");
 
     // ---- lanes ----------------------------------------------------------------------
     dl->PushClipRect(ImVec2(origin.x, lanes_y), ImVec2(origin.x + avail.x, lanes_y + lanes_h), true);
@@ -394,8 +399,10 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
     }
     dl->ChannelsMerge();
     tex.upload();
+    // step boundaries over the lanes (clipped to them), and their names in the ruler's step row
+    // (its own clip, not the lanes': intersect_with_current_clip_rect = false) where there is room
     dl->PushClipRect(ImVec2(lanes_x, lanes_y), ImVec2(lanes_x + lanes_w, lanes_y + lanes_h), true);
-    // step boundaries, and their names where there is room for them
+    std::vector<std::pair<float, int>> step_names;  // x and step, drawn after the lines
     float last_label_x = -1e9f;
     for (size_t i = 0; i < m.steps.size(); ++i) {
         const StepSpan& st = m.steps[i];
@@ -406,9 +413,17 @@ void draw_timeline(ViewerState& s, ImVec2 size) {
         char t[24];
         std::snprintf(t, sizeof t, "step %d", st.step);
         if (x - last_label_x < ImGui::CalcTextSize(t).x + 12) continue;
-        dl->AddText(ImVec2(x + 3, lanes_y + 1), IM_COL32(200, 200, 220, 150), t);
+        step_names.emplace_back(x, st.step);
         last_label_x = x;
     }
+    dl->PushClipRect(ImVec2(lanes_x, origin.y + kTimeRowH), ImVec2(lanes_x + lanes_w, lanes_y), false);
+    for (const auto& [x, step] : step_names) {
+        char t[24];
+        std::snprintf(t, sizeof t, "step %d", step);
+        dl->AddLine(ImVec2(x, origin.y + kTimeRowH), ImVec2(x, lanes_y), IM_COL32(200, 200, 220, 110));
+        dl->AddText(ImVec2(x + 3, origin.y + kTimeRowH), IM_COL32(200, 200, 220, 190), t);
+    }
+    dl->PopClipRect();
     // the selected collective on every rank of its group
     if (ui.selected_instance >= 0 && size_t(ui.selected_instance) < m.instances.size()) {
         for (uint32_t ei : m.instances[size_t(ui.selected_instance)]) {

@@ -22,9 +22,12 @@ using DrawFn = void (*)(ViewerState&, ImVec2);
 
 bool needs_trace(Panel p) { return p != Panel::gbs && p != Panel::live; }
 
-// A bordered tile holding one panel.
-void tile(ViewerState& s, const char* id, ImVec2 size, DrawFn fn) {
-    ImGui::BeginChild(id, size, true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+// A bordered tile holding one panel. The Timeline's tile does not scroll (the wheel zooms
+// and scrolls its lanes itself); the others scroll down where the panel is longer than the
+// tile (at 1600 x 1000 the Comm summary's last lines were cut off). Not sideways: wrapped
+// lines wrap at the tile's edge only while the tile has no horizontal scroll.
+void tile(ViewerState& s, const char* id, ImVec2 size, DrawFn fn, bool scrolls = true) {
+    ImGui::BeginChild(id, size, true, scrolls ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
     fn(s, ImGui::GetContentRegionAvail());
     ImGui::EndChild();
 }
@@ -34,7 +37,7 @@ void draw_overview(ViewerState& s, ImVec2 size) {
     const float left_w = (size.x - gap) * 0.60f, right_w = size.x - gap - left_w;
     const float top_h = (size.y - gap) * 0.56f;
     ImGui::BeginGroup();
-    tile(s, "ov_timeline", ImVec2(left_w, top_h), draw_timeline);
+    tile(s, "ov_timeline", ImVec2(left_w, top_h), draw_timeline, false);
     tile(s, "ov_memory", ImVec2(left_w, size.y - gap - top_h), draw_memory);
     ImGui::EndGroup();
     ImGui::SameLine();

@@ -22,7 +22,9 @@ void help_marker(const char* text) {
 
 void source_note(const char* text) {
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(140, 150, 165, 255));
+    ImGui::PushTextWrapPos(0.0f);  // wrapped at the panel's edge: an Overview tile is narrower than a tab
     ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
     ImGui::PopStyleColor();
 }
 
@@ -43,6 +45,16 @@ void heading(const char* text) {
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(235, 200, 120, 255));
     ImGui::TextUnformatted(text);
     ImGui::PopStyleColor();
+}
+
+void gap_cell(uint64_t measured, uint64_t predicted) {
+    if (measured == predicted)
+        ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "equal");
+    else if (predicted == 0)
+        ImGui::TextDisabled("not predicted");
+    else
+        ImGui::TextColored(ImVec4(1, 0.75f, 0.4f, 1), "%+.1f%%",
+                           100.0 * (double(measured) - double(predicted)) / double(predicted));
 }
 
 std::string fmt_bytes(double bytes) { return bytes_str(bytes); }
