@@ -181,6 +181,8 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
         {"train --model tiny --pp-split 2,0", "--pp-split 0 is out of range"},
         {"train --model tiny --zero 4", "--zero 4 is out of range: it must be in [0, 3]"},
         {"plan --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
+        {"plan --zero 3 --quant-block 64", "--quant-block does nothing in this plan: it needs --qwz or --qgz"},
+        {"plan --zero 3 --qgz-bits 8", "--qgz-bits does nothing in this plan: it needs --qgz"},
         {"plan --ga 0", "--ga 0 is out of range"},
         {"schedule --pp 2 --ga 0", "--micro/--ga 0 is out of range"},  // an option of two names: both named
         {"plan --efficiency -1", "--efficiency -1 is out of range: it must be in (0, 1]"},

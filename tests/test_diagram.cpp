@@ -116,7 +116,10 @@ TEST_CASE("diagram says what to change for bad input and writes nothing", "[diag
     };
     const Bad bad[] = {
         {"diagram venn", "choose zero, hpz, tp, ulysses, ring, 1f1b or losses"},
-        {"diagram hpz --ranks 8 --hpz 3", "--hpz 3 does not divide --ranks 8"},
+        {"diagram hpz --ranks 8 --hpz 3", "--hpz 3 must divide the ZeRO shard group of 8 ranks"},
+        {"diagram hpz --ranks 8 --hpz 8", "and be smaller than it"},  // train's rules: 2 <= K < N
+        {"diagram hpz --ranks 8 --hpz 1", "give K >= 2"},
+        {"diagram hpz --ranks 8 --hpz 0", "--hpz 0 is hpZ off"},
         {"diagram ulysses --sp 3", "Ulysses needs sp to divide the heads H = 4"},
         {"diagram ulysses --sp 2 --tokens 7", "choose a multiple of --sp 2"},
         {"diagram ring --sp 3", "divide T = 64 (model tiny); choose --sp in {2, 4, 8}"},

@@ -5,9 +5,11 @@
 // Mem::outer at the optimizer's shard size, and bad settings are refused.
 // Checkpoints of DiLoCo runs are tested in test_checkpoint.cpp.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "core/check.h"
 #include "model/safetensors.h"
@@ -91,8 +93,9 @@ TEST_CASE("the outer Nesterov step by hand, and against the formula in double", 
     }
 
     // lr 1, momentum 0: theta - (theta - mean). Exact when theta and mean lie within a
-    // factor of 2 of each other (Sterbenz: theta - mean is then exact); otherwise
-    // within half an ulp of theta of the mean.
+    // factor of 2 of each other (Sterbenz: theta - mean is then exact); otherwise two
+    // roundings, half an ulp of theta - mean and half an ulp of the result: at most 1.5
+    // ulp of max(|theta|, |mean|) (docs/formulas.md, DiLoCo).
     hp = OuterParams{1.0f, 0.0f};
     float th[3] = {0.5f, 0.3f, 1e-3f}, mo[3] = {0, 0, 0};
     const float mn[3] = {0.4f, 0.2999f, -0.7f};
@@ -100,7 +103,26 @@ TEST_CASE("the outer Nesterov step by hand, and against the formula in double", 
     outer_nesterov_update(th, mo, mn, res, 3, hp);
     REQUIRE(res[0] == mn[0]);
     REQUIRE(res[1] == mn[1]);
-    REQUIRE(std::fabs(res[2] - mn[2]) <= std::numeric_limits<float>::epsilon() * 0.7f);
+    auto ulp = [](float x) {  // the gap above |x|
+        const float a = std::fabs(x);
+        return std::nextafter(a, std::numeric_limits<float>::infinity()) - a;
+    };
+    REQUIRE(std::fabs(res[2] - mn[2]) <= 1.5f * ulp(std::max(std::fabs(th[2]), std::fabs(mn[2]))));
+    // Pairs of every scale, theta much smaller than the mean among them (5.15e-5 against
+    // -0.0365 is one ulp of the mean off, 2,048 half-ulps of theta: a bound in ulps of
+    // theta alone would not hold).
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    std::uniform_real_distribution<float> decade(-8.0f, 2.0f);
+    for (int i = 0; i < 20000; ++i) {
+        const float theta = normal(rng) * std::pow(10.0f, decade(rng));
+        const float mean = normal(rng) * std::pow(10.0f, decade(rng));
+        float t = theta, m0 = 0.0f, out = 0.0f;  // t: the anchor, updated in place
+        outer_nesterov_update(&t, &m0, &mean, &out, 1, hp);
+        const float bound = 1.5f * ulp(std::max(std::fabs(theta), std::fabs(mean)));
+        INFO("theta " << std::hexfloat << theta << " mean " << mean << " out " << out << " bound " << bound);
+        REQUIRE(std::fabs(out - mean) <= bound);
+    }
 }
 
 TEST_CASE("--replica-outer avg is local SGD as it was: the same losses and parameters, bit for bit",

@@ -12,6 +12,7 @@
 #include "plan/memory.h"
 #include "plan/models.h"
 #include "plan/overlap.h"
+#include "plan/zeropp.h"
 #include "plan/time.h"
 #include "plan/plan.h"
 #include "plan/report.h"
@@ -519,7 +520,39 @@ TEST_CASE("hpZ: the backward's gathers stay inside a node, and each GPU keeps 1/
     CHECK(r.memory.total == plain.memory.total + r.memory.hpz);
     CHECK(r.time.step < plain.time.step);  // one of the three passes off the network
     in.layout.hpz = 3;
-    REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("--hpz 3: hpZ needs --zero 3 and K >= 2 dividing"));
+    REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("--hpz 3 must divide the ZeRO shard group of 64"));
+    in.layout.hpz = 16;  // groups of 16 on nodes of 8: the backward's gathers would cross nodes
+    REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("do not lie inside one node of 8"));
+}
+
+TEST_CASE("hpZ and qgZ nodes with TP: a node of G GPUs holds G / tp members of a shard group",
+          "[plan][zeropp]") {
+    // The shard group's members lie tp ranks apart (process_mesh.h), so with TP 2 on nodes
+    // of 8 a node holds 4 of them: qgZ's in-node hop is over 4, not 8 (8 would span 2 nodes).
+    CHECK(shard_members_per_node(8, 2) == 4);
+    CHECK(shard_members_per_node(2, 4) == 1);  // a TP group wider than a node
+    CHECK(qgz_node_size(0, 8, 2, 16) == 4);
+    CHECK(qgz_node_size(0, 8, 1, 16) == 8);
+    CHECK(qgz_node_size(0, 8, 2, 4) == 4);     // the whole group in one node: one all-to-all
+    CHECK(qgz_node_size(0, 0, 2, 16) == 16);   // no node given
+    CHECK(qgz_node_size(2, 8, 2, 16) == 2);    // hpZ's K
+    CHECK(groups_inside_nodes(4, 2, 64, 8));
+    CHECK_FALSE(groups_inside_nodes(8, 2, 64, 8));
+    CHECK(groups_inside_nodes(8, 2, 8, 8));    // one node
+    CHECK(groups_inside_nodes(8, 2, 64, 0));   // no node given
+
+    PlanInput in = gpu_question("gpt3-1.3b", 64, 1);
+    in.layout.tp = 2;
+    in.layout.zero = 3;
+    in.layout.dp_shard = 32;
+    in.layout.qgz = true;
+    const PlanResult r = plan(in);  // nodes of 8 (h100): qgZ's node is 8 / tp = 4 members
+    CHECK(r.input.layout.qgz_node == 4);
+    in.layout.qgz = false;
+    in.layout.hpz = 8;  // 8 members x tp 2 = 16 ranks: two nodes
+    CHECK_THAT(error_of(in), Catch::Matchers::Contains("8 x tp 2 = 16 ranks, which do not lie inside one node of 8"));
+    in.layout.hpz = 4;
+    CHECK(error_of(in) == "no error");
 }
 
 
@@ -628,6 +661,7 @@ TEST_CASE("ZeRO++ flags: the engine's rules, with what to do", "[plan][zeropp]")
     CHECK_THAT(error_of(in), Catch::Matchers::Contains("--qwz quantizes ZeRO-3's parameter all-gathers"));
     in.layout.qwz = false;
     in.layout.qgz = true;
+    CHECK_THAT(error_of(in), Catch::Matchers::Contains("ZeRO-1 reduce-scatters its whole gradients in the step"));
     CHECK_THAT(error_of(in), Catch::Matchers::Contains("give --zero 2 or --zero 3"));
     in.layout.zero = 2;
     in.gpus_per_node = 3;  // 16 ranks are not nodes of 3

@@ -439,6 +439,12 @@ TEST_CASE("trace summary puts the run's step time beside the planner's predictio
     REQUIRE(text.find("(a prediction: plan --hw cpu-local)") != std::string::npos);
     REQUIRE(text.find("measured / predicted = 1.20") != std::string::npos);
     REQUIRE(text.find("the prediction's hardware numbers: defaults") != std::string::npos);
+    REQUIRE(text.find("the prediction differs from the run") == std::string::npos);
+    // What the planner models otherwise than the run (local SGD as synchronous replicas): said.
+    t.other_data["prediction"]["caveat"] = "the replicas sync every 4 steps (local SGD), and ...";
+    REQUIRE(step_time_check(t.other_data).caveat == "the replicas sync every 4 steps (local SGD), and ...");
+    REQUIRE(format_trace_summary(summarize_trace(t), "t.json")
+                .find("the prediction differs from the run: the replicas sync every 4 steps") != std::string::npos);
 
     // Emulated links: the measured line says so. A run the planner could not model: why.
     t.other_data["emulated_links"] = "emulated links (not measured): 1 GB/s, 6 us on every link";

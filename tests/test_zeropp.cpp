@@ -185,7 +185,8 @@ TEST_CASE("ZeRO++ quantized runs: overlap on and off, prefetch, and hpZ change n
     test::require_same_bits(o, on, "test_zeropp", "qwZ + qgZ, overlap off vs on with prefetch 2");
     // hpZ's secondary partition keeps the weights forward dequantized; without it, the
     // backward's quantized gather dequantizes the same chunks again: the same weights.
-    // (qgZ's node is hpZ's K either way: --gpus-per-node needs emulated links.)
+    // (qgZ's node is hpZ's K when hpZ is on, the whole shard group here without it: no
+    // --gpus-per-node, so the two runs differ in hpZ alone.)
     o.hpz = 0;
     o.qgz = false;
     TrainOptions h = o;
@@ -229,6 +230,36 @@ TEST_CASE("ZeRO++: --qwz without ZeRO-3, --qgz without a reduce-scatter, bad bit
     o.qgz = true;
     REQUIRE_THROWS_WITH(check_train_options(o), Catch::Matchers::Contains("--dp-shard 2 or more"));
     REQUIRE_NOTHROW(check_train_options(zero3(8)));
+}
+
+TEST_CASE("ZeRO++ nodes: --gpus-per-node alone places the nodes; hpZ and qgZ groups stay inside one; TP counts",
+          "[zero][zeropp][errors]") {
+    TrainOptions o = zero3(8);
+    o.gpus_per_node = 4;  // no link flags: where the nodes are, nothing emulated
+    REQUIRE_NOTHROW(check_train_options(o));
+    CHECK_FALSE(check_train_options(o).emulated_links);
+    CHECK(ranks_per_node(o) == 4);
+    o.hpz = 8;  // hpZ over the whole group of 8 is refused as before (K < N)
+    REQUIRE_THROWS_WITH(check_train_options(o), Catch::Matchers::Contains("be smaller than it"));
+    o.hpz = 2;
+    REQUIRE_NOTHROW(check_train_options(o));
+    o.hpz = 8;  // K divides the group of 8, but 8 ranks span two nodes of 4
+    o.ranks = 16;
+    REQUIRE_THROWS_WITH(check_train_options(o), Catch::Matchers::Contains("do not lie inside one node of 4"));
+    o.tp = 2;  // dp_shard 8 x tp 2: a group of hpZ 4 is 4 x 2 = 8 ranks, two nodes of 4
+    o.hpz = 4;
+    REQUIRE_THROWS_WITH(check_train_options(o), Catch::Matchers::Contains("do not lie inside one node of 4"));
+    o.hpz = 2;  // 2 members x tp 2 = 4 ranks: one node
+    REQUIRE_NOTHROW(check_train_options(o));
+    o.hpz = 0;
+    o.qgz = true;  // qgZ's node: 4 per node / tp 2 = 2 members of the shard group of 8
+    CHECK(qgz_node_size(o, check_train_options(o).mesh) == 2);
+    o.gpus_per_node = 2;  // one member a node: qgZ's first hop is gone, the second crosses every node
+    CHECK(qgz_node_size(o, check_train_options(o).mesh) == 1);
+    o.gpus_per_node = 0;
+    o.emulate = "h100x4-ib400";  // the preset's nodes of 4
+    CHECK(ranks_per_node(o) == 4);
+    CHECK(qgz_node_size(o, fill_dp(8, MeshShape{1, 1, 0, 1, 2})) == 2);
 }
 
 TEST_CASE("ZeRO++ in checkpoints: the manifest records the settings; resuming with or without them works and says so",

@@ -9,9 +9,9 @@
 // part by 0.2 nats) fails it loudly instead of passing by luck. The perturbations
 // (kernels/cpu/quantize.h's bound): qwZ moves a weight by at most 1/254 of its
 // block's largest, the order of bf16's rounding; qgZ's int4 moves a gradient by
-// up to ~1/7 of its block's largest per hop, zero-mean, which AdamW turns into a
-// slightly slower descent (measured +0.012 nats at step 50 on the 2-core AVX-512
-// machine of docs/performance.md; qwZ alone 0.002). The bound is 0.05 nats, 1% of
+// up to 1/(2 q_max) = 1/14 of its block's largest per hop (q_max = 7), zero-mean,
+// which AdamW turns into a slightly slower descent (measured +0.012 nats at step
+// 50 on the 2-core AVX-512 machine of docs/performance.md; qwZ alone 0.002). The bound is 0.05 nats, 1% of
 // the initial loss ln 256 = 5.55 and about 3x the measured 0.018 of all three
 // together; and the quantized run must still learn (its loss falls by > 2 nats).
 #include <catch2/catch.hpp>

@@ -176,6 +176,14 @@ void add_plan_command(CLI::App& root) {
         require_given_calibration(*cmd, f->calibration);
         if (!f->json.empty()) check_writable_file("--json", f->json);  // found now, not after the plan is printed
         PlanInput& in = f->in;
+        // ZeRO++'s wire format flags do nothing without what they shape (train refuses them alike)
+        const bool quantized = in.layout.qwz || in.layout.qgz || f->allow_quantized;
+        SS_CHECK(quantized || cmd->count("--quant-block") == 0,
+                 "--quant-block does nothing in this plan: it needs --qwz or --qgz (the blocks they quantize by), "
+                 "or --search --allow-quantized; add that, or leave --quant-block out");
+        SS_CHECK(in.layout.qgz || f->allow_quantized || cmd->count("--qgz-bits") == 0,
+                 "--qgz-bits does nothing in this plan: it needs --qgz, or --search --allow-quantized; add that, "
+                 "or leave --qgz-bits out");
         in.model = resolve_model(f->model);
         in.hw = make_hardware(*f);
         in.dtype = parse_dtype(f->dtype);

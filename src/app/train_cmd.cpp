@@ -140,7 +140,9 @@ void add_train_command(CLI::App& root) {
     cmd->add_option("--link-intra", opts->link_intra, "Emulated link inside a node, GBPS,US (with --link-inter, --gpus-per-node)");
     cmd->add_option("--link-inter", opts->link_inter, "Emulated link between nodes, GBPS,US (with --link-intra, --gpus-per-node)");
     cmd->add_option("--gpus-per-node", opts->gpus_per_node,
-                    "Ranks per emulated node: r and s share a node when r / N == s / N");
+                    "Ranks per node: r and s share a node when r / N == s / N. With --link-intra/--link-inter: the "
+                    "emulated nodes; alone, on any backend: where the nodes are, for qgZ's and hpZ's node groups "
+                    "and trace summary's cross-node counts (emulates nothing)");
     {
         std::string presets;
         for (const ClusterPreset& c : cluster_presets()) presets += (presets.empty() ? "" : ", ") + c.name;
@@ -185,7 +187,7 @@ void add_train_command(CLI::App& root) {
     limit(*cmd, "--bucket-mb", at_least(0), "0: one all-reduce per tensor");
     limit(*cmd, "--prefetch", at_least(0), "0 gathers each unit when it is needed");
     limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
-    limit(*cmd, "--gpus-per-node", at_least(1), "ranks per emulated node");
+    limit(*cmd, "--gpus-per-node", at_least(1), "ranks per node");
     limit(*cmd, "--quant-block", at_least(1), "elements per fp32 scale; DeepSpeed's groups are a few hundred");
     limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
     limit(*cmd, "--outer-lr", above(0), "DiLoCo's is 0.7");  // --outer-momentum's [0, 1): train/options.cpp

@@ -17,6 +17,7 @@
 #include "model/gpt2.h"
 #include "parallel/shard_plan.h"
 #include "parallel/zero.h"
+#include "plan/zeropp.h"
 
 namespace ss::diagram {
 
@@ -28,8 +29,8 @@ constexpr int kLeft = 80, kBarW = 320, kRowH = 26, kTop = 96, kGap = 60;
 
 Svg draw_hpz_partitions(const GPT2Config& cfg, int ranks, int k) {
     SS_CHECK(ranks >= 2 && ranks <= 16, "--ranks " << ranks << ": the hpz picture draws 2 to 16 ranks; try --ranks 8");
-    SS_CHECK(k >= 1 && ranks % k == 0,
-             "--hpz " << k << " does not divide --ranks " << ranks << "; choose K a divisor of N, e.g. --hpz 4");
+    SS_CHECK(k != 0, "--hpz 0 is hpZ off, and the hpz picture draws its groups: give K >= 2, e.g. --hpz 4");
+    check_hpz_flag(3, k, ranks, 1, NodeShape{ranks, 1, 0});  // train's and plan's checks (plan/zeropp.h)
     const std::vector<Unit> units = make_units(make_param_layout(cfg));
     const int u = 1;  // block 0: the unit drawn (every unit is cut alike)
     Group shard{"dp_shard", {}};

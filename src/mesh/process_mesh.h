@@ -168,6 +168,10 @@ public:
     // this one: with sp in both, the sp ranks' shares would count twice. So the
     // grid is world = model parallel x sequence data parallel, each rank the
     // one member the two groups share (tests/test_mesh.cpp checks it).
+    // Megatron-LM names only the group (and its source rank) now; the _rank
+    // and _world_size below are the names DeepSpeed's mpu convention reads,
+    // which older Megatron and DeepSpeed's pipeline grid answer with tp alone
+    // (docs/mesh.md: why DeepSpeed asks for the tensor names first).
 
     /// Rank in the model-parallel group (tp x pp): pp_rank * tp + tp_rank.
     int get_model_parallel_rank() const { return coord_.pp_rank * mesh_.shape().tp + coord_.tp_rank; }

@@ -40,16 +40,24 @@ void Replicas::average() {
     const int step = s_.steps_done;
     const bool diloco = outer_ == ReplicaOuter::nesterov;
     if (s_.storage == DType::f32) {
+        if (s_.holds.optim && !s_.holds.params) {
+            // ZeRO-1, -2: every rank holds whole parameters but steps only its chunks, and the
+            // shard group's all-gather after each step makes the rest; so average my chunks
+            // across the replicas (1/N of the model, as the bf16 path's master shard below),
+            // take the outer step on them, and gather every unit so that all ranks of the
+            // shard group hold the result whole.
+            Tensor mine(s_.ledger, Mem::comm, {s_.shard.plan.shard_size});
+            s_.optimizer_values(mine.f32());
+            s_.comm.all_reduce(mine.f32(), size_t(mine.numel()), s_.rep, ReduceOp::avg,
+                               Label{Payload::param, -1, Phase::step, -1, step});
+            if (diloco) outer_step(mine.f32());
+            s_.gather_params(mine, step);
+            return;
+        }
+        // DDP, ZeRO-3: the parameters are what the optimizer steps (all P, or my shard)
         s_.comm.all_reduce(s_.params.f32(), size_t(s_.params.numel()), s_.rep, ReduceOp::avg,
                            Label{Payload::param, -1, Phase::step, -1, step});
-        if (!diloco) return;
-        if (!(s_.holds.optim && !s_.holds.params)) return outer_step(s_.params.f32());  // DDP, ZeRO-3: in place
-        // ZeRO-1, -2: the outer state covers my chunks; step them, then gather every
-        // unit so that all ranks of the shard group hold the new theta whole.
-        Tensor mine(s_.ledger, Mem::comm, {s_.shard.plan.shard_size});
-        s_.optimizer_values(mine.f32());
-        outer_step(mine.f32());
-        s_.gather_params(mine, step);
+        if (diloco) outer_step(s_.params.f32());
         return;
     }
     Tensor& master = s_.optim->master();

@@ -46,9 +46,11 @@ std::string join(const std::vector<int>& v) {
 // The engine's rules (plan/zeropp.h, check_zeropp_flags), for `shardscope plan`'s flags.
 void check_zeropp(PlanInput& in, int shard_n) {
     PlanLayout& l = in.layout;
-    if (l.qgz && l.qgz_node <= 0) l.qgz_node = qgz_node_size(l.hpz, in.gpus_per_node, shard_n);
+    const NodeShape nodes{in.gpus, l.tp, in.gpus_per_node};
+    check_hpz_flag(l.zero, l.hpz, l.dp_shard, l.sp, nodes);
+    if (l.qgz && l.qgz_node <= 0) l.qgz_node = qgz_node_size(l.hpz, in.gpus_per_node, l.tp, shard_n);
     if (!l.qgz) l.qgz_node = 0;
-    check_zeropp_flags(l.zero, l.qwz, l.qgz, shard_n, l.qgz_node, in.qgz_bits, in.quant_block);
+    check_zeropp_flags(l.zero, l.qwz, l.qgz, shard_n, l.qgz_node, in.qgz_bits, in.quant_block, nodes);
 }
 
 // Valid (tp, pp, sp) triples closest to the one asked for (distance in factors of two).
@@ -138,10 +140,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     l.dp_shard = shape.dp_shard;
     l.dp_rep = shape.dp_rep;
     const int shard_n = shape.dp_shard * shape.sp;
-    SS_CHECK(l.hpz == 0 || (l.zero == 3 && l.hpz >= 2 && shard_n % l.hpz == 0 && l.hpz < shard_n),
-             "--hpz " << l.hpz << ": hpZ needs --zero 3 and K >= 2 dividing the ZeRO shard group of " << shard_n
-                      << " ranks (dp_shard x sp), smaller than it; usually K is the GPUs per node");
-    check_zeropp(in, shard_n);
+    check_zeropp(in, shard_n);  // hpZ's checks too: train's (plan/zeropp.h)
     GbsPlan gbs = make_gbs(world, shape, in.mbs, in.ga, in.gbs, T);
     in.ga = gbs.ga;
     in.gbs = gbs.gbs;

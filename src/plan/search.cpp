@@ -29,11 +29,11 @@ struct ZeroPP {
 };
 
 // The ZeRO++ choices for ZeRO stage @p zero over a shard group of @p n ranks, TP @p tp,
-// nodes of @p node GPUs: hpZ with K = the group's members in a node (ZeRO-3, when the
-// group spans nodes); qwZ (ZeRO-3) and qgZ (ZeRO-2/3) only when @p quantized.
-std::vector<ZeroPP> zeropp_choices(int zero, int n, int tp, int node, bool quantized) {
+// nodes of @p node GPUs, @p world GPUs: hpZ with K = the group's members in a node (ZeRO-3,
+// when the group spans nodes); qwZ (ZeRO-3) and qgZ (ZeRO-2/3) only when @p quantized.
+std::vector<ZeroPP> zeropp_choices(int zero, int n, int tp, int node, int world, bool quantized) {
     std::vector<int> hpz{0};
-    const int k = node % tp == 0 ? node / tp : 0;
+    const int k = node % tp == 0 ? shard_members_per_node(node, tp) : 0;
     if (zero == 3 && k >= 2 && k < n && n % k == 0) hpz.push_back(k);
     std::vector<ZeroPP> out;
     for (int h : hpz)
@@ -41,7 +41,9 @@ std::vector<ZeroPP> zeropp_choices(int zero, int n, int tp, int node, bool quant
             for (bool qgz : {false, true}) {
                 if ((qwz || qgz) && !quantized) continue;
                 if (qwz && zero != 3) continue;
-                if (qgz && (zero < 2 || n < 2 || n % qgz_node_size(h, node, n) != 0)) continue;
+                if (qgz && (zero < 2 || n < 2 || n % qgz_node_size(h, node, tp, n) != 0 ||
+                            !groups_inside_nodes(qgz_node_size(h, node, tp, n), tp, world, node)))
+                    continue;  // (the checks plan makes: check_zeropp_flags)
                 out.push_back({h, qwz, qgz});
             }
     return out;
@@ -121,7 +123,7 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                             if (dp % rep != 0) continue;
                             MeshShape mesh{pp, rep, dp / rep, sp, tp};
                             const int shard_n = dp / rep * sp;
-                            const std::vector<ZeroPP> zpp = zeropp_choices(zero, shard_n, tp, node, s.allow_quantized);
+                            const std::vector<ZeroPP> zpp = zeropp_choices(zero, shard_n, tp, node, world, s.allow_quantized);
                             for (int mbs : mbs_list) {
                                 // GA: exactly the target GBS; or the largest power of two under the cap
                                 // (more micro-batches amortise the step's fixed costs and shrink the
@@ -160,7 +162,7 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                                         l.hpz = z.hpz;
                                         l.qwz = z.qwz;
                                         l.qgz = z.qgz;
-                                        l.qgz_node = z.qgz ? qgz_node_size(z.hpz, node, shard_n) : 0;
+                                        l.qgz_node = z.qgz ? qgz_node_size(z.hpz, node, tp, shard_n) : 0;
                                         if (pp == 1) {
                                             keep(consider(in, mesh, gbs));
                                             continue;

@@ -45,15 +45,45 @@ struct QgzHops {
 /// @p bits per gradient element in blocks of @p block.
 QgzHops qgz_hops(int64_t unit, int n, int k, int bits, int block);
 
+/// The members of one shard group that share a node of @p gpus_per_node ranks: the group's
+/// members lie @p tp ranks apart (process_mesh.h: tp varies fastest), so a node holds
+/// gpus_per_node / tp of them, at least 1 (a TP group wider than a node).
+int shard_members_per_node(int gpus_per_node, int tp);
+
 /// qgZ's node, the one rule for the engine (train/options.h) and the planner: hpZ's K if
-/// @p hpz > 0, else @p gpus_per_node if it is smaller than the shard group of @p n, else n.
-int qgz_node_size(int hpz, int gpus_per_node, int n);
+/// @p hpz > 0, else the shard group's members in a node of @p gpus_per_node ranks with TP
+/// @p tp (shard_members_per_node) if fewer than the shard group's @p n, else n (no node
+/// given, @p gpus_per_node = 0, or the group inside one node).
+int qgz_node_size(int hpz, int gpus_per_node, int tp, int n);
+
+/// Whether every group of @p k consecutive members of every shard group lies inside one
+/// node of @p gpus_per_node ranks, in a world of @p world ranks with TP @p tp: the groups'
+/// ranks tile the world in blocks of k x tp from rank 0 (k divides the shard group), so
+/// they do when the world is one node or a node holds whole blocks. True when
+/// @p gpus_per_node is 0 (no node given).
+bool groups_inside_nodes(int k, int tp, int world, int gpus_per_node);
+
+/// Where the ranks are, for the checks below: the world, TP, and the ranks per node
+/// (0: not given; every group is then taken to be inside one node).
+struct NodeShape {
+    int world = 1;          ///< ranks in all
+    int tp = 1;             ///< TP degree: a shard group's members lie tp ranks apart
+    int gpus_per_node = 0;  ///< ranks per node; 0 when the run does not say
+};
+
+/// The checks of --hpz K, one set for `train` and `plan`: ZeRO-3; K >= 2; K divides the
+/// ZeRO shard group of @p dp_shard x @p sp ranks and is smaller than it; and where the
+/// node is known, each group of K lies inside one node (hpZ exists to keep the backward's
+/// gathers off the network). Each failure is its own message saying what to change.
+void check_hpz_flag(int zero, int hpz, int dp_shard, int sp, const NodeShape& nodes);
 
 /// The checks of ZeRO++'s flags, one set for `train` (train/options.cpp) and `plan`
 /// (plan/plan.cpp): qwZ needs ZeRO-3; qgZ needs ZeRO-2 or 3, a shard group of
-/// @p shard_n > 1 and a node of @p qgz_node members dividing it; 4 or 8 bits; a block
-/// in [1, 2^20]. Throws ss::Error saying what to change.
-void check_zeropp_flags(int zero, bool qwz, bool qgz, int shard_n, int qgz_node, int qgz_bits, int quant_block);
+/// @p shard_n > 1 and a node of @p qgz_node members dividing it and, where the node is
+/// known, inside one node; 4 or 8 bits; a block in [1, 2^20]. Throws ss::Error saying
+/// what to change.
+void check_zeropp_flags(int zero, bool qwz, bool qgz, int shard_n, int qgz_node, int qgz_bits, int quant_block,
+                        const NodeShape& nodes);
 
 /// "hpZ 8, qwZ, qgZ int4" or "" when @p l uses none of ZeRO++.
 std::string zeropp_name(const PlanLayout& l, int qgz_bits);

@@ -129,23 +129,20 @@ void check_pipeline(const TrainOptions& o, RunShape& s) {
     make_pipe_schedule(pipe_spec(o, o.pp));  // throws for a schedule it cannot make (too few micro-batches)
 }
 
+// Where the ranks are, for hpZ's and qgZ's node checks (plan/zeropp.h).
+NodeShape node_shape(const TrainOptions& o, const MeshShape& m) {
+    return NodeShape{int(m.product()), m.tp, ranks_per_node(o)};
+}
+
 // ZeRO++ hpZ (parallel/zero3.cpp): a secondary partition over K ranks of the shard group.
 void check_hpz(const TrainOptions& o, const MeshShape& m) {
-    if (o.hpz == 0) return;
-    const int n = m.dp_shard * m.sp;  // ZeRO's shard group (sp ranks hold the same parameters)
-    SS_CHECK(o.zero == 3, "--hpz " << o.hpz << " is ZeRO++'s secondary partition of ZeRO-3's parameters: give "
-                                   << "--zero 3 too (this run has --zero " << o.zero << ")");
-    SS_CHECK(o.hpz >= 2, "--hpz " << o.hpz << ": give K >= 2, the ranks of a node that keep the secondary "
-                                  << "partition (DeepSpeed's zero_hpz_partition_size; 1 is hpZ off: leave --hpz out)");
-    SS_CHECK(n % o.hpz == 0 && o.hpz < n,
-             "--hpz " << o.hpz << " must divide the ZeRO shard group of " << n << " ranks (dp_shard "
-                      << m.dp_shard << " x sp " << m.sp << ") and be smaller than it; usually K is the ranks per "
-                      << "node (--gpus-per-node)");
+    check_hpz_flag(o.zero, o.hpz, m.dp_shard, m.sp, node_shape(o, m));  // the planner's checks (plan/zeropp.h)
 }
 
 // ZeRO++'s quantized collectives (parallel/zeropp.h): the one set of checks (plan/zeropp.h).
 void check_zeropp(const TrainOptions& o, const MeshShape& m) {
-    check_zeropp_flags(o.zero, o.qwz, o.qgz, m.dp_shard * m.sp, qgz_node_size(o, m), o.qgz_bits, o.quant_block);
+    check_zeropp_flags(o.zero, o.qwz, o.qgz, m.dp_shard * m.sp, qgz_node_size(o, m), o.qgz_bits, o.quant_block,
+                       node_shape(o, m));
 }
 
 // Data parallelism, ZeRO and the replicas' sync (local SGD, DiLoCo).
@@ -180,10 +177,14 @@ void check_dp(const TrainOptions& o, int dp_rep) {
 }
 
 // Emulated links: the flags' values and how they combine (comm/links.h says what each means).
+// --gpus-per-node alone emulates nothing: it says where the nodes are (ranks_per_node), on
+// any backend.
 bool check_links(const TrainOptions& o, int world) {
-    const bool any = !o.link.empty() || !o.link_intra.empty() || !o.link_inter.empty() || !o.emulate.empty() ||
-                     o.gpus_per_node != 0;
-    if (!any) return false;
+    const bool any = !o.link.empty() || !o.link_intra.empty() || !o.link_inter.empty() || !o.emulate.empty();
+    if (!any) {
+        SS_CHECK(o.gpus_per_node >= 0, "--gpus-per-node " << o.gpus_per_node << ": give a number of ranks >= 1");
+        return false;
+    }
     SS_CHECK(o.backend == BackendKind::threads,
              "--link, --link-intra, --link-inter and --emulate emulate links on the threads backend; --backend "
                  << backend_name(o.backend) << " moves bytes over real links: leave the link flags out");
@@ -216,8 +217,16 @@ void check_files(const TrainOptions& o) {
 
 }  // namespace
 
+int ranks_per_node(const TrainOptions& o) {
+    if (o.gpus_per_node > 0) return o.gpus_per_node;
+    for (const ClusterPreset& c : cluster_presets())
+        if (!o.emulate.empty() && c.name == o.emulate) return c.gpus_per_node;
+    return 0;
+}
+
 int qgz_node_size(const TrainOptions& o, const MeshShape& m) {
-    return qgz_node_size(o.hpz, o.gpus_per_node, m.dp_shard * m.sp);  // the planner's rule is the engine's (plan/zeropp.h)
+    // the planner's rule is the engine's (plan/zeropp.h)
+    return qgz_node_size(o.hpz, ranks_per_node(o), m.tp, m.dp_shard * m.sp);
 }
 
 EmulatedLinks resolve_links(const TrainOptions& o, int world) {

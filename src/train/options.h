@@ -97,7 +97,7 @@ struct TrainOptions {
     std::string link;              ///< --link GBPS[,US]: one link for every group
     std::string link_intra;        ///< --link-intra GBPS,US: between ranks of one node
     std::string link_inter;        ///< --link-inter GBPS,US: between nodes
-    int gpus_per_node = 0;         ///< --gpus-per-node N: ranks r, s share a node when r / N == s / N
+    int gpus_per_node = 0;         ///< --gpus-per-node N: ranks r, s share a node when r / N == s / N (ranks_per_node)
     std::string emulate;           ///< --emulate PRESET: a real cluster's links, time-scaled to this CPU
 
     // -- pipeline parallelism (src/parallel/pipeline.h) and recompute --
@@ -128,9 +128,14 @@ struct RunShape {
     bool emulated_links = false;  ///< a --link, --link-intra/--link-inter or --emulate flag was given
 };
 
-/// qgZ's node (parallel/zeropp.h): the ranks of the shard group whose first all-to-all stays
-/// inside one node. --hpz K if given, else --gpus-per-node, else the whole shard group of
-/// @p m (then qgZ is one all-to-all over it).
+/// Ranks per node as the run knows them: --gpus-per-node (alone it emulates nothing and
+/// only says where the nodes are, on any backend), else --emulate's preset's, else 0 (not
+/// known: every group is taken to be inside one node).
+int ranks_per_node(const TrainOptions& o);
+
+/// qgZ's node (parallel/zeropp.h): the members of the shard group whose first all-to-all
+/// stays inside one node. --hpz K if given, else the shard group's members in one node
+/// (ranks_per_node / tp), else the whole shard group of @p m (then qgZ is one all-to-all over it).
 int qgz_node_size(const TrainOptions& o, const MeshShape& m);
 
 /// The emulated links the options ask for (off without link flags). --emulate

@@ -211,7 +211,15 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, 
     TrainOptions ran = opts;
     ran.ranks = world;
     try {
-        return plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
+        nlohmann::json p = plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
+        // What the planner models otherwise than the run did (plan_for_run.h), said beside the prediction.
+        if (opts.replica_sync_every > 1)  // (train refuses it without replicas)
+            p["caveat"] = "the replicas sync every " + std::to_string(opts.replica_sync_every) +
+                          " steps (local SGD" +
+                          std::string(opts.replica_outer == ReplicaOuter::nesterov ? ", DiLoCo" : "") +
+                          "), and the planner predicts synchronous replicas: a gradient all-reduce across "
+                          "them every step, no parameter average";
+        return p;
     } catch (const Error& e) {
         return {{"unavailable", std::string("the planner cannot model this run: ") + e.what()}};
     }
@@ -220,8 +228,10 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, 
 nlohmann::json trace_other_data(const TrainReport& r) {
     nlohmann::json other = r.to_json();
     other["prediction"] = prediction_for_trace(r.opts, r.world, r.links);
-    // Ranks per node of two-tier links, so `trace summary` can count what crosses nodes (trace_nodes.h).
-    if (r.links.on && r.links.gpus_per_node > 0) other["gpus_per_node"] = r.links.gpus_per_node;
+    // Ranks per node (two-tier links, or --gpus-per-node alone: where the nodes are), so
+    // `trace summary` can count what crosses nodes (trace_nodes.h).
+    const int node = r.links.on && r.links.gpus_per_node > 0 ? r.links.gpus_per_node : ranks_per_node(r.opts);
+    if (node > 0) other["gpus_per_node"] = node;
     other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                      {"tp", r.tp}};
     if (r.pp > 1) {  // the schedule as data, for a viewer to draw: each pp rank's actions in order

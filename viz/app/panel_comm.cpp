@@ -175,8 +175,9 @@ void draw_step_time(const StepTimeCheck& st, bool emulated) {
     const std::string which = st.steps == 1 ? "step 1" : "median of steps " + std::to_string(st.first_counted) + "-" +
                                                                std::to_string(st.steps);
     if (st.predicted_ms > 0) {
-        ImGui::TextWrapped("step time: measured %.2f ms (%s%s), predicted %.2f ms: measured / predicted %.2f", st.measured_ms,
-                    which.c_str(), emulated ? ", emulated links" : "", st.predicted_ms, st.ratio());
+        ImGui::TextWrapped("step time: measured %.2f ms (%s%s), predicted %.2f ms%s: measured / predicted %.2f",
+                           st.measured_ms, which.c_str(), emulated ? ", emulated links" : "", st.predicted_ms,
+                           st.caveat.empty() ? "" : " (modelled otherwise than the run: see (?))", st.ratio());
     } else {
         ImGui::TextWrapped("step time: measured %.2f ms (%s%s); no prediction", st.measured_ms, which.c_str(),
                     emulated ? ", emulated links" : "");
@@ -187,6 +188,7 @@ void draw_step_time(const StepTimeCheck& st, bool emulated) {
                  (st.hardware.empty() ? std::string("?") : st.hardware) +
                  (st.source.empty() ? std::string() : ", " + st.source) +
                  (st.unavailable.empty() ? std::string() : "; none here: " + st.unavailable) +
+                 (st.caveat.empty() ? std::string() : "; it differs from the run: " + st.caveat) +
                  "). Above 1 the run was slower than predicted. `shardscope trace summary FILE` prints the same.")
                     .c_str());
 }

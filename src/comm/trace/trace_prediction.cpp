@@ -55,6 +55,7 @@ StepTimeCheck step_time_check(const nlohmann::json& other_data) {
     }
     const nlohmann::json& p = field(other_data, "prediction");
     c.unavailable = text(p, "unavailable");
+    c.caveat = text(p, "caveat");
     const nlohmann::json& time = field(p, "time");
     c.predicted_ms = number(time, "step_s") * 1e3;
     c.predicted_tokens_per_s = number(time, "tokens_per_s");
@@ -82,6 +83,7 @@ std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
                       c.ratio());
         out += line;
         if (!c.source.empty()) out += "  the prediction's hardware numbers: " + c.source + "\n";
+        if (!c.caveat.empty()) out += "  the prediction differs from the run: " + c.caveat + "\n";
     } else if (!c.unavailable.empty()) {
         out += "  predicted  none: " + c.unavailable + "\n";
     } else {

@@ -172,7 +172,7 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         out +=
             "\nacross nodes = the moved bytes of calls whose group spans more than one node (for send/recv:\n"
             "src and dst), all of a call or none; inside node = the rest. It is the tier the bytes travel\n"
-            "on, as the emulated links time them (a ring over two nodes crosses on 2 of its hops, and\n"
+            "on, as two-tier links time them (a ring over two nodes crosses on 2 of its hops, and\n"
             "every hop waits for them). See src/comm/trace/trace_nodes.h.\n";
     }
     out += "\noverlap\n" + format_overlap_table(s.overlap);
