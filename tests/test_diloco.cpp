@@ -15,6 +15,7 @@
 #include "model/safetensors.h"
 #include "optim/diloco.h"
 #include "train/train.h"
+#include "comm/trace/trace.h"
 #include "equivalence.h"
 
 using namespace ss;
@@ -203,6 +204,37 @@ TEST_CASE("DiLoCo's state is booked in Mem::outer: 8 bytes per element the optim
         if (zero == 0) REQUIRE(r.live[int(Mem::outer)] == size_t(8 * P));
         if (zero > 0) REQUIRE(r.live[int(Mem::outer)] < size_t(8 * P));  // sharded: about half of 8P here
     }
+}
+
+TEST_CASE("a sync sends what the optimizer updates across the replicas: all P under DDP, 1/N under ZeRO 1-3",
+          "[diloco][trace]") {
+    // fp32, 2 replicas of a shard group of 2: the dp_rep all-reduce of the parameters at step 2's
+    // sync moves P x 4 bytes under DDP and the rank's shard, about P x 4 / 2, under ZeRO-1, -2
+    // and -3 (ZeRO-1/2 then gather the averaged shards inside the group). It moved all of P
+    // under ZeRO-1/2 before 2026-12-06.
+    const int64_t P = num_params(model_preset("tiny"));
+    for (ReplicaOuter outer : {ReplicaOuter::avg, ReplicaOuter::nesterov})
+        for (int zero : {0, 1, 2, 3}) {
+            INFO("ZeRO-" << zero << (outer == ReplicaOuter::nesterov ? ", DiLoCo" : ", local SGD"));
+            TrainOptions o = replicas_2x2(zero, 2);
+            o.replica_outer = outer;
+            o.trace = out_path("sync_trace.json");
+            train(o, nullptr);
+            const Trace t = read_chrome_trace(o.trace);
+            uint64_t bytes = 0;
+            int calls = 0;
+            for (const TraceEvent& e : t.events)
+                if (e.rank == 0 && e.kind == TraceEvent::Kind::collective && e.axis == "dp_rep" &&
+                    e.label.payload == Payload::param) {
+                    bytes += e.bytes;
+                    ++calls;
+                }
+            REQUIRE(calls == 1);  // the one sync, after step 2
+            if (zero == 0)
+                CHECK(bytes == uint64_t(P) * 4);
+            else  // the shard: P / 2 rounded up per unit to whole chunks
+                CHECK((bytes >= uint64_t(P) * 2 && bytes < uint64_t(P) * 2 + 4096));
+        }
 }
 
 TEST_CASE("bad DiLoCo settings get clear errors that say what to change", "[diloco][errors]") {
