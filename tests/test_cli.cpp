@@ -556,6 +556,19 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
     INFO(slow.output);
     CHECK(slow.code == 1);
     CHECK_THAT(slow.output, Contains("longer than the 5 s any call may wait (--comm-timeout)"));
+    // The same for sends and receives, started on progress threads (overlap on) as well as blocking: the
+    // send's own message, not the receiver's timeout read as a desync (it was, with overlap on, until
+    // 2026-12-06).
+    for (const char* layout : {"--ranks 2 --pp 2 --ga 2 --overlap on", "--ranks 2 --pp 2 --ga 2 --overlap off",
+                               "--ranks 4 --sp 2 --sp-mode ring"}) {
+        CliResult p2p = run_shardscope(std::string("train --model tiny --steps 1 --link 0.0001,10 --comm-timeout 0.5 ") +
+                                       layout);
+        INFO(layout << "\n" << p2p.output);
+        CHECK(p2p.code == 1);
+        CHECK_THAT(p2p.output, Contains("emulated links: send of 65536 bytes"));
+        CHECK_THAT(p2p.output, Contains("longer than the 0.5 s any call may wait (--comm-timeout)"));
+        CHECK_THAT(p2p.output, !Contains("desync"));
+    }
     // `none` asks for cpu-local's defaults by name, whatever out/ holds.
     CliResult none = run_shardscope("plan --hw cpu-local --model tiny --calibration none");
     INFO(none.output);

@@ -20,6 +20,7 @@
 #include "comm/comm.h"
 #include "rank_failures.h"
 #include "comm/links.h"
+#include "comm/threads/progress.h"
 #include "comm/threads/threads_backend.h"
 #include "comm/trace/trace.h"
 #include "core/check.h"
@@ -646,4 +647,27 @@ TEST_CASE("a traced started call records when it was issued, when it ran and wha
         REQUIRE(started.exposed_us < 10000);
         REQUIRE(started.count == 100000);
     }
+}
+
+TEST_CASE("a progress thread's backstop counts from the call running on the queue, not from the wait",
+          "[comm][async][failure]") {
+    // 12 calls of 0.1 s queued on one group, waited from the last: 1.2 s in all, each well
+    // inside a backstop of 1 s (a margin of 0.9 s for the thread's wake-ups), so none is
+    // stuck. Measured from the wait, as it was until 2026-12-06, the last wait threw after
+    // 1 s (deep ZeRO-3 prefetch on slow emulated links failed so).
+    threads::Progress progress(1.0);
+    const threads::QueueKey key{0, {0, 1}};
+    std::vector<std::unique_ptr<Request>> queued;
+    for (int i = 0; i < 12; ++i)
+        queued.push_back(progress.submit(
+            key, [] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); }, "call " + std::to_string(i)));
+    REQUIRE_NOTHROW(queued.back()->wait());
+    for (auto& r : queued) REQUIRE_NOTHROW(r->wait());
+    // A call that runs past the backstop (3 s against 1 s) is a stuck thread: named, after
+    // about the backstop, not after the call.
+    auto stuck = progress.submit(key, [] { std::this_thread::sleep_for(std::chrono::seconds(3)); }, "the stuck call");
+    const auto t0 = std::chrono::steady_clock::now();
+    REQUIRE_THROWS_WITH(stuck->wait(), Catch::Matchers::Contains("wait for the stuck call: the call running on its "
+                                                                 "group's queue has not finished after 1.0 s"));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2500));
 }

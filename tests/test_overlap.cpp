@@ -141,6 +141,36 @@ TEST_CASE("emulated links: bucketed DDP hides its all-reduces under backward wit
     REQUIRE(best_hidden[1] > 0.25);
 }
 
+TEST_CASE("a call's exposed time is the part of its run the rank waited in: at most its duration",
+          "[overlap][trace]") {
+    // ZeRO-3 on 4 ranks with prefetch 2: waits that begin before their call runs (queued
+    // behind the gathers started before it), and wake-ups after it ends. The trace's
+    // exposed_us is at most dur for every call (docs/trace-format.md), and each step's
+    // exposed time at most its comm time. Until 2026-12-06 a wait's whole length was
+    // counted: 69 of 232 calls read more than their duration.
+    TrainOptions o = tiny(4);
+    o.zero = 3;
+    o.prefetch = 2;
+    o.trace = out_path("exposed_trace.json");
+    const TrainReport r = train(o, nullptr);
+    const Trace t = read_chrome_trace(o.trace);
+    int timed = 0;
+    for (const TraceEvent& e : t.events)
+        if (e.kind == TraceEvent::Kind::collective && e.exposed_us >= 0) {
+            INFO(e.name << " on " << e.axis << ", rank " << e.rank << ": dur " << e.dur_us << ", exposed "
+                        << e.exposed_us);
+            REQUIRE(e.exposed_us <= e.dur_us);
+            ++timed;
+        }
+    REQUIRE(timed > 0);
+    // The run's own figures (rank 0): the waits are one after another and each lies inside
+    // its call's run, so their sum is at most the union of the runs.
+    for (const nlohmann::json& step : r.to_json().at("steps")) {
+        INFO(step.dump());
+        REQUIRE(step.at("exposed_comm_ms").get<double>() <= step.at("comm_ms").get<double>() + 1e-9);
+    }
+}
+
 TEST_CASE("bad overlap and link flags are refused, naming the fix", "[overlap][errors]") {
     auto error_of = [](TrainOptions o) {
         try {

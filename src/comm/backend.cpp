@@ -16,15 +16,22 @@ struct FinishedRequest final : Request {
 // for a send its own rank has not made yet (a pipeline stage posts the next
 // micro-batch's receive before it sends this one's), which the progress threads
 // of the threads backend never do.
+// Dropped unwaited (Request::drop), it never runs: nothing was posted, so nothing
+// reads or writes its buffer (a failing rank used to run it, waiting a whole timeout
+// and its grace for each, for a send that would not come).
 struct DeferredRecv final : Request {
     DeferredRecv(Backend& b, const Call& c) : backend(b), call(c) {}
     void wait() override {
+        if (ran) return;  // once: a dropped handle's call may be waited again by wait_all
+        ran = true;
         started = std::chrono::steady_clock::now();
         backend.run(call);
         finished = std::chrono::steady_clock::now();
     }
+    void drop() override {}
     Backend& backend;
     Call call;
+    bool ran = false;
 };
 
 }  // namespace

@@ -83,6 +83,13 @@ public:
     /// (timeouts and desync reports name the rank, the call and the group as
     /// the blocking form's do). Called once.
     virtual void wait() = 0;
+    /// Its handle was dropped before its wait (the rank is leaving by an exception, or the
+    /// Comm is being destroyed): end whatever still reads or writes the caller's buffers,
+    /// which die next. The default waits for the call; a receive that has not started (a
+    /// deferred one: nothing posted, no buffer touched) does nothing, so a failing rank does
+    /// not wait a whole timeout for a message its peer will not send. A later wait() (Comm's
+    /// wait_all) still runs it. Throws like wait().
+    virtual void drop() { wait(); }
     /// When the call began to run (after the calls queued before it on its group).
     std::chrono::steady_clock::time_point started;
     /// When it finished (valid after wait()).

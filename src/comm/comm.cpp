@@ -51,7 +51,7 @@ Comm::~Comm() {
     // (after a failure every wait ends at once) before anything is freed.
     for (auto& p : in_flight_) {
         try {
-            p->request->wait();
+            p->request->drop();  // (a receive not started yet is left alone: Request::drop)
         } catch (...) {
         }
     }
@@ -314,7 +314,7 @@ static void finish_dropped(PendingCall* p) {
     if (!p || p->waited) return;
     if (std::uncaught_exceptions() > 0) p->backend->rank_failing();  // nobody waits for this rank's next call
     try {
-        p->request->wait();
+        p->request->drop();  // wait_all may still wait it (Request::drop)
     } catch (...) {
         // Its error reaches the rank through wait_all, or the run has failed already.
     }
@@ -381,7 +381,7 @@ CommHandle Comm::start_recv(void* buf, size_t count, DType dt, int peer, const L
                        label});
 }
 
-void Comm::finish(PendingCall& p, double exposed_us) {
+void Comm::finish(PendingCall& p, double wait_start_us) {
     const double wait_end_us = now_us();
     // The backend's clock (steady_clock) in this Comm's microseconds.
     auto us = [&](std::chrono::steady_clock::time_point t) {
@@ -390,6 +390,10 @@ void Comm::finish(PendingCall& p, double exposed_us) {
     const double run0 = std::max(p.issued_us, us(p.request->started));
     const double run1 = std::max(run0, std::min(wait_end_us, us(p.request->finished)));
     add_interval(run0, run1);
+    // Exposed: the part of the call's run the rank sat in its wait, so at most the call's
+    // duration (trace-format.md). The wake-up after it finished is not the call's, and the
+    // calls queued before it on its group were waited first (wait(), wait_earlier).
+    const double exposed_us = std::max(0.0, std::min(wait_end_us, run1) - std::max(wait_start_us, run0));
     times_.exposed_s += exposed_us * 1e-6;
     if (!tracer_) return;
     // The tracer's clock differs from this Comm's by a constant: map through now.
@@ -405,11 +409,28 @@ void Comm::wait(CommHandle& handle) {
     handle.call_ = nullptr;
     if (p->waited) return;  // wait_all() took it already
     p->waited = true;
+    // A call runs after the calls issued before it on its group (backend.h, start): those
+    // are waited first, so that the time this wait spends on them is counted as theirs.
+    // (in_flight_ is in issue order; sends and receives are left to their own waits.)
+    auto collective = [](const Call& c) { return c.op != CallOp::send && c.op != CallOp::recv; };
+    while (collective(p->call)) {
+        const auto mine = std::find(in_flight_.begin(), in_flight_.end(), p);
+        auto earlier = std::find_if(in_flight_.begin(), mine, [&](const std::shared_ptr<PendingCall>& q) {
+            return collective(q->call) && q->call.group.ranks == p->call.group.ranks;
+        });
+        if (earlier == mine) break;
+        std::shared_ptr<PendingCall> q = *earlier;
+        in_flight_.erase(earlier);
+        q->waited = true;
+        const double t0 = now_us();
+        q->request->wait();  // throws its error, as waiting for this call would
+        finish(*q, t0);
+    }
     auto it = std::find(in_flight_.begin(), in_flight_.end(), p);
     if (it != in_flight_.end()) in_flight_.erase(it);
     const double t0 = now_us();
     p->request->wait();  // throws the call's error
-    finish(*p, now_us() - t0);
+    finish(*p, t0);
 }
 
 void Comm::wait_all() {
@@ -419,7 +440,7 @@ void Comm::wait_all() {
         p->waited = true;
         const double t0 = now_us();
         p->request->wait();
-        finish(*p, now_us() - t0);
+        finish(*p, t0);
     }
 }
 

@@ -233,7 +233,7 @@ private:
     void begin(const char* op, const Group& group, const Label& label);  // run_hook, then check_group
     void check(const Call& call);                    // begin() and the op's argument checks
     CommHandle launch(Call call);                    // Backend::start, and remember it
-    void finish(PendingCall& p, double exposed_us);  // trace it, count it
+    void finish(PendingCall& p, double wait_start_us);  // trace it, count it (exposed: its run inside the wait)
     template <class Fn>
     void timed(const char* op, const Group& group, size_t count, DType dt, const Label& label, Fn&& call,
                int peer = -1);  // the backend's call, traced

@@ -63,7 +63,9 @@
 //    flight, through the Watch: CommHandle's destructor and ~Comm do. They
 //    usually finish at once, because the other ranks issued the same calls. If
 //    one cannot, its wait ends the job right there (abort_world), before the
-//    unwinding frees what MPI still writes.
+//    unwinding frees what MPI still writes. A started receive is deferred to its
+//    wait (backend.cpp, DeferredRecv): nothing is posted, so a dropped one is
+//    not run at all (Request::drop).
 //  - a request destroyed before it finished (never waited) is waited for by its
 //    destructor, through the Watch, and ends the job the same way if it fails.
 #include <climits>

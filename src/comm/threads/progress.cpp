@@ -1,6 +1,9 @@
 // progress.cpp — the threads backend's progress threads (progress.h).
 #include "comm/threads/progress.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/check.h"
 
 namespace ss::threads {
@@ -11,6 +14,7 @@ struct Progress::Queue {
     std::condition_variable cv;             // new job, or stop
     std::condition_variable idle_cv;        // the queue became empty and no job runs
     std::deque<std::shared_ptr<Job>> jobs;  // queued, oldest first
+    std::shared_ptr<QueuePulse> pulse = std::make_shared<QueuePulse>();
     bool running = false;                   // a job is running now
     bool stopping = false;
     std::thread thread;
@@ -25,6 +29,7 @@ struct Progress::Queue {
             running = true;
             lock.unlock();
             const auto t0 = std::chrono::steady_clock::now();
+            pulse->running_since.store(t0.time_since_epoch().count());
             bool failed = false;
             std::string error;
             try {
@@ -60,11 +65,23 @@ class JobRequest final : public Request {
 public:
     JobRequest(std::shared_ptr<Job> job, double backstop) : job_(std::move(job)), backstop_(backstop) {}
     void wait() override {
+        using clock = std::chrono::steady_clock;
         std::unique_lock<std::mutex> lock(job_->mu);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(backstop_);
-        if (!job_->cv.wait_until(lock, deadline, [&] { return job_->done; }))
-            throw Error("wait for " + job_->what + ": not finished after " + std::to_string(int(backstop_)) +
-                        " s, past every call's own timeout; the progress thread is stuck");
+        const auto backstop = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(backstop_));
+        const auto waited_from = clock::now();
+        while (!job_->done) {
+            // The call running on the queue (this one, or one before it) began at `since`; each
+            // call ahead that finishes moves it, and the deadline with it.
+            const auto since =
+                std::max(waited_from, clock::time_point(clock::duration(job_->pulse->running_since.load())));
+            if (clock::now() >= since + backstop) {
+                char secs[32];
+                std::snprintf(secs, sizeof secs, "%.1f", backstop_);
+                throw Error("wait for " + job_->what + ": the call running on its group's queue has not finished " +
+                            "after " + secs + " s, past every call's own timeout; the progress thread is stuck");
+            }
+            job_->cv.wait_until(lock, since + backstop, [&] { return job_->done; });
+        }
         started = job_->started;
         finished = job_->finished;
         if (job_->failed) throw Error(job_->error);
@@ -105,6 +122,7 @@ std::unique_ptr<Request> Progress::submit(const QueueKey& key, std::function<voi
     job->run = std::move(run);
     job->what = std::move(what);
     Queue& q = queue(key);
+    job->pulse = q.pulse;
     {
         std::lock_guard<std::mutex> lock(q.mu);
         q.jobs.push_back(job);

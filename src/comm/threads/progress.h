@@ -20,6 +20,8 @@
 // joined when the backend is destroyed.
 #pragma once
 
+#include <atomic>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -40,8 +42,15 @@ namespace ss::threads {
 using QueueKey = std::pair<int, std::vector<int>>;
 
 /// One call on a progress thread, and what became of it.
+/// When the call now running on a queue began (steady_clock ticks): a wait measures its
+/// backstop from it, so calls queued ahead of the waited one do not count against it.
+struct QueuePulse {
+    std::atomic<std::chrono::steady_clock::rep> running_since{0};  ///< ticks; 0 before the first call
+};
+
 struct Job {
     std::function<void()> run;  ///< the call
+    std::shared_ptr<QueuePulse> pulse;  ///< its queue's: when the call running there began
     std::string what;           ///< "all_reduce on dp group [0,1] (grad, step 3)", for a timeout report
     std::mutex mu;              ///< guards the fields below
     std::condition_variable cv; ///< notified when done
@@ -55,8 +64,11 @@ struct Job {
 /// The progress threads of one rank.
 class Progress {
 public:
-    /// A wait() that outlives @p backstop_seconds (well past every call's own
-    /// timeout, backend.h stall_backstop_seconds) throws, naming the call.
+    /// A wait() throws, naming the call, when the call running on its queue (the waited
+    /// one, or one queued before it) has run for more than @p backstop_seconds (well past
+    /// every call's own timeout, backend.h stall_backstop_seconds), counted from the wait's
+    /// start at the earliest: a stuck progress thread. A long queue of calls that each
+    /// finish in time is not (deep ZeRO-3 prefetch on slow emulated links).
     explicit Progress(double backstop_seconds);
     /// Lets every queue finish, then joins the threads.
     ~Progress();

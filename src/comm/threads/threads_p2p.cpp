@@ -224,7 +224,15 @@ void ThreadsBackend::send(const void* buf, size_t count, DType dt, int peer, con
     // No receive waits for it: a message, copied outside the lock. Emulated links:
     // the bytes take the link's time to cross; this side's wire is busy until then
     // (a started send spends it on its progress thread).
-    const double t = world_.link_seconds("send", bytes, {rank_, peer});
+    // A link too slow for the timeout fails the run at once, as a collective's does (emulate_link):
+    // on a progress thread (a started send) a plain throw would stay its own, and the receiver's
+    // timeout would be the first failure reported, as a desync.
+    double t = 0;
+    try {
+        t = world_.link_seconds("send", bytes, {rank_, peer});
+    } catch (const Error& e) {
+        raise(e.what());
+    }
     threads::Message m = message(buf, count, dt, axis, label, t);
     const auto arrives = m.arrives;
     {
