@@ -410,6 +410,7 @@ TEST_CASE("bench layouts --link: the seed's three layouts on emulated links, pre
     INFO(r.output);
     REQUIRE(r.code == 0);
     REQUIRE_THAT(r.output, Contains("EMULATED links (not measured): --link 50,1") &&
+                               Contains("only the seed's layouts run (DP, Ulysses, TP: no ring or Megatron-SP rows)") &&
                                Contains("emulated links (not measured): 50 GB/s, 1 us on every link") &&
                                Contains("; EMULATED links"));
     nlohmann::json j = read_json(json);

@@ -696,3 +696,21 @@ TEST_CASE("search: hpZ for ZeRO-3 across nodes; qwZ and qgZ only when allowed, a
     CHECK_THAT(table, Catch::Matchers::Contains("hpZ8+qwZ+qgZ4*"));
     CHECK_THAT(table, Catch::Matchers::Contains("* qwZ/qgZ change results"));
 }
+
+TEST_CASE("ZeRO-3's communication buffers grow with the prefetch depth: (2 + K) units", "[plan][memory]") {
+    // The unit in use, the K gathered ahead (with overlap on) and a unit's gradient: the
+    // engine's Ledger peak grows by about a unit per K too (docs/formulas.md, Communication buffers).
+    PlanInput in = gpu_question("gpt3-1.3b", 16, 1);
+    in.layout.zero = 3;
+    int64_t last = 0;
+    for (int k : {0, 1, 2, 3}) {
+        in.prefetch = k;
+        const PlanResult r = plan(in);
+        const int64_t unit = r.memory.comm / (2 + k);
+        CHECK(r.memory.comm == (2 + k) * unit);
+        CHECK(r.memory.comm > last);
+        last = r.memory.comm;
+    }
+    in.overlap = false;  // blocking gathers: nothing ahead, whatever K says
+    CHECK(plan(in).memory.comm == last / 5 * 2);
+}

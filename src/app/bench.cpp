@@ -144,7 +144,7 @@ void limit_bench_flags(CLI::App& cmd) {
     for (const char* axis : {"--pp", "--pp-virtual"})
         if (has(axis)) limit(cmd, axis, at_least(1));
     if (has("--bucket-mb")) limit(cmd, "--bucket-mb", at_least(0), "0: one all-reduce per tensor");
-    if (has("--comm-timeout")) limit(cmd, "--comm-timeout", above(0), "seconds");
+    if (has("--comm-timeout")) limit(cmd, "--comm-timeout", above(0, 1e6), "seconds; 1e6 is 11 days, more than any call should wait");
 }
 
 namespace {

@@ -195,7 +195,8 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     else
         std::printf("  DDP (ZeRO 0) all-reduces one tensor per call (--bucket-mb 0)\n");
     if (emulated)
-        std::printf("  EMULATED links (not measured): %s %s; the planner predicts with the same links\n",
+        std::printf("  EMULATED links (not measured): %s %s; the planner predicts with the same links; only the seed's "
+                    "layouts run (DP, Ulysses, TP: no ring or Megatron-SP rows)\n",
                     f.emulate.empty() ? "--link" : "--emulate", f.emulate.empty() ? f.link.c_str() : f.emulate.c_str());
     std::printf("  load before: %s\n", load_average().c_str());
     std::fflush(stdout);
@@ -287,8 +288,9 @@ void add_bench_layouts_command(CLI::App& bench) {
                     "The planner's cpu-local calibration (bench calibrate); none: the defaults")
         ->capture_default_str();
     cmd->add_option("--emulate", f->emulate, "Emulate a cluster's links, time-scaled to this CPU (h100x4-ib400: "
-                                             "8 ranks as 2 nodes of 4; see `train --emulate`)");
-    cmd->add_option("--link", f->link, "Emulate one link for every group, GBPS[,US]");
+                                             "8 ranks as 2 nodes of 4; see `train --emulate`); runs DP, Ulysses and "
+                                             "TP only (no ring, no Megatron-SP rows)");
+    cmd->add_option("--link", f->link, "Emulate one link for every group, GBPS[,US]; DP, Ulysses and TP rows only");
     cmd->add_option("--bucket-mb", f->bucket_mb, "DDP (ZeRO 0): all-reduce gradients in buckets of this many MiB "
                                                  "(PyTorch's default); 0: one all-reduce per tensor")
         ->capture_default_str();  // its range: limit_bench_flags (bench.cpp)

@@ -101,6 +101,10 @@ void run_bench_overlap(const BenchOverlapFlags& f) {
     const int T = base.T > 0 ? base.T : m.maxT;
     const int avail = calibrated_cores_available(f.calibration);
 
+    // The links, checked before the first line (as train's every row would find them bad only
+    // after the reference run): the same parse the runs make.
+    make_emulated_links(f.link, "", "", 0, "", 2, 1.0);
+
     const std::vector<Strategy> strategies = {
         {"DDP (bucketed)", 0, 1, 1, 1}, {"ZeRO-1", 1, 1, 1, 1},          {"ZeRO-2", 2, 1, 1, 1},
         {"ZeRO-3 prefetch 0", 3, 0, 1, 1}, {"ZeRO-3 prefetch 1", 3, 1, 1, 1}, {"ZeRO-3 prefetch 2", 3, 2, 1, 1},

@@ -178,7 +178,7 @@ void add_train_command(CLI::App& root) {
     limit(*cmd, "--steps", at_least(0), "0 builds the model and takes no step");
     limit(*cmd, "--threads", at_least(1, kMaxBlasThreads));
     limit(*cmd, "--ranks", at_least(1, kMaxThreadRanks), "the threads backend runs every rank in this process");
-    limit(*cmd, "--comm-timeout", above(0), "seconds");
+    limit(*cmd, "--comm-timeout", above(0, 1e6), "seconds; 1e6 is 11 days, more than any call should wait");
     limit(*cmd, "--zero", at_least(0, 3));
     for (const char* axis : {"--tp", "--sp", "--pp", "--pp-virtual"}) limit(*cmd, axis, at_least(1), "1 leaves it unsplit");
     for (const char* axis : {"--dp-shard", "--dp-rep"})

@@ -215,8 +215,10 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
         m.states = model_states(m.slice, in.layout.zero, n, in.dtype);
         m.acts = activation_bytes(in, mesh, ga, stage);
         if (in.layout.zero >= 3) {
-            // The unit in use, the one prefetched, and a whole unit's gradient before its reduce-scatter.
-            m.comm = 3 * m.slice.largest_unit() * es;
+            // The unit in use, the K prefetched (--prefetch, with overlap on: parallel/zero3.cpp),
+            // and a whole unit's gradient before its reduce-scatter.
+            const int ahead = in.overlap ? in.prefetch : 0;
+            m.comm = (2 + ahead) * m.slice.largest_unit() * es;
         } else {
             // Two gradient buckets: one filling, one in flight.
             m.comm = std::min<int64_t>(int64_t(2 * in.bucket_mb * 1048576.0), m.slice.elems * es);

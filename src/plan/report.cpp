@@ -133,7 +133,8 @@ std::string format_plan(const PlanResult& r) {
         fmt("%s x %g layer-micro-batches%s", mem.acts.formula.c_str(), mem.acts.layer_sets,
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
     row("comm buffers", double(mem.comm),
-        std::string(l.zero >= 3 ? "3 x the largest unit (in use, prefetched, its gradient)" : "2 gradient buckets") +
+        std::string(l.zero >= 3 ? "(2 + prefetch) x the largest unit (in use, prefetched, its gradient)"
+                                : "2 gradient buckets") +
             (l.qwz || l.qgz ? " + the quantized wires of qwZ/qgZ" : "") +
             (model_parallel_comm_bytes(in, r.mesh) > 0 ? " + the TP/SP operators' buffers" : ""));
     if (mem.hpz > 0)
