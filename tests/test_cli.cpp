@@ -182,6 +182,7 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
         {"train --model tiny --zero 4", "--zero 4 is out of range: it must be in [0, 3]"},
         {"plan --mbs 0", "--mbs 0 is out of range: it must be at least 1"},
         {"train --model tiny --comm-timeout 1e10", "--comm-timeout 1e10 is out of range: it must be in (0, 1000000]"},
+        {"train --model tiny --mbs 2.5", "Could not convert: --mbs = 2.5: not a value of the kind that flag takes"},
         {"plan --zero 3 --quant-block 64", "--quant-block does nothing in this plan: it needs --qwz or --qgz"},
         {"plan --zero 3 --qgz-bits 8", "--qgz-bits does nothing in this plan: it needs --qgz"},
         {"plan --ga 0", "--ga 0 is out of range"},

@@ -32,6 +32,10 @@ int run_command_line(int argc, const char* const* argv) {
     add_commands(root);
     try {
         root.parse(argc, argv);
+    } catch (const CLI::ConversionError& e) {  // "Could not convert: --mbs = 2.5": in the project's form
+        std::fprintf(stderr, "shardscope: error: %s: not a value of the kind that flag takes (counts are whole "
+                             "numbers); see its --help\n", e.what());
+        return 1;
     } catch (const CLI::ParseError& e) {
         return root.exit(e);
     } catch (const ss::Error& e) {
