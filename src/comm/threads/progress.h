@@ -41,13 +41,13 @@ namespace ss::threads {
 /// Which queue a call goes to: its group's ranks, and collective (0), send (1) or recv (2).
 using QueueKey = std::pair<int, std::vector<int>>;
 
-/// One call on a progress thread, and what became of it.
 /// When the call now running on a queue began (steady_clock ticks): a wait measures its
 /// backstop from it, so calls queued ahead of the waited one do not count against it.
 struct QueuePulse {
     std::atomic<std::chrono::steady_clock::rep> running_since{0};  ///< ticks; 0 before the first call
 };
 
+/// One call on a progress thread, and what became of it.
 struct Job {
     std::function<void()> run;  ///< the call
     std::shared_ptr<QueuePulse> pulse;  ///< its queue's: when the call running there began
