@@ -165,7 +165,8 @@ TEST_CASE("a call's exposed time is the part of its run the rank waited in: at m
     REQUIRE(timed > 0);
     // The run's own figures (rank 0): the waits are one after another and each lies inside
     // its call's run, so their sum is at most the union of the runs.
-    for (const nlohmann::json& step : r.to_json().at("steps")) {
+    const nlohmann::json report = r.to_json();  // (kept: a range-for over a temporary's member would dangle)
+    for (const nlohmann::json& step : report.at("steps")) {
         INFO(step.dump());
         REQUIRE(step.at("exposed_comm_ms").get<double>() <= step.at("comm_ms").get<double>() + 1e-9);
     }
