@@ -165,6 +165,7 @@ TEST_CASE("make_emulated_links: every wrong combination names the flag and what 
         return error_of([&] { flags(link, intra, inter, gpn, emulate, world, gflops); });
     };
     CHECK_THAT(err("0,6", "", "", 0, "", 8), Catch::StartsWith("--link 0,6: the bandwidth"));
+    CHECK_THAT(err("0x10,5", "", "", 0, "", 8), Catch::StartsWith("--link 0x10,5: the bandwidth"));  // not hex's 16
     CHECK_THAT(err("1,6", "450,3", "50,5", 8, "", 8), Catch::StartsWith("--link 1,6") && Catch::Contains("--link-intra"));
     CHECK_THAT(err("1,6", "", "", 4, "", 8), Catch::StartsWith("--link 1,6") && Catch::Contains("--gpus-per-node"));
     CHECK_THAT(err("", "450,3", "", 4, "", 8), Catch::StartsWith("--link-intra 450,3 needs --link-inter"));

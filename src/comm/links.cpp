@@ -28,9 +28,10 @@ std::string trim(const std::string& s) {
     return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// The whole of @p text as a finite number, or false.
+// The whole of @p text as a finite decimal number, or false (strtod would also read hex,
+// "0x10" as 16, which nobody means by GB/s).
 bool finite_number(const std::string& text, double& out) {
-    if (text.empty()) return false;
+    if (text.empty() || text.find_first_of("xX") != std::string::npos) return false;
     char* end = nullptr;
     out = std::strtod(text.c_str(), &end);
     return end == text.c_str() + text.size() && std::isfinite(out);
