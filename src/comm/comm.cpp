@@ -392,7 +392,7 @@ void Comm::finish(PendingCall& p, double wait_start_us) {
     add_interval(run0, run1);
     // Exposed: the part of the call's run the rank sat in its wait, so at most the call's
     // duration (trace-format.md). The wake-up after it finished is not the call's, and the
-    // calls queued before it on its group were waited first (wait(), wait_earlier).
+    // calls queued before it on its group were waited first (Comm::wait).
     const double exposed_us = std::max(0.0, std::min(wait_end_us, run1) - std::max(wait_start_us, run0));
     times_.exposed_s += exposed_us * 1e-6;
     if (!tracer_) return;
@@ -415,6 +415,7 @@ void Comm::wait(CommHandle& handle) {
     auto collective = [](const Call& c) { return c.op != CallOp::send && c.op != CallOp::recv; };
     while (collective(p->call)) {
         const auto mine = std::find(in_flight_.begin(), in_flight_.end(), p);
+        if (mine == in_flight_.end()) break;  // (not in flight: nothing is known to be before it)
         auto earlier = std::find_if(in_flight_.begin(), mine, [&](const std::shared_ptr<PendingCall>& q) {
             return collective(q->call) && q->call.group.ranks == p->call.group.ranks;
         });
