@@ -79,12 +79,16 @@ int main(int argc, char** argv) {
             if (comm.rank() == 1) sleep_s(60);  // until rank 0's MPI_Abort ends it
             CommHandle h1 = comm.start_all_reduce(&x, 1, DType::f32, comm.world_group(), ReduceOp::sum,
                                                   {Payload::param, 1, Phase::fwd});
+            if (comm.rank() == 2) {  // waits in the later call, a blocking one, and times out after rank 0
+                // (Comm::wait of a started second call would wait h1 first, the call before it on
+                // the group: then it is not ahead.)
+                sleep_s(0.3);
+                comm.all_reduce(&y, 1, DType::f32, comm.world_group(), ReduceOp::sum, {Payload::param, 2, Phase::fwd});
+                comm.wait(h1);
+                return;
+            }
             CommHandle h2 = comm.start_all_reduce(&y, 1, DType::f32, comm.world_group(), ReduceOp::sum,
                                                   {Payload::param, 2, Phase::fwd});
-            if (comm.rank() == 2) {  // waits in the later call (a prefetch), and times out after rank 0
-                sleep_s(0.3);
-                comm.wait(h2);
-            }
             comm.wait(h1);
             comm.wait(h2);
         }, CommOptions{1, {}, {}});
