@@ -198,8 +198,10 @@ void draw_pipeline(ViewerState& s, ImVec2 size) {
         std::string ranks;
         for (size_t i = 0; i < pv.measured_ranks.size(); ++i)
             ranks += (i ? ", " : "") + std::to_string(pv.measured_ranks[i]);
-        ImGui::Text("Measured: step %d on global ranks %s; idle %.3f of the compute time", pv.measured_step,
-                    ranks.c_str(), pv.measured.bubble);
+        // On emulated links the sends' times are the emulation's: said here too, not only in the header.
+        ImGui::Text("Measured%s: step %d on global ranks %s; idle %.3f of the compute time",
+                    s.vm->run.emulated_links.empty() ? "" : " (on emulated links)", pv.measured_step, ranks.c_str(),
+                    pv.measured.bubble);
         help_marker(
             "The trace's compute spans named forward and backward (args step, microbatch, stage = the "
             "virtual stage), recorded by src/parallel/pipeline.cpp, of one step (the second: the first "
