@@ -343,7 +343,7 @@ void draw_memory(ViewerState& s, ImVec2 size) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float note_h = ImGui::GetTextLineHeightWithSpacing();
     const float top_h = (avail.y - note_h) * 0.52f;
-    const float table_w = std::min(avail.x * 0.45f, 560.0f);  // six columns with the prediction and its gap
+    const float table_w = std::min(avail.x * 0.45f, 600.0f);  // six columns with the prediction and its gap
     // top: bars | table
     ImGui::BeginGroup();
     ImGui::TextUnformatted(s.vm->run.predicted.present ? "per rank: now | at peak | predicted" : "per rank: now | at peak");
