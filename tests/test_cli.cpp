@@ -164,6 +164,39 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
     }
 }
 
+// What an error offers must pass the other checks too, and a product of two degrees
+// must not wrap around in int (an audit found --pp-virtual 2147483647 planned with
+// -9e-10 micro-batches and trained into "at least one stage (got -2)").
+TEST_CASE("layout errors offer only values that work, and huge degrees do not wrap", "[cli][errors]") {
+    struct Case {
+        std::string args, message;
+    };
+    const std::string train = "train --model tiny --steps 1 --quiet ";
+    std::vector<Case> cases = {
+        {train + "--ranks 2 --pp 2 --schedule interleaved --pp-virtual 2147483647", "so at least 4 blocks; the model has L=2"},
+        {train + "--layers 4 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 1073741824",
+         "--pp x --pp-virtual = 2147483648 stages but the model has only L=4 blocks"},
+        {train + "--layers 6 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 2 --ga 2", "choose --pp-virtual in {3}"},
+        {train + "--layers 5 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 2 --ga 2",
+         "no --pp-virtual of 2 or more does at --pp 2"},
+        // Ulysses at T = 63 with 4 heads: no SP above 1 divides both; ring takes T's divisors.
+        {train + "--ranks 2 --sp 2 --seq 63", "none above 1; change --seq; --sp-mode ring --ring-split contiguous"},
+        {train + "--ranks 2 --sp 3 --seq 64", "SP values that fit T=64 and Ulysses's whole heads per rank (H/TP = 4/1): {1, 2, 4}"},
+        {train + "--ranks 2 --sp 4 --seq 60 --sp-mode ring", "zig-zag's 2 x SP chunks: {1, 2, 3, 5, 6, 10, 15, 30}"},
+        {train + "--ranks 2 --tp 2 --sequence-parallel --seq 63", "no TP of 2 or more divides both T and the H=4 heads"},
+        {train + "--ranks 2 --tp 2 --sequence-parallel --seq 63 --heads 6 --dim 48", "choose --tp in {3}"},
+        {"plan --model tiny --gpus 2 --pp 2 --ga 2 --schedule interleaved --pp-virtual 2147483647",
+         "no v of 2 or more does at PP 2"},
+    };
+    for (const Case& c : cases) {
+        CliResult r = run_shardscope(c.args);
+        INFO("shardscope " << c.args << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("error:"));
+        CHECK_THAT(r.output, Contains(c.message));
+    }
+}
+
 // Issue 14, 4.7: numbers that were silently replaced by a default (or ran with
 // nonsense) are refused before anything runs, by one check (src/app/flag_range.h)
 // whose message names the flag, the value and the range.

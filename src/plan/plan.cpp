@@ -64,7 +64,7 @@ std::string nearest_layouts(const PlanInput& in) {
             for (int sp : divisors(T)) {
                 if (world % (1LL * tp * pp * sp) != 0) continue;
                 if (l.sp_mode == SpMode::ulysses && (H / tp) % sp != 0) continue;
-                if (l.schedule == Schedule::interleaved && L % (pp * l.pp_virtual) != 0) continue;
+                if (l.schedule == Schedule::interleaved && L % (1LL * pp * l.pp_virtual) != 0) continue;
                 found.emplace_back(dist(tp, l.tp) + dist(pp, l.pp) + dist(sp, l.sp), tp, pp, sp);
             }
     std::sort(found.begin(), found.end());
@@ -122,9 +122,16 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
                            << nearest_layouts(in));
     SS_CHECK(m.L % l.pp == 0, "PP=" << l.pp << " does not divide L=" << m.L << " layers into equal stages; choose PP in {"
                                     << join(fitting(m.L, rest_pp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
-    SS_CHECK(l.schedule != Schedule::interleaved || m.L % (l.pp * l.pp_virtual) == 0,
-             "interleaved: PP " << l.pp << " x v " << l.pp_virtual << " does not divide L=" << m.L
-                                << " layers into equal chunks; choose --pp-virtual in {" << join(divisors(m.L / l.pp)) << "}");
+    if (l.schedule == Schedule::interleaved && m.L % (1LL * l.pp * l.pp_virtual) != 0) {  // 64 bits: no wrap
+        std::vector<int> fit;  // the v >= 2 that cut each stage's L / PP layers into equal chunks
+        for (int v : divisors(m.L / l.pp))
+            if (v >= 2) fit.push_back(v);
+        SS_FAIL("interleaved: PP " << l.pp << " x v " << l.pp_virtual << " does not divide L=" << m.L
+                                   << " layers into equal chunks; "
+                                   << (fit.empty() ? "no v of 2 or more does at PP " + std::to_string(l.pp) +
+                                                         ": use --schedule 1f1b, another --pp, or more --layers"
+                                                   : "choose --pp-virtual in {" + join(fit) + "}"));
+    }
     // ... and together they must divide the world.
     const long long mp = 1LL * l.tp * l.pp * l.sp;
     SS_CHECK(world % mp == 0, "TP " << l.tp << " x PP " << l.pp << " x SP " << l.sp << " = " << mp << " does not divide "

@@ -2,6 +2,9 @@
 #include "train/options.h"
 
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "comm/launch_env.h"
 #include "comm/mpi/mpi_backend.h"
@@ -87,6 +90,48 @@ int check_ranks(const TrainOptions& o) {
     return np;
 }
 
+namespace {
+
+std::string join_ints(const std::vector<int>& v) {
+    std::ostringstream s;
+    for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+    return s.str();
+}
+
+// The SP degrees that pass every check below for this run: those dividing T, with T a
+// multiple of 2 SP for zig-zag ring, and dividing the heads each TP rank holds for
+// Ulysses; 1 (no sequence split) always. What an SP error offers, so that it never
+// suggests a degree a later check refuses.
+std::vector<int> sp_choices(const TrainOptions& o, int T) {
+    std::vector<int> fit;
+    for (int sp : divisors(T)) {
+        if (sp > 1 && zigzag_split(o.sp_mode, o.ring_split, sp) && T % (2 * sp) != 0) continue;
+        if (sp > 1 && o.sp_mode == SpMode::ulysses && (o.model.H % o.tp != 0 || (o.model.H / o.tp) % sp != 0))
+            continue;
+        fit.push_back(sp);
+    }
+    return fit;
+}
+
+// What an SP error says to choose: the degrees of sp_choices and the rules they follow.
+std::string sp_advice(const TrainOptions& o, int T) {
+    const std::vector<int> fit = sp_choices(o, T);
+    std::ostringstream s;
+    s << "SP values that fit T=" << T;
+    if (o.sp_mode == SpMode::ulysses) s << " and Ulysses's whole heads per rank (H/TP = " << o.model.H << "/" << o.tp << ")";
+    if (zigzag_split(o.sp_mode, o.ring_split, 2)) s << " and zig-zag's 2 x SP chunks";
+    if (fit.size() <= 1)
+        s << ": none above 1; change --seq";
+    else
+        s << ": {" << join_ints(fit) << "}";
+    if (o.sp_mode == SpMode::ulysses || zigzag_split(o.sp_mode, o.ring_split, 2))
+        s << (o.sp_mode == SpMode::ulysses ? "; --sp-mode ring --ring-split contiguous" : "; --ring-split contiguous")
+          << " takes any SP dividing T";
+    return s.str();
+}
+
+}  // namespace
+
 // Tensor and sequence parallelism.
 void check_tp_sp(const TrainOptions& o, int T) {
     SS_CHECK(o.tp >= 1, "--tp must be at least 1 (got " << o.tp << ")");
@@ -97,15 +142,28 @@ void check_tp_sp(const TrainOptions& o, int T) {
         SS_CHECK(o.sp == 1, "--sequence-parallel (Megatron, on the tp axis) and --sp " << o.sp
                                 << (o.sp_mode == SpMode::ring ? " (ring attention)" : " (Ulysses)")
                                 << " cannot be combined here; choose one");
-        check_divides("TP with --sequence-parallel", o.tp, "the sequence length T", T);
+        if (T % o.tp != 0) {  // offer the TP degrees that Megatron-SP's other rules accept too
+            std::vector<int> fit;
+            for (int tp : divisors(T))
+                if (tp >= 2 && o.model.H % tp == 0) fit.push_back(tp);
+            SS_FAIL("TP=" << o.tp << " with --sequence-parallel does not divide the sequence length T=" << T
+                          << " (each tp rank keeps T/TP tokens between the blocks); "
+                          << (fit.empty() ? "no TP of 2 or more divides both T and the H=" + std::to_string(o.model.H) +
+                                                " heads: change --seq, or drop --sequence-parallel"
+                                          : "choose --tp in {" + join_ints(fit) + "}, the degrees dividing T and H=" +
+                                                std::to_string(o.model.H)));
+        }
     }
     if (o.sp > 1) {
-        check_divides("SP", o.sp, "the sequence length T", T);
-        check_sequence_split(o.sp_mode, o.ring_split, o.sp, T);  // zig-zag: 2 SP chunks (plan checks the same)
+        SS_CHECK(T % o.sp == 0, "SP=" << o.sp << " does not divide the sequence length T=" << T << "; "
+                                      << sp_advice(o, T));
+        SS_CHECK(!zigzag_split(o.sp_mode, o.ring_split, o.sp) || T % (2 * o.sp) == 0,
+                 "--ring-split zigzag cuts the sequence into 2 x SP = " << 2 * o.sp << " chunks, which does not divide T="
+                     << T << "; " << sp_advice(o, T));
+        check_sequence_split(o.sp_mode, o.ring_split, o.sp, T);  // the planner's form of the two checks above
         SS_CHECK(o.sp_mode == SpMode::ring || (o.model.H % o.tp == 0 && (o.model.H / o.tp) % o.sp == 0),
                  "Ulysses SP=" << o.sp << " must divide the heads each TP rank holds, H/TP = " << o.model.H << "/"
-                               << o.tp << "; choose SP from the divisors of "
-                               << (o.model.H % o.tp == 0 ? o.model.H / o.tp : o.model.H));
+                               << o.tp << "; " << sp_advice(o, T));
     }
     if (o.tp > 1) check_divides("TP", o.tp, "n_head", o.model.H);  // V needs no check: wte is padded (padded_vocab)
 }
@@ -119,12 +177,25 @@ void check_pipeline(const TrainOptions& o, RunShape& s) {
                              << "--schedule interleaved runs; add --schedule interleaved or drop --pp-virtual");
     SS_CHECK(o.schedule != Schedule::interleaved || (o.pp > 1 && o.pp_virtual > 1),
              "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per rank)");
-    SS_CHECK(o.schedule != Schedule::interleaved || !o.pp_split.empty() || o.model.L % (o.pp * o.pp_virtual) == 0,
-             "--schedule interleaved cuts the L=" << o.model.L << " blocks into --pp x --pp-virtual = "
-                 << o.pp * o.pp_virtual << " equal chunks, which does not divide them (interleaving "
-                 << "needs equal chunks); choose --pp-virtual so that pp x v divides " << o.model.L
-                 << ", or give the chunks with --pp-split");
-    s.pp_split = pipeline_split(o.model.L, o.pp * o.pp_virtual, o.pp_split);
+    const long long chunks = 1LL * o.pp * o.pp_virtual;  // in 64 bits: two large ints would wrap
+    SS_CHECK(o.schedule != Schedule::interleaved || o.model.L >= 4,
+             "--schedule interleaved needs --pp 2 or more with --pp-virtual 2 or more, so at least 4 blocks; the model "
+             "has L=" << o.model.L << ": use --schedule 1f1b, or more --layers");
+    std::vector<int> fit;  // interleaved: the v >= 2 that cut L into --pp x v equal chunks
+    if (o.schedule == Schedule::interleaved && o.model.L % o.pp == 0)
+        for (int v : divisors(o.model.L / o.pp))
+            if (v >= 2) fit.push_back(v);
+    const std::string choose_v = fit.empty() ? "no --pp-virtual of 2 or more does at --pp " + std::to_string(o.pp)
+                                             : "choose --pp-virtual in {" + join_ints(fit) + "}";
+    SS_CHECK(chunks <= o.model.L, "a pipeline of --pp x --pp-virtual = " << chunks << " stages but the model has only L="
+                                      << o.model.L << " blocks; every stage needs at least one block: choose --pp "
+                                      << "and --pp-virtual with --pp x --pp-virtual <= " << o.model.L
+                                      << (o.schedule == Schedule::interleaved ? " (interleaving: " + choose_v + ")" : ""));
+    SS_CHECK(o.schedule != Schedule::interleaved || !o.pp_split.empty() || o.model.L % chunks == 0,
+             "--schedule interleaved cuts the L=" << o.model.L << " blocks into --pp x --pp-virtual = " << chunks
+                 << " equal chunks, which does not divide them (interleaving needs equal chunks); " << choose_v
+                 << ", or give the " << chunks << " chunks' block counts with --pp-split");
+    s.pp_split = pipeline_split(o.model.L, int(chunks), o.pp_split);
     s.bubble = o.pp > 1 ? pipe_bubble_formula(pipe_spec(o, o.pp)) : 0.0;
     make_pipe_schedule(pipe_spec(o, o.pp));  // throws for a schedule it cannot make (too few micro-batches)
 }
