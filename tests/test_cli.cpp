@@ -175,7 +175,7 @@ TEST_CASE("layout errors offer only values that work, and huge degrees do not wr
     std::vector<Case> cases = {
         {train + "--ranks 2 --pp 2 --schedule interleaved --pp-virtual 2147483647", "so at least 4 blocks; the model has L=2"},
         {train + "--layers 4 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 1073741824",
-         "--pp x --pp-virtual = 2147483648 stages but the model has only L=4 blocks"},
+         "pipeline of 2147483648 stages (--pp x --pp-virtual) but the model has only L=4 blocks"},
         {train + "--layers 6 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 2 --ga 2", "choose --pp-virtual in {3}"},
         {train + "--layers 5 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 2 --ga 2",
          "no --pp-virtual of 2 or more does at --pp 2"},
@@ -518,6 +518,9 @@ TEST_CASE("every output is checked before step 1, and no output overwrites anoth
         {"--data " + tokens + " --json " + tokens, "is also the --data input"},
         {"--resume " + ck + " --save " + shard, "lies inside the --resume checkpoint"},
         {"--save-every 1 --checkpoint-dir " + ck + " --json " + ck + "/latest", "lies inside a checkpoint"},
+        // A checkpoint directory inside a step directory (or below it) would mix two runs' steps.
+        {"--save-every 1 --checkpoint-dir " + ck + "/step-00000002", "lies inside the checkpoint"},
+        {"--save-every 1 --checkpoint-dir " + ck + "/step-00000002/more", "give a directory outside it"},
     };
     for (const Case& c : refused) {
         CliResult r = run_shardscope("train --model tiny --steps 1 " + c.args);

@@ -329,7 +329,7 @@ TEST_CASE("bad pipeline input gets a clear error", "[pp][errors]") {
     c.schedule = Schedule::interleaved;
     c.pp_virtual = 3;
     c.ga = 2;
-    fails_with(c, "--pp x --pp-virtual = 6 stages but the model has only L=4 blocks");
+    fails_with(c, "pipeline of 6 stages (--pp x --pp-virtual) but the model has only L=4 blocks");
     fails_with(c, "(interleaving: choose --pp-virtual in {2})");
     TrainOptions d = o;
     d.ranks = 4;

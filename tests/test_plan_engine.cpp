@@ -194,7 +194,8 @@ std::string show(const std::map<std::string, int64_t>& m) {
     return s;
 }
 
-int comm_checked = 0;  // the runs whose TP/SP buffers were held against the planner (check 4)
+int comm_checked = 0;           // the ranks whose comm buffers were held against the planner (check 4)
+int pipeline_comm_checked = 0;  // of them, ranks of a pipeline
 
 // The four checks for one run of @p el with options @p o (train() is run here).
 void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType dtype) {
@@ -233,20 +234,23 @@ void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType d
         const double predicted = activation_bytes(in, p.mesh, p.gbs.ga, stage).total;
         INFO("acts: Ledger " << acts << " planner " << predicted);
         CHECK(std::fabs(predicted - acts) <= 0.10 * acts);
-        // 4. The TP/SP operators' buffers, byte for byte, where nothing else books Mem::comm
-        //    (no data-parallel group, no ZeRO, one pipeline stage).
-        if (p.mesh.dp_shard * p.mesh.dp_rep == 1 && o.zero == 0 && p.mesh.pp == 1) {
+        // 4. The TP/SP operators' buffers and the pipeline's boundary tensors, byte for byte,
+        //    where nothing else books Mem::comm (no data-parallel group, no ZeRO).
+        if (p.mesh.dp_shard * p.mesh.dp_rep == 1 && o.zero == 0) {
             const int64_t comm = int64_t(rep.rank_peak[size_t(rank)][int(Mem::comm)]);
-            INFO("comm: Ledger " << comm << " planner " << model_parallel_comm_bytes(in, p.mesh));
-            CHECK(comm == model_parallel_comm_bytes(in, p.mesh));
+            const int64_t want_comm =
+                model_parallel_comm_bytes(in, p.mesh) + pipeline_comm_bytes(in, p.mesh, p.gbs.ga, stage);
+            INFO("comm: Ledger " << comm << " planner " << want_comm);
+            CHECK(comm == want_comm);
             ++comm_checked;
+            if (p.mesh.pp > 1) ++pipeline_comm_checked;
         }
     }
 }
 
 }  // namespace
 
-TEST_CASE("planner = engine: model states exact, traffic exact, activations within 10%, TP/SP buffers exact", "[plan][engine]") {
+TEST_CASE("planner = engine: model states exact, traffic exact, activations within 10%, TP/SP and pipeline buffers exact", "[plan][engine]") {
     int ran = 0;
     for (const EngineLayout& el : kLayouts)
         for (DType dtype : {DType::bf16, DType::f32}) {
@@ -261,6 +265,8 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations with
     REQUIRE(ran >= 2 * 41);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
     // TP 2, TP 4, TP 2 + Megatron-SP, Ulysses SP 4 and ring SP 4 in both dtypes, every rank
     REQUIRE(comm_checked >= 2 * (2 + 4 + 2 + 4 + 4));
+    INFO("pipeline ranks checked: " << pipeline_comm_checked);
+    REQUIRE(pipeline_comm_checked >= 2 * 2 * 2);  // at least two PP 2 layouts, both dtypes, both stages
 }
 
 TEST_CASE("planner = engine with a padded vocabulary: wte's Vp/TP rows counted alike", "[plan][engine][vocab]") {

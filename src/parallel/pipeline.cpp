@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <numeric>
 
 #include "comm/trace/trace.h"
@@ -116,11 +117,22 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
     };
     // Overlap: a receive is posted kLookahead actions before the schedule needs it,
     // into its buffer (booked in Mem::comm from then), and a send's handle is kept
-    // with what it sends until the end of run(), while the stage computes.
+    // with what it sends while the stage computes, at most kLookahead sends: a later
+    // send first waits for the oldest and frees its buffer. (Kept until the end of
+    // run(), the buffers grew with the micro-batches: 6 at GA 4, 18 at GA 16 on the
+    // first of two stages.) Waiting a send later than the blocking form does (at once)
+    // cannot deadlock: by then this rank has issued all that the blocking form had.
+    // pipe_comm_buffers_peak (schedule/pipeline_schedule.h) counts these buffers.
     const std::vector<PipeAction>& actions = schedule_.ranks[size_t(stage_)];
-    constexpr size_t kLookahead = 4;
+    constexpr size_t kLookahead = kPipeLookahead;
     std::map<size_t, CommHandle> posted;  // action index -> its receive, in flight
-    std::vector<std::pair<Tensor, CommHandle>> sending;  // what is being sent, and its send (destroyed first)
+    std::deque<std::pair<Tensor, CommHandle>> sending;  // what is being sent, and its send (destroyed first)
+    auto make_room = [&] {  // before a send's buffer is booked: wait the oldest send, free its buffer
+        if (sending.size() == kLookahead) {
+            comm_.wait(sending.front().second);
+            sending.pop_front();
+        }
+    };
     auto recv_buffer = [&](const PipeAction& a) -> Tensor& {
         const Key k{a.micro, a.chunk};
         auto& into = a.op == PipeOp::recv_act ? inputs : out_grads;
@@ -170,6 +182,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
                     break;
                 }
                 // The output dies with acts at this micro-batch's backward: the send keeps a copy.
+                make_room();
                 Tensor out(ledger, Mem::comm, {int64_t(n)}, DType::f32, false);
                 device_copy(out.f32(), part_output(acts.at(k)), sizeof(float) * n);
                 CommHandle h = comm_.start_send(out.f32(), n, DType::f32, rank_of(vs + 1), label, "pp");
@@ -208,6 +221,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
                     in_grads.erase(k);
                     break;
                 }
+                make_room();
                 Tensor g = std::move(in_grads.at(k));
                 in_grads.erase(k);
                 CommHandle h = comm_.start_send(g.f32(), n, DType::f32, rank_of(vs - 1), label, "pp");

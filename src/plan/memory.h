@@ -102,6 +102,15 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
 /// Activations in fp32 under the engine's layout, 16-bit under the paper's; the maxima fp32.
 int64_t model_parallel_comm_bytes(const PlanInput& in, const MeshShape& mesh);
 
+/// Bytes pipeline stage @p stage holds in boundary tensors at its peak, GA = @p ga micro-batches:
+/// pipe_comm_buffers_peak (schedule/pipeline_schedule.h) of the schedule, each one micro-batch's
+/// residual stream on the rank, [b, s/sp (/tp under Megatron-SP), h] in fp32 as the engine sends
+/// it. 0 without pipeline parallelism.
+int64_t pipeline_comm_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage);
+
+/// One of those boundary tensors, in bytes: b x s/sp (/tp under Megatron-SP) x h x 4.
+int64_t pipeline_comm_bytes_each(const PlanInput& in, const MeshShape& mesh);
+
 /// Everything one rank holds at its peak.
 struct MemoryPlan {
     int stage = 0;             ///< the pipeline stage this is for (the one with the highest total)
@@ -110,7 +119,8 @@ struct MemoryPlan {
     ModelStates states;        ///< params, grads, optimizer
     ActivationBytes acts;      ///< saved activations
     int64_t comm = 0;          ///< communication buffers (buckets, ZeRO-3 gathered units, ZeRO++'s quantized wires,
-                               ///< the model-parallel operators': model_parallel_comm_bytes)
+                               ///< the model-parallel operators': model_parallel_comm_bytes, the pipeline's
+                               ///< boundary tensors: pipeline_comm_bytes)
     int64_t hpz = 0;           ///< ZeRO++ hpZ: the secondary partition, 1/K of the padded slice (Ledger's hpz)
     int64_t total = 0;         ///< states + acts + comm + hpz
     double capacity = 0;       ///< device memory

@@ -132,11 +132,20 @@ std::string format_plan(const PlanResult& r) {
     row("acts", mem.acts.total,
         fmt("%s x %g layer-micro-batches%s", mem.acts.formula.c_str(), mem.acts.layer_sets,
             (mem.acts.head > 0 || mem.acts.embedding > 0) ? " + embedding/head" : ""));
-    row("comm buffers", double(mem.comm),
-        std::string(l.zero >= 3 ? "(2 + prefetch) x the largest unit (in use, prefetched, its gradient)"
-                                : "2 gradient buckets") +
-            (l.qwz || l.qgz ? " + the quantized wires of qwZ/qgZ" : "") +
-            (model_parallel_comm_bytes(in, r.mesh) > 0 ? " + the TP/SP operators' buffers" : ""));
+    {  // what the comm line holds, the parts that are there (plan/memory.cpp, plan_memory)
+        std::vector<std::string> parts;
+        if (l.zero >= 3)
+            parts.push_back("(2 + prefetch) x the largest unit (in use, prefetched, its gradient)");
+        else if (int64_t(r.mesh.dp_rep) * r.mesh.dp_shard * r.mesh.sp > 1 && in.bucket_mb > 0)
+            parts.push_back("2 gradient buckets");
+        if (l.qwz || l.qgz) parts.push_back("the quantized wires of qwZ/qgZ");
+        if (model_parallel_comm_bytes(in, r.mesh) > 0) parts.push_back("the TP/SP operators' buffers");
+        if (const int64_t pipe = pipeline_comm_bytes(in, r.mesh, r.gbs.ga, mem.stage); pipe > 0)
+            parts.push_back(fmt("%lld pipeline boundary tensors", (long long)(pipe / pipeline_comm_bytes_each(in, r.mesh))));
+        std::string what;
+        for (const std::string& p : parts) what += (what.empty() ? "" : " + ") + p;
+        row("comm buffers", double(mem.comm), what.empty() ? "none" : what);
+    }
     if (mem.hpz > 0)
         row("hpz", double(mem.hpz), fmt("%d Psi / %d   ZeRO++ hpZ: the secondary partition, 1/K of the parameters", es,
                                         l.hpz));

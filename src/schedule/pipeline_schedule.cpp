@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 
 #include "core/check.h"
 
@@ -187,6 +188,67 @@ int pipe_in_flight_formula(const PipeSpec& spec, int rank) {
             return std::min(pipe_warmup(spec, rank) + 1, spec.m * spec.v);
     }
     return 0;
+}
+
+int pipe_comm_buffers_peak(const PipeSchedule& s, int rank, bool overlap) {
+    const std::vector<PipeAction>& acts = s.ranks.at(size_t(rank));
+    const int p = s.spec.p;
+    std::set<std::pair<int, int>> inputs, out_grads;  // (micro, chunk) whose received buffer is live
+    std::vector<bool> posted(acts.size(), false);
+    int live = 0, peak = 0, sending = 0;
+    auto add = [&](int k) {
+        live += k;
+        peak = std::max(peak, live);
+    };
+    auto make_room = [&] {  // a send beyond kPipeLookahead waits the oldest, whose buffer goes
+        if (sending == kPipeLookahead) {
+            --sending;
+            --live;
+        }
+    };
+    auto receive = [&](const PipeAction& a) {
+        (a.op == PipeOp::recv_act ? inputs : out_grads).insert({a.micro, a.chunk});
+        add(1);
+    };
+    for (size_t i = 0; i < acts.size(); ++i) {
+        if (overlap)
+            for (size_t j = i; j < std::min(acts.size(), i + kPipeLookahead); ++j)
+                if (pipe_is_recv(acts[j].op) && !posted[j]) {
+                    posted[j] = true;
+                    receive(acts[j]);
+                }
+        const PipeAction& a = acts[i];
+        const std::pair<int, int> key{a.micro, a.chunk};
+        switch (a.op) {
+            case PipeOp::recv_act:
+            case PipeOp::recv_grad:
+                if (!overlap) receive(a);
+                break;
+            case PipeOp::forward:
+                if (inputs.erase(key)) --live;  // forward copied it into its saved input
+                break;
+            case PipeOp::send_act:
+                if (overlap) {  // a copy: the output dies with the saved activations
+                    make_room();
+                    add(1);
+                    ++sending;
+                }
+                break;
+            case PipeOp::backward:
+                if (a.chunk * p + rank > 0) add(1);  // the input's gradient, to send down
+                if (out_grads.erase(key)) --live;
+                break;
+            case PipeOp::send_grad:
+                if (overlap) {
+                    make_room();
+                    ++sending;  // the gradient's buffer, now the send's
+                } else {
+                    --live;
+                }
+                break;
+        }
+    }
+    return peak;
 }
 
 }  // namespace ss

@@ -114,6 +114,22 @@ int pipe_warmup(const PipeSpec& spec, int rank);
 /// p < 2, v < 2 or m not a multiple of p (Megatron's requirement).
 PipeSchedule make_pipe_schedule(const PipeSpec& spec);
 
+/// With overlap on, the engine (parallel/pipeline.cpp) posts each receive this many
+/// actions before the schedule needs it, and keeps at most this many sends in flight.
+constexpr int kPipeLookahead = 4;
+
+/// The most boundary tensors (one micro-batch's activation or its gradient, B x T_rank
+/// x C fp32 each) pipeline rank @p rank of @p s holds in Mem::comm at once, following
+/// PipelineRank::run's rules. Overlap on: a receive's buffer from its posting
+/// (kPipeLookahead actions ahead) until its forward copies it or its backward has used
+/// it; a send's copy (an activation) or its gradient until the send is waited, which
+/// happens when a kPipeLookahead + 1-th would start (the oldest first) or at the end;
+/// the input gradient from its backward on. Overlap off: a received buffer from its
+/// receive until used, and the input gradient from its backward until its send
+/// returns; activations are sent from where they lie. The planner's pipeline term
+/// (plan/memory.cpp) and the engine's Ledger agree on it (tests/test_plan_engine.cpp).
+int pipe_comm_buffers_peak(const PipeSchedule& s, int rank, bool overlap);
+
 /// One message on the wire: an activation (forward) or a gradient (backward) of
 /// a micro-batch, crossing the boundary between virtual stages `lower` and lower + 1.
 struct PipeMessage {

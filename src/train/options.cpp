@@ -187,7 +187,7 @@ void check_pipeline(const TrainOptions& o, RunShape& s) {
             if (v >= 2) fit.push_back(v);
     const std::string choose_v = fit.empty() ? "no --pp-virtual of 2 or more does at --pp " + std::to_string(o.pp)
                                              : "choose --pp-virtual in {" + join_ints(fit) + "}";
-    SS_CHECK(chunks <= o.model.L, "a pipeline of --pp x --pp-virtual = " << chunks << " stages but the model has only L="
+    SS_CHECK(chunks <= o.model.L, "pipeline of " << chunks << " stages (--pp x --pp-virtual) but the model has only L="
                                       << o.model.L << " blocks; every stage needs at least one block: choose --pp "
                                       << "and --pp-virtual with --pp x --pp-virtual <= " << o.model.L
                                       << (o.schedule == Schedule::interleaved ? " (interleaving: " + choose_v + ")" : ""));

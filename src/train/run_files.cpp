@@ -1,6 +1,7 @@
 // run_files.cpp — a run's outputs tried, and compared with each other and its inputs (see run_files.h).
 #include "train/run_files.h"
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "train/sharded_checkpoint.h"
 
 namespace ss {
+
+namespace fs = std::filesystem;
 
 void check_run_files(const TrainOptions& o) {
     using Named = std::pair<std::string, std::string>;  // (flag, path)
@@ -45,6 +48,19 @@ void check_run_files(const TrainOptions& o) {
                      out.first << " " << out.second << " lies inside a checkpoint of --checkpoint-dir "
                                << o.checkpoint_dir << " (its step directories and latest are the checkpoints'); "
                                << "write it elsewhere");
+
+    // A checkpoint directory of its own: not inside a step directory (one holding a
+    // manifest.json), where `latest` and new steps would mix with a checkpoint and
+    // --resume of that step would find the old manifest first.
+    if (saves_checkpoints)
+        for (fs::path at = fs::absolute(o.checkpoint_dir).lexically_normal(); !at.empty(); at = at.parent_path()) {
+            std::error_code ec;
+            SS_CHECK(!fs::exists(at / "manifest.json", ec),
+                     "--checkpoint-dir " << o.checkpoint_dir << " lies inside the checkpoint " << at.string()
+                                         << " (it holds a manifest.json): its steps would mix with that checkpoint; "
+                                         << "give a directory outside it");
+            if (at == at.root_path()) break;
+        }
 
     // 2. Every output can be written, now rather than after the last step.
     for (const Named& out : out_files) check_writable_file(out.first, out.second);
