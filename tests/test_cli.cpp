@@ -576,7 +576,7 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
          "--link 0: the bandwidth must be a positive number of GB/s", "bench overlap:"},
         {"train --model tiny --steps 1 --checkpoint-dir " + tmp("never_written"),
          "without --save-every K would save nothing", "step    1/"},
-        // Flags typed but inert in the run (refuse_inert_flags, src/app/train_cmd.cpp).
+        // Flags typed but inert in the run (refuse_inert_flags, src/app/inert_flags.cpp).
         {"train --model tiny --ranks 2 --zero 1 --prefetch 2 --steps 1",
          "--prefetch does nothing in this run: it needs --zero 3", "step    1/"},
         {"train --model tiny --steps 1 --keep-last 2", "--keep-last does nothing in this run", "step    1/"},

@@ -8,43 +8,13 @@
 #include "comm/links.h"
 #include "app/commands.h"
 #include "app/flag_range.h"
+#include "app/inert_flags.h"
 #include "app/layout_flags.h"
 #include "app/model_flags.h"
 #include "core/check.h"
 #include "train/train.h"
 
 namespace ss::app {
-
-namespace {
-
-// A flag the user typed that this run would not use is refused, naming what it needs: an inert
-// flag lets its reader believe the run did what it did not (--prefetch 2 with --zero 0,
-// --keep-last without checkpoints). Flags left at their defaults are never inert by this rule.
-void refuse_inert_flags(const CLI::App& cmd, const TrainOptions& o) {
-    struct Needs {
-        const char* flag;
-        bool used;
-        const char* needs;
-    };
-    const bool nesterov = o.replica_outer == ReplicaOuter::nesterov;
-    const Needs flags[] = {
-        // (--overlap off keeps it: the same flags with overlap on and off are how the two are compared.)
-        {"--prefetch", o.prefetch == 0 || o.zero == 3, "--zero 3 (it starts the all-gathers of the next units early)"},
-        {"--bucket-mb", o.bucket_mb == 0 || o.zero == 0, "--zero 0 (DDP's gradient all-reduce goes in buckets)"},
-        {"--outer-lr", nesterov, "--replica-outer nesterov (DiLoCo's outer step)"},
-        {"--outer-momentum", nesterov, "--replica-outer nesterov (DiLoCo's outer step)"},
-        {"--quant-block", o.qwz || o.qgz, "--qwz or --qgz (the blocks they quantize by)"},
-        {"--qgz-bits", o.qgz, "--qgz"},
-        {"--ring-split", o.sp > 1 && o.sp_mode == SpMode::ring, "--sp 2 or more with --sp-mode ring"},
-        {"--keep-last", o.save_every > 0, "--save-every K and --checkpoint-dir (the checkpoints it prunes)"},
-    };
-    for (const Needs& n : flags)
-        SS_CHECK(n.used || cmd.count(n.flag) == 0,
-                 n.flag << " does nothing in this run: it needs " << n.needs << "; add that, or leave " << n.flag
-                        << " out");
-}
-
-}  // namespace
 
 void add_train_command(CLI::App& root) {
     auto* cmd = root.add_subcommand("train", "Train GPT-2 and report loss, speed, memory and the GBS arithmetic");

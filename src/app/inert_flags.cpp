@@ -1,0 +1,38 @@
+// inert_flags.cpp — a flag typed that the run would not use, refused (see inert_flags.h).
+#include "app/inert_flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "core/check.h"
+#include "train/options.h"
+
+namespace ss::app {
+
+// Flags left at their defaults are never inert by this rule: only a typed one says "do this".
+void refuse_inert_flags(const CLI::App& cmd, const TrainOptions& o) {
+    struct Needs {
+        const char* flag;
+        bool used;
+        const char* needs;
+    };
+    const bool nesterov = o.replica_outer == ReplicaOuter::nesterov;
+    const Needs flags[] = {
+        // (--overlap off keeps it: the same flags with overlap on and off are how the two are compared.)
+        {"--prefetch", o.prefetch == 0 || o.zero == 3, "--zero 3 (it starts the all-gathers of the next units early)"},
+        {"--bucket-mb", o.bucket_mb == 0 || o.zero == 0, "--zero 0 (DDP's gradient all-reduce goes in buckets)"},
+        {"--outer-lr", nesterov, "--replica-outer nesterov (DiLoCo's outer step)"},
+        {"--outer-momentum", nesterov, "--replica-outer nesterov (DiLoCo's outer step)"},
+        {"--quant-block", o.qwz || o.qgz, "--qwz or --qgz (the blocks they quantize by)"},
+        {"--qgz-bits", o.qgz, "--qgz"},
+        {"--ring-split", o.sp > 1 && o.sp_mode == SpMode::ring, "--sp 2 or more with --sp-mode ring"},
+        {"--keep-last", o.save_every > 0, "--save-every K and --checkpoint-dir (the checkpoints it prunes)"},
+    };
+    for (const Needs& n : flags) {
+        const CLI::Option* given = cmd.get_option_no_throw(n.flag);  // null: this command has no such flag
+        SS_CHECK(n.used || given == nullptr || given->count() == 0,
+                 n.flag << " does nothing in this run: it needs " << n.needs << "; add that, or leave " << n.flag
+                        << " out");
+    }
+}
+
+}  // namespace ss::app

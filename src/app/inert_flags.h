@@ -1,0 +1,26 @@
+// inert_flags.h — a flag the user typed that the run would not use is refused.
+//
+//   shardscope train --zero 1 --prefetch 2        error: --prefetch does nothing in this run: it needs --zero 3 ...
+//
+// An inert flag lets its reader believe the run did what it did not. Every
+// command that trains from typed flags calls this one check, so the same flag
+// is refused with the same words everywhere.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace ss {
+struct TrainOptions;
+}
+
+namespace ss::app {
+
+/// Throws ss::Error naming the flag and what it needs when a flag given on @p cmd
+/// (--prefetch, --bucket-mb, --outer-lr, --outer-momentum, --quant-block, --qgz-bits,
+/// --ring-split, --keep-last) does nothing in the run @p o. Flags left at their
+/// defaults, and flags @p cmd does not have, are never refused.
+void refuse_inert_flags(const CLI::App& cmd, const TrainOptions& o);
+
+}  // namespace ss::app
