@@ -619,6 +619,51 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
     CHECK(used.code == 0);  // the same flag where it does something runs
 }
 
+// An audit of the bench subcommands: flags before a subcommand's name were dropped without a word (the run
+// used its defaults), `bench trace` wrote its --json over its --trace and took a --bucket-mb it did not use,
+// and `bench layouts` printed its header before refusing a bad --emulate or --link.
+TEST_CASE("bench subcommands refuse flags that would be dropped or overwritten, before any work",
+          "[cli][errors][bench]") {
+    struct Case {
+        std::string args, message, not_reached;  // not_reached: printed only once the work has begun
+    };
+    const std::string same = tmp("bench_trace_same.json"), json = tmp("bench_before_comm.json");
+    std::remove(json.c_str());
+    std::remove(same.c_str());
+    const std::vector<Case> refused = {
+        {"bench --model tiny --steps 1 trace --rounds 1 --warmup 0",
+         "bench: --model, --steps were given before the subcommand `trace`; put the subcommand's options after its "
+         "name: shardscope bench trace --model ... --steps ...",
+         "bench trace:"},
+        {"bench --json " + json + " comm",
+         "bench: --json was given before the subcommand `comm`; `shardscope bench comm` has no --json: leave it out",
+         "bench comm:"},
+        {"bench trace --model tiny --steps 1 --warmup 0 --rounds 1 --trace " + same + " --json " + same,
+         "--json " + same + " and --trace " + same + " name the same path", "bench trace:"},
+        {"bench trace --model tiny --steps 1 --warmup 0 --rounds 1 --zero 3 --bucket-mb 1",
+         "--bucket-mb does nothing in this run: it needs --zero 0", "bench trace:"},
+        {"bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 2 --emulate foo",
+         "--emulate foo: no such cluster", "load before"},
+        {"bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 2 --link 0",
+         "--link 0: the bandwidth must be a positive number of GB/s", "load before"},
+    };
+    for (const Case& c : refused) {
+        CliResult r = run_shardscope(c.args);
+        INFO(c.args << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("shardscope: error: " + c.message));
+        CHECK_THAT(r.output, !Contains(c.not_reached));
+    }
+    CHECK(!std::filesystem::exists(json));
+    CHECK(!std::filesystem::exists(same));
+    // The same flags after the subcommand's name run (a flag of plain bench alone still runs plain bench: its tests
+    // are in test_bench).
+    CliResult after = run_shardscope("bench trace --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 2 --trace " +
+                                     tmp("bench_trace_after.json"));
+    INFO(after.output);
+    CHECK(after.code == 0);
+}
+
 // issue 14, section 4, item 4: mpirun without --backend mpi would start N one-rank runs.
 TEST_CASE("a process started by an MPI launcher with --backend threads is refused", "[cli][errors][mpi-env]") {
     struct Case {

@@ -35,6 +35,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -148,6 +149,28 @@ void limit_bench_flags(CLI::App& cmd) {
 }
 
 namespace {
+
+// Refuses the flags given to `bench` itself when its subcommand @p sub runs: they are plain
+// bench's (the one-rank run), so `bench --model tiny trace` would run trace on its default model.
+void refuse_flags_before_subcommand(const CLI::App& bench, const CLI::App& sub) {
+    std::string given, moved, unknown;  // every flag typed before the name; those sub has; those it lacks
+    for (const CLI::Option* opt : bench.get_options()) {
+        if (opt->count() == 0 || opt == bench.get_help_ptr()) continue;
+        const std::string flag = opt->get_name();  // its long name, "--model"
+        given += (given.empty() ? "" : ", ") + flag;
+        if (sub.get_option_no_throw(flag) != nullptr) moved += " " + flag + " ...";
+        else unknown += (unknown.empty() ? "" : ", ") + flag;
+    }
+    if (given.empty()) return;
+    const std::string cmd = "shardscope bench " + sub.get_name();
+    std::ostringstream msg;
+    msg << "bench: " << given << (given.find(',') == std::string::npos ? " was" : " were")
+        << " given before the subcommand `" << sub.get_name() << "`";
+    if (!moved.empty()) msg << "; put the subcommand's options after its name: " << cmd << moved;
+    if (!unknown.empty()) msg << "; `" << cmd << "` has no " << unknown << ": leave it out (`" << cmd
+                              << " --help` lists its flags)";
+    SS_FAIL(msg.str());
+}
 
 struct BenchFlags {
     ModelFlags model{"small"};
@@ -363,6 +386,11 @@ void add_bench_command(CLI::App& root) {
     add_bench_overlap_command(*cmd);
     add_bench_kernels_command(*cmd);
     add_bench_gpu_command(*cmd);
+    // A flag typed before a subcommand's name is the parent's (`bench --model tiny trace` sets plain
+    // bench's --model, which trace never reads): refused as the subcommand starts to parse, before
+    // its work. CLI11 runs a parent's callback after its subcommand's, so the check sits here.
+    for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; }))
+        sub->preparse_callback([cmd, sub](std::size_t) { refuse_flags_before_subcommand(*cmd, *sub); });
     // After the subcommands: they would inherit a footer set before them.
     cmd->footer(
         "Without a subcommand: one rank of the model beside bench/torch_gpt2.py, and the ratio.\n"

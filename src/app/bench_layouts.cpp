@@ -156,6 +156,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
         if (r.mbs > 0) o.mbs = r.mbs;
         return o;
     };
+    // Every row's flags, checked before the first line (a bad --emulate or --link would otherwise
+    // stop the first run, after the header): the same checks train() makes.
+    for (const LayoutRow& r : rows) check_train_options(options(r));
     // The planner gives each rank a core while ranks <= cores; with a calibration that found
     // fewer available to this process (bench calibrate), predict with those (bench_plan.cpp).
     const int avail = calibrated_cores_available(f.calibration);

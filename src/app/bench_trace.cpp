@@ -26,10 +26,11 @@
 #include <sys/resource.h>
 
 #include "app/bench.h"
+#include "app/inert_flags.h"
 #include "app/model_flags.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
-#include "core/output_path.h"
+#include "train/run_files.h"
 #include "train/train.h"
 
 namespace ss::app {
@@ -51,8 +52,7 @@ struct BenchTraceFlags {
     std::string json;
 };
 
-void run_bench_trace(const BenchTraceFlags& f) {
-    if (!f.json.empty()) check_writable_file("--json", f.json);  // found now, not after the runs
+void run_bench_trace(const CLI::App& cmd, const BenchTraceFlags& f) {
     SS_CHECK(f.rounds >= 1, "--rounds must be at least 1 (got " << f.rounds << ")");
     SS_CHECK(f.steps >= 1, "--steps must be at least 1 (got " << f.steps << ")");
     TrainOptions o;
@@ -65,6 +65,13 @@ void run_bench_trace(const BenchTraceFlags& f) {
     o.ranks = f.ranks;
     o.zero = f.zero;
     o.bucket_mb = f.bucket_mb;
+    // Before any run, as `train` checks them: a typed flag the run would not use (--bucket-mb with
+    // --zero 3), and the outputs: each writable, and --json not over --trace (train/run_files.h).
+    refuse_inert_flags(cmd, o);
+    TrainOptions outputs = o;
+    outputs.trace = f.trace;
+    outputs.json = f.json;
+    check_run_files(outputs);
     const int cores = machine_cores();
     const GPT2Config& m = o.model;
     const std::string strategy = f.zero > 0 ? "ZeRO-" + std::to_string(f.zero)
@@ -125,7 +132,7 @@ void add_bench_trace_command(CLI::App& bench) {
     cmd->add_option("--trace", f->trace, "Where the traced runs write their trace")->capture_default_str();
     cmd->add_option("--json", f->json, "Write the results here");
     limit_bench_flags(*cmd);
-    cmd->callback([f]() { run_bench_trace(*f); });
+    cmd->callback([f, cmd]() { run_bench_trace(*cmd, *f); });
 }
 
 }  // namespace ss::app

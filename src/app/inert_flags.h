@@ -1,10 +1,11 @@
 // inert_flags.h — a flag the user typed that the run would not use is refused.
 //
 //   shardscope train --zero 1 --prefetch 2        error: --prefetch does nothing in this run: it needs --zero 3 ...
+//   shardscope bench trace --zero 3 --bucket-mb 1 error: --bucket-mb does nothing in this run: it needs --zero 0 ...
 //
 // An inert flag lets its reader believe the run did what it did not. Every
-// command that trains from typed flags calls this one check, so the same flag
-// is refused with the same words everywhere.
+// command that trains with typed TrainOptions (train, bench trace) calls the
+// same check, so the same flag is refused with the same words everywhere.
 #pragma once
 
 namespace CLI {
