@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -88,7 +89,7 @@ TEST_CASE("bench trace: off and on alternated, the overhead, and a trace file", 
                                  " --json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
-    REQUIRE_THAT(r.output, Contains("on 4 rank(s) (threads backend, DDP naive (per tensor))"));
+    REQUIRE_THAT(r.output, Contains("on 4 ranks (threads backend, DDP naive (per tensor))"));
     REQUIRE_THAT(r.output, Contains("tracing    median ms   faults / step   each run's median ms, in order"));
     const std::string num = R"(\s+[0-9.]+)";
     REQUIRE(count_lines(r.output, "off" + num + num + num + num) == 1);  // median, faults, then one per round
@@ -108,6 +109,8 @@ TEST_CASE("bench without a subcommand is still the one-rank run; bench comm is w
     REQUIRE_THAT(plain.output, Contains("one rank"));
     REQUIRE(count_lines(plain.output, R"(shardscope\s+[0-9.]+\s+[0-9]+\s+\(round 1 of 1, the median round; all 2 steps: .*)") == 1);
     REQUIRE_THAT(plain.output, !Contains("bench dp"));
+    // A count of one takes the singular (it printed "1 round(s) of 1 warm-up + 2 measured steps").
+    REQUIRE_THAT(plain.output, Contains("1 BLAS thread; 1 round of 1 warm-up + 2 measured steps, median"));
 
     CliResult comm = run_shardscope("bench comm --ops all_reduce --min-bytes 1024 --max-bytes 4096 --iters 1 --warmup 0");
     INFO(comm.output);
@@ -376,6 +379,51 @@ TEST_CASE("bench layouts --bucket-mb 0: DDP one tensor per call, said in the hea
     }
 }
 
+// An audit (bench subcommands): with no out/calibration.json, bench layouts named the missing file as its
+// calibration, where bench plan and bench overlap say the defaults; its JSON did not say which was used.
+TEST_CASE("bench layouts without a calibration file says the defaults, in the header and the JSON", "[cli][bench]") {
+    const std::string dir = tmp("no_calibration_here"), json = tmp("layouts_defaults.json");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);  // no out/calibration.json below it
+    CliResult r = run_shell("cd " + dir + " && OPENBLAS_NUM_THREADS=1 " + SS_SHARDSCOPE_EXE +
+                            " bench layouts --model tiny --steps 1 --warmup 0 --rounds 1 --ranks 2 --zero 0 --json " +
+                            json);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    REQUIRE_THAT(r.output, Contains("\n  calibration: defaults measured on the development machine"));
+    REQUIRE_THAT(r.output, !Contains("out/calibration.json"));
+    REQUIRE_THAT(r.output, Contains("  1 round, each running every layout once (0 warm-up + 1 measured step)"));
+    nlohmann::json j = read_json(json);
+    REQUIRE(j["calibration"] == "defaults");
+    REQUIRE(j["planner_cores"].is_null());  // no calibration's cores_available (was 0)
+}
+
+// The same audit: sizes under one element per rank ran as rows of 0 B, and sizes between whole elements
+// were rounded down without a word.
+TEST_CASE("bench comm: a size under one element per rank is refused; rounded sizes are said once", "[cli][bench]") {
+    CliResult tiny = run_shardscope("bench comm --min-bytes 3 --max-bytes 3 --iters 1 --warmup 0");
+    INFO(tiny.output);
+    REQUIRE(tiny.code == 1);
+    // all_gather, reduce_scatter and all_to_all take an element for each of the 2 ranks: 8 bytes of fp32.
+    REQUIRE_THAT(tiny.output, Contains("error: bench comm: --min-bytes 3 is under one element per rank: "
+                                       "reduce_scatter of fp32 on 2 ranks moves at least 8 bytes (4 bytes an element "
+                                       "x 2 ranks); give --min-bytes 8 or more"));
+    REQUIRE_THAT(tiny.output, !Contains("memcpy on this machine"));  // refused before any work
+    CliResult three = run_shardscope("bench comm --ranks 3 --ops all_gather --min-bytes 1000 --max-bytes 2000 "
+                                     "--iters 1 --warmup 0");
+    INFO(three.output);
+    REQUIRE(three.code == 0);
+    REQUIRE(count_lines(three.output, "note: sizes are rounded down to whole fp32 elements per rank.*") == 1);
+    REQUIRE_THAT(three.output, Contains("(all_gather: 1000 bytes moves 996 on 3 ranks)"));
+    REQUIRE(count_lines(three.output, "all_gather +996 B +83 .*") == 1);
+    REQUIRE_THAT(three.output, Contains("median of 1 call after 0 warm-up"));
+    CliResult whole = run_shardscope("bench comm --ranks 2 --ops all_gather --min-bytes 1024 --max-bytes 1024 "
+                                     "--iters 1 --warmup 0");
+    INFO(whole.output);
+    REQUIRE(whole.code == 0);
+    REQUIRE_THAT(whole.output, !Contains("rounded down"));  // whole elements: nothing to say
+}
+
 TEST_CASE("bench layouts at an odd MBS: no half-MBS control row", "[cli][bench]") {
     const std::string json = tmp("layouts_odd_mbs.json");
     CliResult r = run_shardscope("bench layouts --model tiny --mbs 3 --steps 1 --warmup 0 --rounds 1 --ranks 2 "
@@ -432,6 +480,11 @@ TEST_CASE("bench overlap: every strategy on and off, measured beside predicted, 
                                  "--json " + json);
     INFO(r.output);
     REQUIRE(r.code == 0);
+    // The prediction's sentence, then the calibration on its own line (they ran into one another).
+    REQUIRE_THAT(r.output, Contains("for the same run, its compute rate fitted per world size (below)"));
+    REQUIRE(count_lines(r.output, "  calibration: .*") == 1);
+    REQUIRE_THAT(r.output, Contains("over 1 round of 1 warm-up + 1 step;") &&
+                               Contains("DDP, 2 ranks, 1 round alternating"));
     REQUIRE_THAT(r.output, Contains("EMULATED links (not measured): --link 5,1") &&
                                Contains("2 ranks: DDP without emulated links") &&
                                Contains("(b) the machinery's cost, no emulated links"));
@@ -445,6 +498,8 @@ TEST_CASE("bench overlap: every strategy on and off, measured beside predicted, 
         }
     nlohmann::json j = read_json(json);
     REQUIRE(j["emulated"].get<bool>());
+    // No cores_available from a calibration: null, not 0 (out/calibration.json here may or may not exist).
+    REQUIRE((j["calibration"] == "defaults") == j["planner_cores"].is_null());
     REQUIRE(j["rows"].size() == 14);
     for (const auto& row : j["rows"]) {
         REQUIRE(row["step_ms"].get<double>() > 0);
@@ -537,7 +592,10 @@ TEST_CASE("bench plan: the search's time, and predicted against measured step ti
     REQUIRE_THAT(r.output, Contains("search          median ms    evaluated        fitting   fastest layout"));
     REQUIRE(count_lines(r.output, R"(512 GPUs\s+[0-9.]+\s+[0-9]+\s+[0-9]+\s+TP .*)") == 1);
     REQUIRE_THAT(r.output, Contains("layout           ranks  predicted ms  measured ms    error"));
-    REQUIRE_THAT(r.output, Contains("(defaults)"));  // no calibration file: cpu-local's defaults, said so
+    // No calibration file: cpu-local's defaults, said once (it printed "(defaults) (defaults measured ...)").
+    REQUIRE_THAT(r.output, Contains("\n  calibration: defaults measured on the development machine"));
+    REQUIRE_THAT(r.output, !Contains("(defaults) (defaults"));
+    REQUIRE_THAT(r.output, Contains("in-process, 1 run\n") && Contains("  1 round, each running every layout once"));
     const std::string nums = R"(\s+[0-9.]+\s+[0-9.]+\s+[-+][0-9]+%.*)";
     for (const char* name : {"one rank\\s+1", "DP 2\\s+2", "ZeRO-3 x 2\\s+2", "TP 2\\s+2", "SP 2 \\(Ulysses\\)\\s+2",
                              "SP 2 \\(ring\\)\\s+2", "DP 2 x TP 2\\s+4", "ZeRO-1 x 4\\s+4"}) {
@@ -550,7 +608,10 @@ TEST_CASE("bench plan: the search's time, and predicted against measured step ti
     for (const auto& row : j["layouts"]) {
         REQUIRE(row["predicted_ms"].get<double>() > 0);
         REQUIRE(row["measured_ms"].get<double>() > 0);
+        // The table's "-": without a calibration there is no second prediction (it was 0.0).
+        REQUIRE(row["predicted_at_available_cores_ms"].is_null());
     }
+    REQUIRE(j["cores_available"].is_null());  // was 0
 }
 
 TEST_CASE("bench --calibrate is bench calibrate with its defaults", "[cli][bench]") {
@@ -558,7 +619,15 @@ TEST_CASE("bench --calibrate is bench calibrate with its defaults", "[cli][bench
     INFO(r.output);
     REQUIRE(r.code == 0);
     REQUIRE_THAT(r.output, Contains("--calibrate"));
-    for (const char* sub : {"layouts", "calibrate", "plan"}) REQUIRE_THAT(r.output, Contains(sub));
+    // The footer lists every subcommand with a line of what it does (validate and overlap were missing).
+    const size_t at = r.output.find("Subcommands (their flags come after the name");
+    REQUIRE(at != std::string::npos);
+    const std::string footer = r.output.substr(at);
+    for (const char* sub : {"dp", "trace", "comm", "layouts", "calibrate", "plan", "validate", "pipeline", "overlap",
+                            "kernels", "gpu"}) {
+        INFO(sub);
+        REQUIRE(count_lines(footer, std::string("  ") + sub + " +\\S.*") == 1);
+    }
 }
 
 TEST_CASE("bench kernels: every elementwise kernel beside memcpy, at a step's sizes", "[cli][bench]") {

@@ -3,7 +3,8 @@
 //   shardscope bench                     small, MBS 8, one rank, one thread, vs PyTorch
 //   shardscope bench --model tiny --steps 5 --no-torch
 //   shardscope bench --calibrate         measure this machine for the planner (= bench calibrate)
-//   shardscope bench dp | trace | comm | layouts | calibrate | plan | pipeline | overlap | gpu   (bench.h lists their files)
+//   shardscope bench dp | trace | comm | layouts | calibrate | plan | validate | pipeline | overlap | kernels | gpu
+//                                        (bench.h lists their files)
 //
 // Machines here are noisy, so the figure that matters is the RATIO of this
 // engine's tokens/s to PyTorch's on the same model, batch and machine,
@@ -115,6 +116,10 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
     return failed(script + " printed no JSON (exit status " + std::to_string(status) + ")");
 }
 
+std::string count_of(long long n, const std::string& noun) {
+    return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 int machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 std::string load_average() {
@@ -210,9 +215,10 @@ void run_bench(const BenchFlags& f) {
     const int Vp = padded_vocab(o.model.V, 1, o.model.vocab_divisible_by);
     const int T = check_train_options(o).T;  // bad flags fail here, before the sgemm timings
     std::cout << "bench: training steps of " << o.model.name << " (L=" << o.model.L << " C=" << o.model.C
-              << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, " << f.threads
-              << " BLAS thread(s); " << f.rounds << " round(s) of " << f.warmup << " warm-up + " << f.steps
-              << " measured steps, median; --recompute " << recompute_name(f.recompute)
+              << " H=" << o.model.H << " V=" << o.model.V << "), MBS " << f.mbs << ", one rank, "
+              << count_of(f.threads, "BLAS thread") << "; " << count_of(f.rounds, "round") << " of " << f.warmup
+              << " warm-up + " << count_of(f.steps, "measured step") << ", median; --recompute "
+              << recompute_name(f.recompute)
               << (f.recompute == Recompute::selective
                       ? " (the tiled attention: no T x T matrix, its probabilities recomputed in backward; "
                         "the limit counts eq. 3's FLOPs, without the recompute's)"
@@ -402,7 +408,9 @@ void add_bench_command(CLI::App& root) {
         "             tokens/s and GBS side by side, beside the planner's prediction\n"
         "  calibrate  measure this machine for `plan --hw cpu-local`, write out/calibration.json (= bench --calibrate)\n"
         "  plan   the planner's 512-GPU search time; predicted vs measured step times of 8 layouts\n"
+        "  validate   the planner beside throughput published for real clusters (LLM Foundry): predicted vs measured\n"
         "  pipeline   PP 1 beside PP 2 and 4, each schedule, the same batch: tokens/s, the bubble vs its formula\n"
+        "  overlap    DDP, ZeRO-1/2/3 and PP on emulated links, overlap on and off: exposed comm vs the planner\n"
         "  kernels    the elementwise kernels at a step's sizes: GB/s beside memcpy's on the same bytes\n"
         "  gpu    training on the GPU (--device cuda): tokens/s and MFU of one rank, then N ranks sharing the GPU\n"
         "Results are medians after warm-up; compare the ratios, the machine is shared and noisy.\n"

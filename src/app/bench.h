@@ -69,6 +69,13 @@ std::string load_average();
 /// The planner reads only "cores"; bench layouts and bench plan predict with this too.
 int calibrated_cores_available(const std::string& path);
 
+/// The calibration the planner reads for `--hw cpu-local` (plan/hardware.h): @p path when a file is
+/// there, else "defaults" (as for --calibration none). What the benches write as "calibration" in --json.
+std::string calibration_used(const std::string& path);
+
+/// @p n and its noun for a bench's printed line: "1 round", "3 rounds" (@p noun is the singular; an s is added).
+std::string count_of(long long n, const std::string& noun);
+
 /// What `bench calibrate` measures (bench_calibrate.cpp).
 struct CalibrateOptions {
     GPT2Config model = model_preset("small");  ///< the model of the one-rank step (efficiency)

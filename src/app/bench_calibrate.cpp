@@ -160,6 +160,10 @@ int calibrated_cores_available(const std::string& path) {
     return std::max(1, int(std::lround(j["cores_available"].get<double>())));
 }
 
+std::string calibration_used(const std::string& path) {
+    return path != kNoCalibration && std::ifstream(path).good() ? path : "defaults";
+}
+
 nlohmann::json run_bench_calibrate(const CalibrateOptions& o) {
     SS_CHECK(o.steps >= 1 && o.warmup >= 0 && o.rounds >= 1,
              "bench calibrate: --steps and --rounds must be >= 1 and --warmup >= 0");

@@ -149,15 +149,42 @@ void run_bench_comm(const BenchCommOptions& o, std::ostream& out) {
                  "bench comm: unknown op \"" << op << "\"; choose from all_reduce, reduce_scatter, all_gather, "
                                                    "all_to_all, broadcast");
 
+    // Every rank sends whole elements: a size under one element per rank would time calls that move
+    // nothing, so it is refused; a size between whole elements is rounded down, and the header says so.
+    uint64_t smallest = 0;    // the smallest size every op can move: one element per rank
+    std::string smallest_op;  // the op that needs it
+    for (const auto& op : o.ops)
+        if (collective_bytes(op, 1, es, n) > smallest) {
+            smallest = collective_bytes(op, 1, es, n);
+            smallest_op = op;
+        }
+    SS_CHECK(o.min_bytes >= double(smallest),
+             "bench comm: --min-bytes " << o.min_bytes << " is under one element per rank: " << smallest_op << " of "
+                 << dtype_name(dt) << " on " << n << " ranks moves at least " << smallest << " bytes (" << es
+                 << " bytes an element" << (smallest > es ? " x " + std::to_string(n) + " ranks" : "")
+                 << "); give --min-bytes " << smallest << " or more");
+    std::string rounded;  // the first size that is rounded down, as the header's note shows it
+    for (const auto& op : o.ops)
+        for (double b = o.min_bytes; b <= o.max_bytes && rounded.empty(); b *= 2) {
+            const uint64_t moved = collective_bytes(op, count_for(op, b, n, es), es, n);
+            if (double(moved) == b) continue;
+            std::ostringstream note;
+            note << "note: sizes are rounded down to whole " << dtype_name(dt) << " elements per rank, so the "
+                 << "size column may show less than asked (" << op << ": " << b << " bytes moves " << moved << " on "
+                 << n << " ranks)\n";
+            rounded = note.str();
+        }
+
     const double memcpy_bw = memcpy_gbs();
     const bool reference = mpi && dt == DType::f32;  // Open MPI's own collective beside ours
     char line[256];
     std::snprintf(line, sizeof line,
-                  "bench comm: %s backend, %d ranks, %s; median of %d calls after %d warm-up, slowest rank\n"
-                  "memcpy on this machine: %.2f GB/s (64 MiB, one thread)\n%s\n",
-                  o.backend.c_str(), n, dtype_name(dt), o.iters, o.warmup, memcpy_bw,
+                  "bench comm: %s backend, %s, %s; median of %s after %d warm-up, slowest rank\n"
+                  "memcpy on this machine: %.2f GB/s (64 MiB, one thread)\n%s",
+                  o.backend.c_str(), count_of(n, "rank").c_str(), dtype_name(dt), count_of(o.iters, "call").c_str(),
+                  o.warmup, memcpy_bw,
                   reference ? "MPI (us): Open MPI's own blocking collective on the same buffers, for comparison\n" : "");
-    print << line;
+    print << line << rounded << "\n";
     std::snprintf(line, sizeof line, "%-15s %10s %11s %11s %13s %13s %9s %7s%s\n", "op", "size", "count", "time (us)",
                   "algbw (GB/s)", "busbw (GB/s)", "/memcpy", "#wrong", reference ? "   MPI (us)" : "");
     print << line;

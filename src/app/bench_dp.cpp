@@ -101,8 +101,8 @@ void run_bench_dp(const BenchDpFlags& f) {
                 m.L, m.C, m.H, m.V, T);
     std::printf("  weak scaling: MBS %d per rank, so GBS = %d x ranks sequences per step; 1 BLAS thread per rank\n",
                 f.mbs, f.mbs);
-    std::printf("  %d rounds, each running every row once (%d warm-up + %d measured steps); median over all rounds' "
-                "steps\n", f.rounds, f.warmup, f.steps);
+    std::printf("  %s, each running every row once (%d warm-up + %s); median over all rounds' steps\n",
+                count_of(f.rounds, "round").c_str(), f.warmup, count_of(f.steps, "measured step").c_str());
     std::printf("  speed-up = tokens/s over one rank's (pytorch: over one pytorch process), efficiency = speed-up / "
                 "ranks\n");
     std::printf("  this machine has %d cores: rows with more ranks than cores oversubscribe them (ranks take turns)\n",

@@ -68,7 +68,7 @@ void run_bench_gpu(const GpuBenchFlags& f) {
     const GPT2Config m = f.model.resolve();
     std::cout << "bench gpu: " << m.name << " (L=" << m.L << " C=" << m.C << " H=" << m.H << " V=" << m.V << "), B="
               << f.mbs << " T=" << f.seq << ", " << f.dtype << ", on " << cuda_device_name(0) << "; " << f.warmup
-              << " warm-up + " << f.steps << " measured steps, median\n";
+              << " warm-up + " << count_of(f.steps, "measured step") << ", median\n";
     const GpuRun one = run_on_gpu(f, 1);
     const double Vp = padded_vocab(m.V, 1, m.vocab_divisible_by);  // the head's rows on one GPU
     const double flops_per_step = narayanan_flops(f.mbs, f.seq, m.L, m.C, Vp, Recompute::none);

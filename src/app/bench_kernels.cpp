@@ -93,8 +93,8 @@ void run_bench_kernels(const KernelBenchFlags& f) {
     const long nF = long(N) * F, nC = long(N) * C;
     const long P = long(num_params(m));
     std::cout << "bench kernels: " << m.name << " (C=" << C << " V=" << m.V << "), MBS " << f.mbs << ", T " << T
-              << ": each elementwise kernel at a step's sizes, one thread, best of " << f.reps
-              << " calls; bytes = arrays read + arrays written, each once\n"
+              << ": each elementwise kernel at a step's sizes, one thread, best of "
+              << count_of(f.reps, "call") << "; bytes = arrays read + arrays written, each once\n"
               << (f.cold ? "  cold: a " + std::to_string(f.cold_mib) +
                                " MiB buffer written before every timed call (memcpy's too): the arrays come from memory\n"
                          : std::string("  hot: each call finds the arrays where the call before left them (--cold: from memory)\n"));

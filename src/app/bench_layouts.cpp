@@ -36,8 +36,9 @@
 // with more than one round the table's last column is the range of a row's
 // rounds' own ratios to DP N (the JSON's round_vs_dp): how far the host moved
 // them. Beside it, the planner's prediction for the same run (train/plan_for_run.h:
-// --hw cpu-local, out/calibration.json when present, with the cores that
-// calibration found available to this process).
+// --hw cpu-local, out/calibration.json when present, else the defaults, with
+// the cores that calibration found available to this process); the header
+// and the JSON say which.
 //
 // On a machine with fewer cores than ranks the ranks take turns, so absolute
 // tokens/s say little; the ratios to DP N still compare the layouts' work and
@@ -180,15 +181,16 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     if (f.mbs % 2 == 0)
         std::printf("  DP %d, MBS %d: the same GBS by a smaller micro-batch, as many tokens a rank as a TP/SP rank: "
                     "what less work a step costs any layout\n", n, f.mbs / 2);
-    std::printf("  %d rounds, each running every layout once (%d warm-up + %d measured steps); median over all "
-                "rounds' steps\n", f.rounds, f.warmup, f.steps);
+    std::printf("  %s, each running every layout once (%d warm-up + %s); median over all rounds' steps\n",
+                count_of(f.rounds, "round").c_str(), f.warmup, count_of(f.steps, "measured step").c_str());
     if (f.rounds > 1)
         std::printf("  round 1 runs the layouts as listed, each later round in a shuffled order (the same on every "
                     "run): none always runs first or after the same one\n");
     std::printf("  vs DP %d = tokens/s / DP %d's at the same ZeRO stage, measured side by side; planned: "
-                "`plan --hw cpu-local` for the same run (%s", n, n, f.calibration.c_str());
+                "`plan --hw cpu-local` for the same run\n", n, n);
+    std::printf("  calibration: %s", hardware_preset("cpu-local", f.calibration).source.c_str());
     if (avail > 0) std::printf("; cores = %d, as many as were available while calibrating", avail);
-    std::printf(")\n");
+    std::printf("\n");
     if (n > cores)
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns), so absolute "
                     "tokens/s mean little; the ratios to DP %d are the figure\n", cores, n, n);
@@ -238,7 +240,9 @@ void run_bench_layouts(const BenchLayoutsFlags& f) {
     std::printf("%-28s %4s %3s %4s %10s %10s %8s %11s %9s%s\n", "layout", "zero", "DP", "GBS", "median ms", "tokens/s",
                 "vs DP", "planned t/s", "plan/meas", ranges ? "  rounds' vs DP" : "");
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"ranks", n}, {"cores", cores},
-                          {"rounds", f.rounds}, {"planner_cores", avail}, {"bucket_mb", f.bucket_mb},
+                          {"rounds", f.rounds}, {"calibration", calibration_used(f.calibration)},
+                          {"planner_cores", avail > 0 ? nlohmann::json(avail) : nlohmann::json(nullptr)},
+                          {"bucket_mb", f.bucket_mb},
                           {"rows", nlohmann::json::array()}, {"emulated_links", emulated_note},
                           {"round_order", round_order}};
     auto tokens_per_s = [&](const LayoutRow& r) { return double(r.gbs) * T / (median(r.step_ms) / 1000.0); };

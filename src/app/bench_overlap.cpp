@@ -125,17 +125,21 @@ void run_bench_overlap(const BenchOverlapFlags& f) {
                 "thread per rank, DDP buckets %.2f MiB\n", m.name.c_str(), m.L, m.C, m.H, m.V, T, f.mbs, f.bucket_mb);
     std::printf("  EMULATED links (not measured): --link %s on every group (src/comm/links.h); each collective "
                 "takes at least its alpha-beta time\n", f.link.c_str());
-    std::printf("  measured: rank 0's median step over %d round(s) of %d warm-up + %d steps; comm = its calls' "
-                "time, exposed = blocked in a call or wait\n", f.rounds, f.warmup, f.steps);
-    std::printf("  predicted: `plan --hw cpu-local --link %s` for the same run, %s%s, its compute rate fitted per "
-                "world size (below); exposed = step - compute - optimizer\n", f.link.c_str(),
-                hardware_preset("cpu-local", f.calibration).source.c_str(),
-                avail > 0 ? (", cores = " + std::to_string(avail) + " available while calibrating").c_str() : "");
+    std::printf("  measured: rank 0's median step over %s of %d warm-up + %s; comm = its calls' time, exposed = "
+                "blocked in a call or wait\n", count_of(f.rounds, "round").c_str(), f.warmup,
+                count_of(f.steps, "step").c_str());
+    std::printf("  predicted: `plan --hw cpu-local --link %s` for the same run, its compute rate fitted per world "
+                "size (below); exposed = step - compute - optimizer\n", f.link.c_str());
+    std::printf("  calibration: %s", hardware_preset("cpu-local", f.calibration).source.c_str());
+    if (avail > 0) std::printf("; cores = %d, as many as were available while calibrating", avail);
+    std::printf("\n");
     std::printf("  load before: %s\n", load_average().c_str());
     std::fflush(stdout);
 
     nlohmann::json out = {{"model", m.name}, {"T", T}, {"mbs_per_rank", f.mbs}, {"link", f.link},
-                          {"emulated", true}, {"bucket_mb", f.bucket_mb}, {"planner_cores", avail},
+                          {"emulated", true}, {"bucket_mb", f.bucket_mb},
+                          {"calibration", calibration_used(f.calibration)},
+                          {"planner_cores", avail > 0 ? nlohmann::json(avail) : nlohmann::json(nullptr)},
                           {"rows", nlohmann::json::array()}};
     int rows = 0, within = 0;
     for (int n : f.ranks) {
@@ -217,8 +221,8 @@ void run_bench_overlap(const BenchOverlapFlags& f) {
             on_ms.insert(on_ms.end(), b.begin(), b.end());
         }
         const double off = median(off_ms), on = median(on_ms), cost = (on - off) / off;
-        std::printf("\n(b) the machinery's cost, no emulated links: DDP, 2 ranks, %d rounds alternating\n",
-                    f.cost_rounds);
+        std::printf("\n(b) the machinery's cost, no emulated links: DDP, 2 ranks, %s alternating\n",
+                    count_of(f.cost_rounds, "round").c_str());
         std::printf("  --overlap off, no trace   %8.1f ms\n", off);
         std::printf("  --overlap on,  --trace    %8.1f ms   %+.1f%% (target <= 3%%)\n", on, 100 * cost);
         out["cost"] = {{"off_no_trace_ms", off}, {"on_traced_ms", on}, {"cost", cost}, {"off_steps_ms", off_ms},

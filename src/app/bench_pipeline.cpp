@@ -231,8 +231,8 @@ void run_bench_pipeline(const BenchPipelineFlags& f) {
     std::printf("  every layout trains the same batch: MBS %d x GA %d = %d sequences (%d tokens) per step, DP 1; "
                 "PP p runs it on p ranks as m = %d micro-batches\n", f.mbs, f.ga, f.mbs * f.ga, f.mbs * f.ga * T,
                 micro);
-    std::printf("  %d round(s), each running every layout once (%d warm-up + %d measured steps); median over all "
-                "rounds' steps\n", f.rounds, f.warmup, f.steps);
+    std::printf("  %s, each running every layout once (%d warm-up + %s); median over all rounds' steps\n",
+                count_of(f.rounds, "round").c_str(), f.warmup, count_of(f.steps, "measured step").c_str());
     std::printf("  overhead = step ms / (PP 1's step ms / min(p, cores)) - 1: what a pipeline of p stages costs "
                 "beyond a perfect split over the cores it can use\n");
     std::printf("  predicted: the schedule's action lists run on min(p, %d) cores (forward 1, backward 2, messages "

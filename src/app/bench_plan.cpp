@@ -90,7 +90,7 @@ nlohmann::json time_search(int runs) {
         if (!found.empty()) best = found.front().layout_str();
     }
     std::printf("(a) plan --search --gpus 512 --model gpt3-6.7b --mbs 16 --max-gbs 1024 (h100, bf16), in-process, "
-                "%d run(s)\n", runs);
+                "%s\n", count_of(runs, "run").c_str());
     std::printf("%-12s %12s %12s %14s   %s\n", "search", "median ms", "evaluated", "fitting", "fastest layout");
     std::printf("%-12s %12.1f %12lld %14lld   %s\n", "512 GPUs", median(ms), static_cast<long long>(stats.evaluated),
                 static_cast<long long>(stats.fitting), best.c_str());
@@ -149,10 +149,12 @@ void run_bench_plan(const BenchPlanFlags& f) {
 
     std::printf("(b) predicted against measured step time: %s (L=%d C=%d H=%d V=%d), T %d, MBS %d per rank, threads "
                 "backend, 1 BLAS thread per rank\n", m.name.c_str(), m.L, m.C, m.H, m.V, T, f.mbs);
-    std::printf("  hardware: %s (%s): %.1f GFLOP/s x efficiency %.2f, %d cores\n", hw.label.c_str(),
-                hw.source.c_str(), hw.flops / 1e9, hw.efficiency, hw.cores);
-    std::printf("  %d rounds, each running every layout once (%d warm-up + %d measured steps); median over all "
-                "rounds' steps\n", f.rounds, f.warmup, f.steps);
+    // The calibration is said once, on its own line (the label would repeat "(defaults)" or "(calibrated)").
+    std::printf("  hardware: %s, one thread per rank: %.1f GFLOP/s x efficiency %.2f, %s\n", hw.name.c_str(),
+                hw.flops / 1e9, hw.efficiency, count_of(hw.cores, "core").c_str());
+    std::printf("  calibration: %s\n", hw.source.c_str());
+    std::printf("  %s, each running every layout once (%d warm-up + %s); median over all rounds' steps\n",
+                count_of(f.rounds, "round").c_str(), f.warmup, count_of(f.steps, "measured step").c_str());
     if (avail > 0)
         std::printf("  cores = %d as the planner has them; the calibration found %d available to this process "
                     "(cores_available): the last two columns predict with that\n", hw.cores, avail);
@@ -174,6 +176,8 @@ void run_bench_plan(const BenchPlanFlags& f) {
     out["cores"] = cores;
     out["calibration"] = hw.source;
     out["layouts"] = nlohmann::json::array();
+    // Without a calibration's cores_available there is no second prediction: "-" in the table, null in the JSON.
+    auto at_avail_json = [avail](double v) { return avail > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
     int within = 0, within_avail = 0;
     for (const PlanRow& r : rows) {
         const double meas = median(r.step_ms), err = (r.predicted_ms - meas) / meas;
@@ -187,13 +191,14 @@ void run_bench_plan(const BenchPlanFlags& f) {
                     100 * err, at_avail, r.ranks > cores ? "  (oversubscribed)" : "");
         out["layouts"].push_back({{"layout", r.name}, {"ranks", r.ranks}, {"tp", r.tp}, {"sp", r.sp},
                                   {"sp_mode", sp_mode_name(r.sp_mode)}, {"zero", r.zero}, {"predicted_ms", r.predicted_ms},
-                                  {"predicted_at_available_cores_ms", r.predicted_avail_ms}, {"measured_ms", meas}, {"error", err}, {"step_ms", r.step_ms}});
+                                  {"predicted_at_available_cores_ms", at_avail_json(r.predicted_avail_ms)},
+                                  {"measured_ms", meas}, {"error", err}, {"step_ms", r.step_ms}});
     }
     std::printf("  load after: %s\n", load_average().c_str());
     std::printf("error = (predicted - measured) / measured; %d of %zu layouts within 25%%", within, rows.size());
     if (avail > 0) std::printf(" (%d with cores = %d available)", within_avail, avail);
     std::printf("\n");
-    out["cores_available"] = avail;
+    out["cores_available"] = avail > 0 ? nlohmann::json(avail) : nlohmann::json(nullptr);
     std::fflush(stdout);
     if (!f.json.empty()) write_json_file(f.json, out);
 }

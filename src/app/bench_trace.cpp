@@ -76,11 +76,12 @@ void run_bench_trace(const CLI::App& cmd, const BenchTraceFlags& f) {
     const GPT2Config& m = o.model;
     const std::string strategy = f.zero > 0 ? "ZeRO-" + std::to_string(f.zero)
                                             : (f.bucket_mb > 0 ? "DDP bucketed" : "DDP naive (per tensor)");
-    std::printf("bench trace: cost of --trace, %s (L=%d C=%d H=%d V=%d) on %d rank(s) (threads backend, %s), "
+    std::printf("bench trace: cost of --trace, %s (L=%d C=%d H=%d V=%d) on %s (threads backend, %s), "
                 "MBS %d per rank, 1 BLAS thread per rank\n",
-                m.name.c_str(), m.L, m.C, m.H, m.V, f.ranks, strategy.c_str(), f.mbs);
-    std::printf("  %d rounds of (off, on) alternated; %d warm-up + %d measured steps per run; trace written to %s\n",
-                f.rounds, f.warmup, f.steps, f.trace.c_str());
+                m.name.c_str(), m.L, m.C, m.H, m.V, count_of(f.ranks, "rank").c_str(), strategy.c_str(), f.mbs);
+    std::printf("  %s of (off, on) alternated; %d warm-up + %s per run; trace written to %s\n",
+                count_of(f.rounds, "round").c_str(), f.warmup, count_of(f.steps, "measured step").c_str(),
+                f.trace.c_str());
     if (f.ranks > cores)
         std::printf("  this machine has %d cores: %d ranks oversubscribe them (ranks take turns)\n", cores, f.ranks);
     std::fflush(stdout);
