@@ -145,6 +145,10 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         {"train --model tiny --dtype fp8", "unknown dtype 'fp8'"},
         {"train --model tiny --vocab-divisible-by 0", "--vocab-divisible-by 0 must be at least 1"},
         {"plan --model gpt2 --vocab-divisible-by -1", "--vocab-divisible-by -1 must be at least 1"},
+        // CLI11's own refusals, in the project's form and exit code (a repeated flag exited 114).
+        {"train --model tiny --steps 6 --steps 2", "--steps was given 2 times; give it once"},
+        {"train --model tiny --bogus", "not expected: --bogus; add --help to the command for its flags"},
+        {"train --model", "--model: 1 required TEXT missing"},
         // DiLoCo (src/optim/diloco.h): what to change, before any step.
         {"train --model tiny --ranks 4 --replica-outer nesterov", "add --dp-rep 2 or more"},
         {"train --model tiny --ranks 4 --dp-rep 2 --replica-outer nesterov", "give --replica-sync-every H with H > 1"},

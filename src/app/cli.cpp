@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "app/commands.h"
 #include "core/check.h"
@@ -37,7 +38,18 @@ int run_command_line(int argc, const char* const* argv) {
                              "numbers); see its --help\n", e.what());
         return 1;
     } catch (const CLI::ParseError& e) {
-        return root.exit(e);
+        if (e.get_exit_code() == 0) return root.exit(e);  // --help, --help-all: printed, and success
+        // CLI11's own messages, in the project's form and exit code (1, as every other refusal);
+        // a flag given twice said "--steps: At Most 1 required but received 2" (exit 114).
+        const std::string what = e.what();
+        const std::string twice = ": At Most 1 required but received ";
+        const size_t at = what.find(twice);
+        if (at != std::string::npos)
+            std::fprintf(stderr, "shardscope: error: %s was given %s times; give it once\n", what.substr(0, at).c_str(),
+                         what.substr(at + twice.size()).c_str());
+        else
+            std::fprintf(stderr, "shardscope: error: %s; add --help to the command for its flags\n", what.c_str());
+        return 1;
     } catch (const ss::Error& e) {
         std::fprintf(stderr, "shardscope: error: %s\n", e.what());
         return 1;
