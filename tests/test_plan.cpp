@@ -275,9 +275,22 @@ TEST_CASE("bad layouts say what would work", "[plan][errors]") {
                                   Catch::Matchers::Contains("choose SP in {1, 2, 4}") &&
                                   Catch::Matchers::Contains("--sp-mode ring"));
     x = in;
-    x.layout.pp = 3;
-    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("PP=3 does not divide L=32 layers") &&
+    x.layout.pp = 64;
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("PP=64 stages but L=32 layers") &&
                                   Catch::Matchers::Contains("choose PP in {1, 2, 4, 8, 16, 32}"));
+    // PP that does not divide L splits it as train does (the first L mod PP stages one block more),
+    // or as --pp-split says; interleaving keeps its equal chunks.
+    x = in;
+    x.gpus = 96;
+    x.layout.pp = 3;
+    REQUIRE(error_of(x) == "no error");
+    REQUIRE_THAT(plan(x).layout_str(), Catch::Matchers::Contains("PP 3 (1f1b) [blocks 11,11,10]"));
+    x.layout.pp_split = {10, 12, 10};
+    REQUIRE_THAT(plan(x).layout_str(), Catch::Matchers::Contains("[blocks 10,12,10]"));
+    x.layout.pp_split = {10, 12, 11};
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("--pp-split adds up to 33 blocks but the model has L=32"));
+    x.layout.pp_split = {16, 16};
+    REQUIRE_THAT(error_of(x), Catch::Matchers::Contains("--pp-split lists 2 stages but the pipeline has 3"));
     x = in;
     x.gpus = 96;
     x.layout.tp = 8;

@@ -63,6 +63,11 @@ PlanLayout interleaved(PlanLayout l, int v) {
     return l;
 }
 
+PlanLayout split(PlanLayout l, std::vector<int> blocks) {
+    l.pp_split = std::move(blocks);
+    return l;
+}
+
 PlanLayout recompute(PlanLayout l, Recompute r) {
     l.recompute = r;
     return l;
@@ -135,6 +140,10 @@ const EngineLayout kLayouts[] = {
     // Interleaving saves one input per chunk-micro-batch in flight, and its own pattern of
     // boundary tensors (the planner counted 2 inputs on stage 0 where the engine kept 5).
     {"PP 2 interleaved v 2, GA 4, L 4", 2, interleaved(L(1, 1, 1, 0, 2), 2), 4, false, 0, 4},
+    // Uneven stages, as the engine splits them: L 5 on PP 2 is 3 + 2; --pp-split 1,3,1 makes
+    // the middle stage the heaviest, which the planner must find (it looks at every stage).
+    {"PP 2, L 5 (3 + 2) x ZeRO-1 2, GA 2", 4, L(1, 2, 1, 1, 2), 2, false, 0, 5},
+    {"PP 3 --pp-split 1,3,1, L 5, GA 3", 3, split(L(1, 1, 1, 0, 3), {1, 3, 1}), 3, false, 0, 5},
     {"PP 2 interleaved v 2 x TP 2 + Megatron-SP, GA 2, L 4", 4, interleaved(megatron_sp(L(2, 1, 1, 0, 2)), 2), 2,
      false, 0, 4},
 };
@@ -159,6 +168,7 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     o.pp = l.pp;
     o.schedule = l.schedule;
     o.pp_virtual = l.pp_virtual;
+    o.pp_split = l.pp_split;
     o.recompute = l.recompute;
     o.ranks = el.ranks;
     o.tp = l.tp;
@@ -225,7 +235,7 @@ void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType d
     for (int rank = 0; rank < el.ranks; ++rank) {
         // Each pipeline stage holds its own slice and traffic: compare a rank with its stage's plan.
         const int stage = mesh.coord(rank).pp_rank;
-        const ModelStates states = model_states(model_slice(o.model, p.mesh.tp, p.mesh.pp, stage), o.zero, n, dtype);
+        const ModelStates states = model_states(stage_slice(in, p.mesh.tp, p.mesh.pp, stage), o.zero, n, dtype);
         INFO("rank " << rank << " (pipeline stage " << stage << ")");
         // 1. Model states: the ZeRO paper's table with the engine's per-unit padding, byte for byte.
         CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::params)]) == states.params);
@@ -233,7 +243,7 @@ void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType d
         CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::optim)]) == states.optim);
         if (o.hpz > 0)  // hpZ's secondary partition: 1/K of the padded slice (the stage plan's, for stage 0)
             CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::hpz)]) ==
-                  int64_t(n) * model_slice(o.model, p.mesh.tp, p.mesh.pp, stage).shard(n) / o.hpz *
+                  int64_t(n) * stage_slice(in, p.mesh.tp, p.mesh.pp, stage).shard(n) / o.hpz *
                       int64_t(dtype_size(dtype)));
         // 2. Traffic of step 2, exactly as the trace counts it.
         const std::map<std::string, int64_t> want = planned(plan_comm(in, p.mesh, p.gbs, stage));
@@ -276,11 +286,11 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations exac
             check_planner_equals_engine(el, o, dtype);
             ++ran;
         }
-    REQUIRE(ran >= 2 * 43);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
+    REQUIRE(ran >= 2 * 45);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
     // TP 2, TP 4, TP 2 + Megatron-SP, Ulysses SP 4 and ring SP 4 in both dtypes, every rank
     REQUIRE(comm_checked >= 2 * (2 + 4 + 2 + 4 + 4));
     INFO("pipeline ranks checked: " << pipeline_comm_checked);
-    REQUIRE(pipeline_comm_checked >= 2 * (2 + 4 + 2 + 4));  // GPipe, PP x TP, interleaved, interleaved x TP
+    REQUIRE(pipeline_comm_checked >= 2 * (2 + 4 + 2 + 4 + 3));  // GPipe, PP x TP, interleaved, interleaved x TP, 1,3,1
 }
 
 TEST_CASE("planner = engine with a padded vocabulary: wte's Vp/TP rows counted alike", "[plan][engine][vocab]") {

@@ -59,12 +59,16 @@ TEST_CASE("GA micro-batches of MBS give the same step as one batch of MBS x GA",
 
 TEST_CASE("a trace's prediction is for the run that ran, and one the planner cannot make does not fail the run",
           "[train][trace]") {
-    // The planner is stricter than the engine here: PP = 2 with L = 3 trains
-    // (an uneven split of 2 + 1 blocks) but the planner wants PP to divide L.
+    // The planner is stricter than the engine here: an interleaved pipeline of unequal
+    // chunks (--pp-split 2,1,1,1 over L = 5) trains, but the planner's interleaving keeps
+    // its chunks equal.
     TrainOptions o;
-    o.model.L = 3;
+    o.model.L = 5;
     o.ranks = 2;
     o.pp = 2;
+    o.schedule = Schedule::interleaved;
+    o.pp_virtual = 2;
+    o.pp_split = {2, 1, 1, 1};
     o.ga = 2;
     o.steps = 2;
     o.quiet = true;
@@ -75,10 +79,14 @@ TEST_CASE("a trace's prediction is for the run that ran, and one the planner can
     const nlohmann::json& p = j["otherData"]["prediction"];
     INFO(p.dump());
     REQUIRE(p.contains("unavailable"));
-    REQUIRE_THAT(p["unavailable"].get<std::string>(), Catch::Contains("does not divide L=3"));
+    REQUIRE_THAT(p["unavailable"].get<std::string>(), Catch::Contains("--pp-split: the planner splits 1F1B and GPipe"));
 
-    // A run the planner can model: its prediction is for the world that ran.
-    o.model.L = 2;
+    // A run the planner can model: its prediction is for the world that ran (PP 2 on L = 3:
+    // uneven stages, 2 + 1 blocks, as the engine splits them).
+    o.model.L = 3;
+    o.schedule = Schedule::one_f_one_b;
+    o.pp_virtual = 1;
+    o.pp_split.clear();
     train(o, nullptr);
     j = nlohmann::json::parse(std::ifstream(o.trace));
     REQUIRE(j["otherData"]["prediction"]["cluster"]["gpus"] == 2);

@@ -137,6 +137,9 @@ void add_plan_command(CLI::App& root) {
         ->capture_default_str();
     add_schedule_flag(*cmd, l.schedule);
     cmd->add_option("--pp-virtual", l.pp_virtual, "Model chunks per stage (interleaved)")->capture_default_str();
+    cmd->add_option("--pp-split", l.pp_split, "Blocks per stage for 1F1B and GPipe, e.g. 3,3,2 (default: even, or the "
+                                              "first L mod PP stages one block more, as train splits them)")
+        ->delimiter(',');
     add_recompute_flag(*cmd, l.recompute);
     cmd->add_option("--dtype", f->dtype, "bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)")->capture_default_str();
     cmd->add_option("--acts", f->acts, "Activation layout: paper (Korthikanti, 16-bit GPUs) or engine (this fp32 engine)")
@@ -165,6 +168,7 @@ void add_plan_command(CLI::App& root) {
     for (const char* hw : {"--intra-us", "--inter-us"}) limit(*cmd, hw, at_least(0), "leave it out for the preset's");
     for (const char* n : {"--mbs", "--ga", "--gbs", "--max-gbs", "--top"}) limit(*cmd, n, at_least(1));
     for (const char* axis : {"--tp", "--pp", "--sp", "--pp-virtual"}) limit(*cmd, axis, at_least(1), "1 leaves it unsplit");
+    limit(*cmd, "--pp-split", at_least(1), "blocks per stage");
     for (const char* axis : {"--dp-shard", "--dp-rep"})
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--zero", at_least(0, 3));

@@ -75,7 +75,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const int64_t es = int64_t(dtype_size(in.dtype));          // a parameter or gradient element
     const int64_t ae = engine ? 4 : es;                         // an activation element (the engine computes in fp32)
     const int64_t N = int64_t(in.mbs) * in.seq() / c;           // tokens of one micro-batch on this rank
-    const int64_t h = m.C, layers = m.L / p;
+    const int64_t h = m.C, layers = stage_layers(in, p)[size_t(stage)];
     const bool first = stage == 0, last = stage == p - 1;
     Calls k{in, in.gpus_per_node > 0 ? in.gpus_per_node : in.hw.gpus_per_node, {}};
     const Payload act = Payload::act, act_grad = Payload::act_grad;
@@ -172,7 +172,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     }
 
     // ---- data parallelism and ZeRO (parallel/zero.h) ----
-    const ModelSlice slice = model_slice(m, t, p, stage);
+    const ModelSlice slice = stage_slice(in, t, p, stage);
     const int n = mesh.dp_shard * c;  // ZeRO shards over dp_shard x sp (sp ranks hold the same parameters)
     const int64_t S = slice.shard(n), P = slice.elems, units = int64_t(slice.units.size());
     const int64_t shard_bytes = int64_t(n) * S * es;  // a unit-by-unit gather or scatter of the whole slice (padded)

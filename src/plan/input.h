@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "mesh/layout_names.h"  // enum SpMode, enum Schedule and their names
@@ -53,6 +54,8 @@ struct PlanLayout {
     int qgz_node = 0;                    ///< qgZ: shard-group members per node, its first hop (0: hpz, else the GPUs per node if fewer than the shard group, else all of it)
     Schedule schedule = Schedule::one_f_one_b;  ///< pipeline schedule (pp > 1)
     int pp_virtual = 1;                  ///< model chunks per stage (interleaved schedule)
+    std::vector<int> pp_split;           ///< blocks per stage, 1F1B and GPipe (empty: the engine's default, even
+                                         ///< where pp divides L, else the first L mod pp stages one block more)
     Recompute recompute = Recompute::none;      ///< activation recomputation
 };
 

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "parallel/pipeline.h"
 #include "plan/zeropp.h"
 #include "schedule/pipeline_schedule.h"
 
@@ -31,11 +32,37 @@ int64_t ModelSlice::largest_unit() const {
 }
 
 ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage) {
+    return model_slice(cfg, tp, pp, stage, cfg.L / pp, stage * (cfg.L / pp));
+}
+
+std::vector<int> stage_layers(const PlanInput& in, int pp) {
+    const PlanLayout& l = in.layout;
+    if (l.schedule == Schedule::interleaved || pp <= 1) return std::vector<int>(size_t(std::max(pp, 1)), in.model.L / std::max(pp, 1));
+    return pipeline_split(in.model.L, pp, l.pp_split);
+}
+
+ModelSlice stage_slice(const PlanInput& in, int tp, int pp, int stage) {
+    const std::vector<int> split = stage_layers(in, pp);
+    int first = 0;
+    for (int r = 0; r < stage; ++r) first += split[size_t(r)];
+    return model_slice(in.model, tp, pp, stage, split[size_t(stage)], first);
+}
+
+std::vector<int> stages_to_plan(const PlanInput& in, int pp) {
+    const std::vector<int> split = stage_layers(in, pp);
+    if (std::all_of(split.begin(), split.end(), [&](int n) { return n == split.front(); }))
+        return pp > 1 ? std::vector<int>{0, pp - 1} : std::vector<int>{0};
+    std::vector<int> all(static_cast<size_t>(pp));
+    for (int r = 0; r < pp; ++r) all[size_t(r)] = r;
+    return all;
+}
+
+ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage, int layers, int first_layer) {
     const int64_t C = cfg.C, t = tp;
     ModelSlice s;
     s.stage = stage;
-    s.layers = cfg.L / pp;
-    s.first_layer = stage * s.layers;
+    s.layers = layers;
+    s.first_layer = first_layer;
     s.has_embedding = stage == 0;
     s.has_head = stage == pp - 1;
     // Vocabulary-parallel rows of the padded vocabulary (model/config.h, padded_vocab): Vp/t each.
@@ -146,7 +173,7 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
                   c;
     const double chunks = chunks_in_flight(l, ga, stage);
     const int v = l.schedule == Schedule::interleaved ? l.pp_virtual : 1;
-    r.layer_sets = chunks * (in.model.L / p) / v;
+    r.layer_sets = chunks * stage_layers(in, p)[size_t(stage)] / v;
     const double mbs_in_flight = l.schedule == Schedule::gpipe ? ga : std::min(p - stage, ga);
     // The engine saves each chunk's input with the chunk's activations: interleaved, one
     // per chunk-micro-batch in flight (its first block's input), not one per micro-batch.
@@ -235,10 +262,10 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
     MemoryPlan best;
     // Stage 0 holds the embedding and the most micro-batches; the last stage the
     // head. Middle stages hold no more than stage 0.
-    for (int stage : {0, mesh.pp - 1}) {
+    for (int stage : stages_to_plan(in, mesh.pp)) {
         MemoryPlan m;
         m.stage = stage;
-        m.slice = model_slice(in.model, mesh.tp, mesh.pp, stage);
+        m.slice = stage_slice(in, mesh.tp, mesh.pp, stage);
         m.shard_n = n;
         m.states = model_states(m.slice, in.layout.zero, n, in.dtype);
         m.acts = activation_bytes(in, mesh, ga, stage);
@@ -269,7 +296,6 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
         m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm + m.hpz;
         m.capacity = in.hw.memory;
         if (stage == 0 || m.total > best.total) best = m;
-        if (mesh.pp == 1) break;
     }
     return best;
 }

@@ -59,6 +59,21 @@ struct ModelSlice {
 /// Vocabulary rows are Vp / tp, Vp = padded_vocab(V, tp, vocab_divisible_by) (Megatron-LM pads the vocabulary).
 ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage);
 
+/// The same for a stage of @p layers blocks from block @p first_layer on (an uneven pipeline).
+ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage, int layers, int first_layer);
+
+/// Blocks on each of @p pp pipeline ranks, as the engine splits them (parallel/pipeline.h,
+/// pipeline_split): --pp-split as given, else even where pp divides L, else the first
+/// L mod pp stages one block more; interleaved, L / pp on each (v equal chunks).
+std::vector<int> stage_layers(const PlanInput& in, int pp);
+
+/// The slice pipeline rank @p stage holds: model_slice with stage_layers' count and first block.
+ModelSlice stage_slice(const PlanInput& in, int tp, int pp, int stage);
+
+/// The pipeline ranks whose memory and time the planner works out: 0 and the last when the
+/// stages are even (the others hold no more than rank 0), every rank when they are not.
+std::vector<int> stages_to_plan(const PlanInput& in, int pp);
+
 /// Model-state bytes of one rank.
 struct ModelStates {
     int64_t params = 0;  ///< parameters as the forward reads them (2 or 4 bytes each)

@@ -8,6 +8,8 @@
 
 #include "core/check.h"
 #include "model/sequence_split.h"
+#include "parallel/pipeline.h"
+#include "plan/memory.h"
 #include "plan/zeropp.h"
 
 namespace ss {
@@ -25,6 +27,12 @@ std::string PlanResult::layout_str() const {
     if (mesh.pp > 1)
         s << " (" << schedule_name(l.schedule) << (l.schedule == Schedule::interleaved ? " v=" + std::to_string(l.pp_virtual) : "")
           << ")";
+    if (mesh.pp > 1 && (!l.pp_split.empty() || input.model.L % mesh.pp != 0)) {  // an uneven split: say it
+        const std::vector<int> blocks = stage_layers(input, mesh.pp);
+        s << " [blocks";
+        for (size_t i = 0; i < blocks.size(); ++i) s << (i ? "," : " ") << blocks[i];
+        s << "]";
+    }
     s << " x SP " << mesh.sp;
     if (mesh.sp > 1) s << " (" << sp_mode_name(l.sp_mode) << ")";
     s << " x DP " << mesh.dp() << " (" << mesh.dp_shard << " x " << mesh.dp_rep << "), ZeRO-" << l.zero;
@@ -120,8 +128,14 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
                            << " / TP " << l.tp << "): after its all-to-all each rank computes whole heads; choose SP in {"
                            << join(fitting(m.H / l.tp, rest_sp, world)) << "}, or --sp-mode ring; nearest valid layouts: "
                            << nearest_layouts(in));
-    SS_CHECK(m.L % l.pp == 0, "PP=" << l.pp << " does not divide L=" << m.L << " layers into equal stages; choose PP in {"
-                                    << join(fitting(m.L, rest_pp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    // 1F1B and GPipe split L as the engine does (uneven, or --pp-split); interleaving needs equal chunks.
+    SS_CHECK(l.pp_split.empty() || l.schedule != Schedule::interleaved,
+             "--pp-split: the planner splits 1F1B and GPipe pipelines only; for --schedule interleaved leave it out "
+             "(its chunks are equal: PP x v must divide L=" << m.L << ")");
+    SS_CHECK(l.pp <= m.L, "PP=" << l.pp << " stages but L=" << m.L << " layers: every stage needs at least one; choose PP in {"
+                                << join(fitting(m.L, rest_pp, world)) << "} (or any PP <= " << m.L
+                                << " that divides the world); nearest valid layouts: " << nearest_layouts(in));
+    if (l.schedule != Schedule::interleaved) pipeline_split(m.L, l.pp, l.pp_split);  // throws for a bad --pp-split
     if (l.schedule == Schedule::interleaved && m.L % (1LL * l.pp * l.pp_virtual) != 0) {  // 64 bits: no wrap
         std::vector<int> fit;  // the v >= 2 that cut each stage's L / PP layers into equal chunks
         for (int v : divisors(m.L / l.pp))

@@ -120,7 +120,7 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     const double b = in.mbs, s = in.seq(), h = in.model.C,
                  V = padded_vocab(in.model.V, mesh.tp, in.model.vocab_divisible_by);
     const double split = double(mesh.tp) * mesh.sp;  // TP and SP ranks share each micro-batch's math
-    const double layers = double(in.model.L) / mesh.pp;
+    const double layers = stage_layers(in, mesh.pp)[size_t(stage)];
     const double layer_fwd = (24 * b * s * h * h + 4 * b * s * s * h) / split;
     const double core_fwd = 4 * b * s * s * h / split;  // QK^T and scores x V
     const double head_fwd = stage == mesh.pp - 1 ? 2 * b * s * h * V / split : 0;
@@ -183,10 +183,9 @@ TimePlan plan_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gb
     tp.flops_per_s = rate;
 
     StageTime slow;
-    for (int stage : {0, mesh.pp - 1}) {
+    for (int stage : stages_to_plan(in, mesh.pp)) {
         StageTime st = stage_time(in, mesh, gbs, stage, rate);
         if (stage == 0 || st.compute + st.critical + st.dp > slow.compute + slow.critical + slow.dp) slow = st;
-        if (mesh.pp == 1) break;
     }
     tp.t_compute_mb = slow.compute;
     tp.t_critical_mb = slow.critical;

@@ -51,6 +51,7 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.layout.pp = o.pp;
     in.layout.schedule = o.schedule;
     in.layout.pp_virtual = o.pp_virtual;
+    in.layout.pp_split = o.pp_split;
     in.layout.recompute = o.recompute;
     in.mbs = o.mbs;
     in.ga = o.ga;
