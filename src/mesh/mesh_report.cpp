@@ -74,8 +74,9 @@ void write_mpu(std::ostringstream& os, const Mpu& m) {
        << c.dp_shard_rank << ", sp " << c.sp_rank << ", tp " << c.tp_rank
        << "): each call's answer here, in the names DeepSpeed reads from an mpu (--rank picks another)\n";
     os << "  model parallel = tp x pp: the ranks one model replica is split over (Megatron's get_model_parallel_group(),\n"
-          "  its tp-pp group; not sp). Megatron has no _rank or _world_size of it; where older Megatron and\n"
-          "  DeepSpeed's pipeline grid give them, they mean tp: so DeepSpeed asks for the tensor names first\n";
+          "  its tp-pp group; not sp). Megatron has no _rank or _world_size of it. DeepSpeed's pipeline grid\n"
+          "  answers them for tp x pp too (its tp: get_slice_parallel_*); old Megatron, without PP, meant tp:\n"
+          "  so DeepSpeed asks for the tensor names first\n";
     SS_MPU_CALL(get_model_parallel_rank);
     SS_MPU_CALL(get_model_parallel_world_size);
     SS_MPU_CALL(get_model_parallel_group);

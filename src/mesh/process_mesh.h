@@ -170,8 +170,9 @@ public:
     // one member the two groups share (tests/test_mesh.cpp checks it).
     // Megatron-LM names only the group (and its source rank) now; the _rank
     // and _world_size below are the names DeepSpeed's mpu convention reads,
-    // which older Megatron and DeepSpeed's pipeline grid answer with tp alone
-    // (docs/mesh.md: why DeepSpeed asks for the tensor names first).
+    // which DeepSpeed's pipeline grid also answers for tp x pp (its tp is
+    // get_slice_parallel_*) and older Megatron, without PP, answered with tp
+    // alone (docs/mesh.md: why DeepSpeed asks for the tensor names first).
 
     /// Rank in the model-parallel group (tp x pp): pp_rank * tp + tp_rank.
     int get_model_parallel_rank() const { return coord_.pp_rank * mesh_.shape().tp + coord_.tp_rank; }

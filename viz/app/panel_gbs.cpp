@@ -80,7 +80,7 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
     heading("GBS calculator");
     ImGui::SameLine();
     ImGui::TextDisabled("which layout keeps the global batch sane? (needs no trace)");
-    help_marker("GBS = MBS x GA x DP, DP = world / (TP x PP x SP)  (DESIGN.md 'The rank grid'; "
+    help_marker("GBS = MBS x GA x DP, DP = world / (TP x PP x SP)  (src/mesh/process_mesh.h; "
                 "src/train/train.h). TP, PP and SP take ranks without adding batches, so giving ranks to "
                 "them is how a large cluster keeps GBS at a value the optimizer tolerates (e.g. <= 1024 "
                 "sequences). Replica groups (dp_rep) change memory and traffic, not GBS.");
