@@ -113,10 +113,24 @@ TEST_CASE("an odd vocabulary under TP: the run says the padding, files keep V ro
     }
 }
 
+namespace {
+/// A command line and what its refusal must say.
+struct Refused {
+    std::string args, message;
+};
+/// Each line exits 1 with the project's "error:" form and its message.
+void check_refused(const std::vector<Refused>& cases) {
+    for (const Refused& c : cases) {
+        CliResult r = run_shardscope(c.args);
+        INFO("shardscope " << c.args << "\n" << r.output);
+        CHECK(r.code == 1);
+        CHECK_THAT(r.output, Contains("error:"));
+        CHECK_THAT(r.output, Contains(c.message));
+    }
+}
+}  // namespace
+
 TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
-    struct Case {
-        std::string args, message;
-    };
     std::string bad_tokens = tmp("bad.bin"), short_tokens = tmp("short.bin"), corrupt = tmp("corrupt.safetensors");
     write_bytes(bad_tokens, std::string(100, 'x'));
     {  // a valid header that promises more tokens than the file holds
@@ -131,7 +145,7 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
     CliResult mk = run_shardscope("train --model tiny --steps 0 --save " + tmp("tiny.safetensors"));
     REQUIRE(mk.code == 0);
 
-    std::vector<Case> cases = {
+    check_refused({
         {"train --model gpt5", "unknown model 'gpt5'"},
         {"train --model tiny --dim 65", "C=65 is not divisible by H=4"},
         {"train --model tiny --seq 100", "longer than the positional table (maxT=64)"},
@@ -158,25 +172,15 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
          "--outer-lr 0 is out of range: it must be above 0"},
         {"train --model tiny --ranks 4 --dp-rep 2 --replica-sync-every 2 --replica-outer nesterov --outer-momentum 1",
          "--outer-momentum must lie in [0, 1) (got 1)"},
-    };
-    for (const Case& c : cases) {
-        CliResult r = run_shardscope(c.args);
-        INFO("shardscope " << c.args << "\n" << r.output);
-        CHECK(r.code == 1);
-        CHECK_THAT(r.output, Contains("error:"));
-        CHECK_THAT(r.output, Contains(c.message));
-    }
+    });
 }
 
 // What an error offers must pass the other checks too, and a product of two degrees
 // must not wrap around in int (an audit found --pp-virtual 2147483647 planned with
 // -9e-10 micro-batches and trained into "at least one stage (got -2)").
 TEST_CASE("layout errors offer only values that work, and huge degrees do not wrap", "[cli][errors]") {
-    struct Case {
-        std::string args, message;
-    };
     const std::string train = "train --model tiny --steps 1 --quiet ";
-    std::vector<Case> cases = {
+    check_refused({
         {train + "--ranks 2 --pp 2 --schedule interleaved --pp-virtual 2147483647", "so at least 4 blocks; the model has L=2"},
         {train + "--layers 4 --ranks 2 --pp 2 --schedule interleaved --pp-virtual 1073741824",
          "pipeline of 2147483648 stages (--pp x --pp-virtual) but the model has only L=4 blocks"},
@@ -191,14 +195,7 @@ TEST_CASE("layout errors offer only values that work, and huge degrees do not wr
         {train + "--ranks 2 --tp 2 --sequence-parallel --seq 63 --heads 6 --dim 48", "choose --tp in {3}"},
         {"plan --model tiny --gpus 2 --pp 2 --ga 2 --schedule interleaved --pp-virtual 2147483647",
          "no v of 2 or more does at PP 2"},
-    };
-    for (const Case& c : cases) {
-        CliResult r = run_shardscope(c.args);
-        INFO("shardscope " << c.args << "\n" << r.output);
-        CHECK(r.code == 1);
-        CHECK_THAT(r.output, Contains("error:"));
-        CHECK_THAT(r.output, Contains(c.message));
-    }
+    });
 }
 
 // Issue 14, 4.7: numbers that were silently replaced by a default (or ran with
