@@ -603,6 +603,7 @@ TEST_CASE("bench plan: the search's time, and predicted against measured step ti
         REQUIRE(count_lines(r.output, name + nums) == 1);
     }
     nlohmann::json j = read_json(json);
+    REQUIRE(j["calibration"] == "defaults");  // as bench layouts and bench overlap write it
     REQUIRE(j["search"]["evaluated"].get<int64_t>() > 1000);
     REQUIRE(j["layouts"].size() == 8);
     for (const auto& row : j["layouts"]) {

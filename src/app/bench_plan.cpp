@@ -174,7 +174,8 @@ void run_bench_plan(const BenchPlanFlags& f) {
     out["T"] = T;
     out["mbs_per_rank"] = f.mbs;
     out["cores"] = cores;
-    out["calibration"] = hw.source;
+    out["calibration"] = calibration_used(f.calibration);  // the file read, or "defaults" (as layouts, overlap)
+    out["calibration_source"] = hw.source;                  // what the planner says of it
     out["layouts"] = nlohmann::json::array();
     // Without a calibration's cores_available there is no second prediction: "-" in the table, null in the JSON.
     auto at_avail_json = [avail](double v) { return avail > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
