@@ -228,9 +228,10 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, 
 nlohmann::json trace_other_data(const TrainReport& r) {
     nlohmann::json other = r.to_json();
     other["prediction"] = prediction_for_trace(r.opts, r.world, r.links);
-    // Ranks per node (two-tier links, or --gpus-per-node alone: where the nodes are), so
-    // `trace summary` can count what crosses nodes (trace_nodes.h).
-    const int node = r.links.on && r.links.gpus_per_node > 0 ? r.links.gpus_per_node : ranks_per_node(r.opts);
+    // Ranks per node (--gpus-per-node, with two-tier links or alone, or an --emulate preset's:
+    // the links take theirs from the same two places), so `trace summary` can count what
+    // crosses nodes (trace_nodes.h).
+    const int node = ranks_per_node(r.opts);
     if (node > 0) other["gpus_per_node"] = node;
     other["mesh"] = {{"world", r.world}, {"pp", r.pp}, {"dp_rep", r.dp_rep}, {"dp_shard", r.dp_shard}, {"sp", r.sp},
                      {"tp", r.tp}};
