@@ -115,20 +115,19 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
     auto boundary = [&](Payload payload, int vs_after, int micro) {
         return Label{payload, first_block(vs_after), payload == Payload::act ? Phase::fwd : Phase::bwd, micro, step};
     };
-    // Overlap: a receive is posted kLookahead actions before the schedule needs it,
+    // Overlap: a receive is posted kPipeLookahead actions before the schedule needs it,
     // into its buffer (booked in Mem::comm from then), and a send's handle is kept
-    // with what it sends while the stage computes, at most kLookahead sends: a later
+    // with what it sends while the stage computes, at most kPipeLookahead sends: a later
     // send first waits for the oldest and frees its buffer. (Kept until the end of
     // run(), the buffers grew with the micro-batches: 6 at GA 4, 18 at GA 16 on the
     // first of two stages.) Waiting a send later than the blocking form does (at once)
     // cannot deadlock: by then this rank has issued all that the blocking form had.
     // pipe_comm_buffers_peak (schedule/pipeline_schedule.h) counts these buffers.
     const std::vector<PipeAction>& actions = schedule_.ranks[size_t(stage_)];
-    constexpr size_t kLookahead = kPipeLookahead;
     std::map<size_t, CommHandle> posted;  // action index -> its receive, in flight
     std::deque<std::pair<Tensor, CommHandle>> sending;  // what is being sent, and its send (destroyed first)
     auto make_room = [&] {  // before a send's buffer is booked: wait the oldest send, free its buffer
-        if (sending.size() == kLookahead) {
+        if (sending.size() == kPipeLookahead) {
             comm_.wait(sending.front().second);
             sending.pop_front();
         }
@@ -150,7 +149,7 @@ float PipelineRank::run(const std::vector<std::vector<int>>& tokens, const std::
     for (size_t i = 0; i < actions.size(); ++i) {
         const PipeAction& a = actions[i];
         if (overlap_)
-            for (size_t j = i; j < std::min(actions.size(), i + kLookahead); ++j)
+            for (size_t j = i; j < std::min(actions.size(), i + kPipeLookahead); ++j)
                 if ((actions[j].op == PipeOp::recv_act || actions[j].op == PipeOp::recv_grad) && !posted.count(j))
                     post_recv(j);
         const int vs = a.chunk * p + stage_;

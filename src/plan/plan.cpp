@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "core/text.h"
 #include "model/sequence_split.h"
 #include "parallel/pipeline.h"
 #include "plan/memory.h"
@@ -28,10 +29,7 @@ std::string PlanResult::layout_str() const {
         s << " (" << schedule_name(l.schedule) << (l.schedule == Schedule::interleaved ? " v=" + std::to_string(l.pp_virtual) : "")
           << ")";
     if (mesh.pp > 1 && (!l.pp_split.empty() || input.model.L % mesh.pp != 0)) {  // an uneven split: say it
-        const std::vector<int> blocks = stage_layers(input, mesh.pp);
-        s << " [blocks";
-        for (size_t i = 0; i < blocks.size(); ++i) s << (i ? "," : " ") << blocks[i];
-        s << "]";
+        s << " [blocks " << join_ints(stage_layers(input, mesh.pp), ",") << "]";
     }
     s << " x SP " << mesh.sp;
     if (mesh.sp > 1) s << " (" << sp_mode_name(l.sp_mode) << ")";
@@ -43,12 +41,6 @@ std::string PlanResult::layout_str() const {
 }
 
 namespace {
-
-std::string join(const std::vector<int>& v) {
-    std::ostringstream s;
-    for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-    return s.str();
-}
 
 // ZeRO++'s quantized collectives: which stages they change, qgZ's node, the wire format.
 // The engine's rules (plan/zeropp.h, check_zeropp_flags), for `shardscope plan`'s flags.
@@ -118,22 +110,22 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     // Each degree must divide what it splits ...
     const int rest_tp = l.pp * l.sp, rest_sp = l.tp * l.pp, rest_pp = l.tp * l.sp;
     SS_CHECK(m.H % l.tp == 0, "TP=" << l.tp << " does not divide n_head=" << m.H << " (each rank takes whole heads); choose TP in {"
-                                    << join(fitting(m.H, rest_tp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+                                    << join_ints(fitting(m.H, rest_tp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
     // V needs no check: wte is padded to Vp, a multiple of TP (model/config.h, padded_vocab).
     SS_CHECK(T % l.sp == 0, "SP=" << l.sp << " does not divide the sequence T=" << T << "; choose SP in {"
-                                  << join(fitting(T, rest_sp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+                                  << join_ints(fitting(T, rest_sp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
     check_sequence_split(l.sp_mode, l.ring_split, l.sp, T);  // zig-zag: 2 SP chunks (train checks the same)
     SS_CHECK(l.sp_mode != SpMode::ulysses || (m.H / l.tp) % l.sp == 0,
              "Ulysses SP=" << l.sp << " does not divide the " << m.H / l.tp << " heads each TP rank holds (H " << m.H
                            << " / TP " << l.tp << "): after its all-to-all each rank computes whole heads; choose SP in {"
-                           << join(fitting(m.H / l.tp, rest_sp, world)) << "}, or --sp-mode ring; nearest valid layouts: "
+                           << join_ints(fitting(m.H / l.tp, rest_sp, world)) << "}, or --sp-mode ring; nearest valid layouts: "
                            << nearest_layouts(in));
     // 1F1B and GPipe split L as the engine does (uneven, or --pp-split); interleaving needs equal chunks.
     SS_CHECK(l.pp_split.empty() || l.schedule != Schedule::interleaved,
              "--pp-split: the planner splits 1F1B and GPipe pipelines only; for --schedule interleaved leave it out "
              "(its chunks are equal: PP x v must divide L=" << m.L << ")");
     SS_CHECK(l.pp <= m.L, "PP=" << l.pp << " stages but L=" << m.L << " layers: every stage needs at least one; choose PP in {"
-                                << join(fitting(m.L, rest_pp, world)) << "} (or any PP <= " << m.L
+                                << join_ints(fitting(m.L, rest_pp, world)) << "} (or any PP <= " << m.L
                                 << " that divides the world); nearest valid layouts: " << nearest_layouts(in));
     if (l.schedule != Schedule::interleaved) pipeline_split(m.L, l.pp, l.pp_split);  // throws for a bad --pp-split
     if (l.schedule == Schedule::interleaved && m.L % (1LL * l.pp * l.pp_virtual) != 0) {  // 64 bits: no wrap
@@ -144,7 +136,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
                                    << " layers into equal chunks; "
                                    << (fit.empty() ? "no v of 2 or more does at PP " + std::to_string(l.pp) +
                                                          ": use --schedule 1f1b, another --pp, or more --layers"
-                                                   : "choose --pp-virtual in {" + join(fit) + "}"));
+                                                   : "choose --pp-virtual in {" + join_ints(fit) + "}"));
     }
     // ... and together they must divide the world.
     const long long mp = 1LL * l.tp * l.pp * l.sp;
@@ -156,7 +148,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
         ProcessMesh check(world, shape);
     } catch (const Error& e) {
         SS_FAIL(e.what() << " (DP = " << world / mp << " = dp_shard x dp_rep; choose dp_shard in {"
-                         << join(divisors(int(world / mp))) << "})");
+                         << join_ints(divisors(int(world / mp))) << "})");
     }
     l.dp_shard = shape.dp_shard;
     l.dp_rep = shape.dp_rep;

@@ -9,6 +9,7 @@
 #include "comm/launch_env.h"
 #include "comm/mpi/mpi_backend.h"
 #include "core/check.h"
+#include "core/text.h"
 #include "core/device.h"
 #include "model/sequence_split.h"
 #include "core/names.h"
@@ -91,12 +92,6 @@ int check_ranks(const TrainOptions& o) {
 }
 
 namespace {
-
-std::string join_ints(const std::vector<int>& v) {
-    std::ostringstream s;
-    for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-    return s.str();
-}
 
 // The SP degrees that pass every check below for this run: those dividing T, with T a
 // multiple of 2 SP for zig-zag ring, and dividing the heads each TP rank holds for

@@ -31,6 +31,7 @@
 #include "comm/launch_env.h"
 #include "comm/mpi/mpi_detail.h"
 #include "core/check.h"
+#include "core/text.h"
 
 namespace ss::mpi {
 
@@ -40,12 +41,6 @@ namespace {
 constexpr int kQuery = 1;     // "where are you?" (empty)
 constexpr int kReply = 2;     // "W\n<key>\n<signature>\n<what>" or "F" (returned from its work)
 constexpr int kFinished = 3;  // "<calls on group 0> <calls on group 1> ..."
-
-std::string join(const std::vector<int>& ranks) {
-    std::ostringstream os;
-    for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-    return os.str();
-}
 
 std::string seconds(double s) {
     std::ostringstream os;
@@ -204,7 +199,7 @@ std::string Watch::skipped(const WaitInfo& info) const {
         }
     }
     if (gone.empty()) return "";
-    return "desync: " + info.what() + ": rank" + (gone.size() > 1 ? "s " : " ") + join(gone) +
+    return "desync: " + info.what() + ": rank" + (gone.size() > 1 ? "s " : " ") + join_ints(gone) +
            " did not arrive: " + (gone.size() > 1 ? "they" : "it") +
            " returned from " + (gone.size() > 1 ? "their" : "its") + " work without making this call" +
            detail.str();
@@ -307,7 +302,7 @@ void Watch::timed_out(const WaitInfo& info) {
     } else if (std::string(info.op) == "send") {
         os << info.what() << ": rank " << info.peer << " did not receive it within " << limit;
     } else if (!missing.empty()) {
-        os << "desync: " << info.what() << ": rank" << (missing.size() > 1 ? "s " : " ") << join(missing)
+        os << "desync: " << info.what() << ": rank" << (missing.size() > 1 ? "s " : " ") << join_ints(missing)
            << " did not arrive within " << limit;
     } else if (!arrived_differently.empty()) {
         os << "mismatched collectives on group " << ranks_str(info.group->ranks) << ": rank " << rank_

@@ -14,6 +14,7 @@
 #include "comm/threads/threads_world.h"
 #include "comm/trace/trace.h"
 #include "core/check.h"
+#include "core/text.h"
 
 namespace ss {
 
@@ -26,12 +27,6 @@ namespace {
 bool same_call(const CallDesc& a, const CallDesc& b) {
     return std::strcmp(a.op, b.op) == 0 && a.axis == b.axis && a.count == b.count && a.dt == b.dt &&
            a.reduce == b.reduce && a.root == b.root;
-}
-
-std::string join_ranks(const std::vector<int>& r) {
-    std::ostringstream os;
-    for (size_t i = 0; i < r.size(); ++i) os << (i ? ", " : "") << r[i];
-    return os.str();
 }
 
 // How long a waiting rank spins (yielding its core) before it sleeps. A ring
@@ -263,7 +258,7 @@ void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
         for (int r : missing())
             if (world_.finished(r)) gone.push_back(r);
         if (!gone.empty()) {
-            error = "desync: " + describe_call(d.op, group, d.label) + ": rank " + join_ranks(gone) +
+            error = "desync: " + describe_call(d.op, group, d.label) + ": rank " + join_ints(gone) +
                     " did not arrive: it returned from its work without making this call";
             break;
         }
@@ -271,7 +266,7 @@ void ThreadsBackend::sync(GroupCtx& g, const CallDesc& d) {
             std::ostringstream os;
             std::vector<int> late = missing();
             os << "desync: " << describe_call(d.op, group, d.label) << ": " << (late.size() == 1 ? "rank " : "ranks ")
-               << join_ranks(late) << " did not arrive within " << world_.timeout_seconds() << " s";
+               << join_ints(late) << " did not arrive within " << world_.timeout_seconds() << " s";
             for (int r : late) {
                 std::string where = world_.waiting(r);
                 os << "; rank " << r
