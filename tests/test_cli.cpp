@@ -582,6 +582,11 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
          "--prefetch does nothing in this run: it needs --zero 3", "step    1/"},
         {"train --model tiny --steps 1 --keep-last 2", "--keep-last does nothing in this run", "step    1/"},
         {"train --model tiny --steps 1 --quant-block 128", "it needs --qwz or --qgz", "step    1/"},
+        // One rank sends nothing; TP alone reduces no gradients (both ran silently until 2026-12-06).
+        {"train --model tiny --steps 1 --link 10,6", "--link does nothing in this run: it needs 2 or more ranks",
+         "step    1/"},
+        {"train --model tiny --ranks 2 --tp 2 --steps 1 --bucket-mb 1",
+         "--bucket-mb does nothing in this run: it needs ranks that average gradients, DP x SP >= 2", "step    1/"},
     };
     for (const Case& c : refused) {
         CliResult r = run_shardscope(c.args);

@@ -10,6 +10,8 @@ namespace ss::app {
 
 // Flags left at their defaults are never inert by this rule: only a typed one says "do this".
 void refuse_inert_flags(const CLI::App& cmd, const TrainOptions& o) {
+    const RunShape run = check_train_options(o);  // the layout's own errors first; then its world and groups
+    const bool grad_group = int64_t(run.mesh.dp_rep) * run.mesh.dp_shard * run.mesh.sp > 1;  // DDP's all-reduce
     struct Needs {
         const char* flag;
         bool used;
@@ -20,6 +22,12 @@ void refuse_inert_flags(const CLI::App& cmd, const TrainOptions& o) {
         // (--overlap off keeps it: the same flags with overlap on and off are how the two are compared.)
         {"--prefetch", o.prefetch == 0 || o.zero == 3, "--zero 3 (it starts the all-gathers of the next units early)"},
         {"--bucket-mb", o.bucket_mb == 0 || o.zero == 0, "--zero 0 (DDP's gradient all-reduce goes in buckets)"},
+        {"--bucket-mb", o.bucket_mb == 0 || grad_group,
+         "ranks that average gradients, DP x SP >= 2 (this layout's gradients are reduced by no group)"},
+        {"--link", run.world > 1, "2 or more ranks (one rank sends nothing)"},
+        {"--link-intra", run.world > 1, "2 or more ranks (one rank sends nothing)"},
+        {"--link-inter", run.world > 1, "2 or more ranks (one rank sends nothing)"},
+        {"--emulate", run.world > 1, "2 or more ranks (one rank sends nothing)"},
         {"--outer-lr", nesterov, "--replica-outer nesterov (DiLoCo's outer step)"},
         {"--outer-momentum", nesterov, "--replica-outer nesterov (DiLoCo's outer step)"},
         {"--quant-block", o.qwz || o.qgz, "--qwz or --qgz (the blocks they quantize by)"},

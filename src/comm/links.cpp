@@ -141,7 +141,7 @@ EmulatedLinks make_emulated_links(const std::string& link, const std::string& li
         SS_CHECK(p, "--emulate " << emulate << ": no such cluster; choose one of " << preset_names());
         SS_CHECK(world % p->gpus_per_node == 0,
                  "--emulate " << p->name << ": " << p->name << " has " << p->gpus_per_node
-                              << " GPUs per node and this run has " << world << " ranks; run "
+                              << " GPUs per node and this run has " << world << " rank" << (world == 1 ? "" : "s") << "; run "
                               << multiples(p->gpus_per_node) << " ranks or use --link");
         SS_CHECK(std::isfinite(cpu_gflops) && cpu_gflops > 0,
                  "--emulate " << p->name << ": this CPU's matmul rate is needed for the time scale, got "
