@@ -727,3 +727,54 @@ TEST_CASE("ZeRO-3's communication buffers grow with the prefetch depth: (2 + K) 
     in.overlap = false;  // blocking gathers: nothing ahead, whatever K says
     CHECK(plan(in).memory.comm == last / 5 * 2);
 }
+
+TEST_CASE("local SGD and DiLoCo: no gradient all-reduce across replicas, a sync every H steps", "[plan][replicas]") {
+    // gpt3-6.7b on 64 GPUs, ZeRO-3 over shard groups of 8 (a node), 8 replicas across nodes.
+    PlanInput in = gpu_question("gpt3-6.7b", 64, 1);
+    in.layout.zero = 3;
+    in.layout.dp_shard = 8;
+    const PlanResult sync = plan(in);
+    in.layout.replica_sync_every = 4;
+    const PlanResult local = plan(in);
+    const int64_t S = local.memory.slice.shard(8);  // my shard: what the optimizer updates
+    int rep_grad = 0, rep_sync = 0;
+    for (const CommCall& c : sync.comm) rep_grad += c.axis == "dp_rep" && c.payload == Payload::grad;
+    for (const CommCall& c : local.comm) {
+        CHECK_FALSE((c.axis == "dp_rep" && c.payload == Payload::grad));
+        if (c.axis == "dp_rep" && c.op == "all_reduce") {
+            ++rep_sync;
+            CHECK(c.payload == Payload::optim);  // bf16: the fp32 master shard
+            CHECK(c.bytes == 4 * S);
+            CHECK(c.every == 4);
+            CHECK_FALSE(c.intra_node);
+        }
+    }
+    CHECK(rep_grad == 1);
+    CHECK(rep_sync == 1);
+    CHECK(local.memory.outer == 0);
+    CHECK(local.layout_str().find("local SGD every 4 steps") != std::string::npos);
+    // DiLoCo: the same bytes, plus theta and the momentum, 8 bytes per element of my shard.
+    in.layout.replica_outer = ReplicaOuter::nesterov;
+    const PlanResult diloco = plan(in);
+    CHECK(diloco.memory.outer == 8 * S);
+    CHECK(diloco.memory.total == local.memory.total + 8 * S);
+    CHECK(diloco.comm_bytes() == local.comm_bytes());
+    // The step's share of a sync is 1/H of it: a longer H costs less a step.
+    in.layout.replica_sync_every = 16;
+    CHECK(plan(in).time.step < diloco.time.step);
+    // DDP: the gradients are reduced inside the shard group only (Replicas::ddp_group).
+    in.layout = PlanLayout{};
+    in.layout.dp_shard = 8;
+    in.layout.replica_sync_every = 2;
+    bool ddp_in_shard = false;
+    for (const CommCall& c : plan(in).comm)
+        if (c.payload == Payload::grad) ddp_in_shard = c.axis == "dp_shard" && c.group == 8 && c.intra_node;
+    CHECK(ddp_in_shard);
+    // train's words for what cannot be.
+    in.layout.dp_shard = 64;  // one replica
+    REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("this layout has one replica: nothing to average"));
+    in.layout.dp_shard = 8;
+    in.layout.replica_sync_every = 1;
+    in.layout.replica_outer = ReplicaOuter::nesterov;
+    REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("give --replica-sync-every H with H > 1"));
+}

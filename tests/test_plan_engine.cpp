@@ -95,6 +95,14 @@ PlanLayout qgz(PlanLayout l) {
     return l;
 }
 
+// Local SGD and DiLoCo (parallel/replicas.h): the replicas sync every H steps. With
+// H = 2 and the 2 steps each run takes, the step the traffic is compared on (2) is a sync.
+PlanLayout local_sgd(PlanLayout l, int h, ReplicaOuter outer = ReplicaOuter::avg) {
+    l.replica_sync_every = h;
+    l.replica_outer = outer;
+    return l;
+}
+
 const EngineLayout kLayouts[] = {
     {"DDP x2", 2, L(1, 2, 1, 0), 1, true},
     {"DDP x4, GA 2", 4, L(1, 4, 1, 0), 2, true},
@@ -146,6 +154,16 @@ const EngineLayout kLayouts[] = {
     {"PP 3 --pp-split 1,3,1, L 5, GA 3", 3, split(L(1, 1, 1, 0, 3), {1, 3, 1}), 3, false, 0, 5},
     {"PP 2 interleaved v 2 x TP 2 + Megatron-SP, GA 2, L 4", 4, interleaved(megatron_sp(L(2, 1, 1, 0, 2)), 2), 2,
      false, 0, 4},
+    // Local SGD and DiLoCo: no gradient all-reduce across the replicas; at the sync the
+    // optimizer's fp32 values (all of them, or my shard) averaged over dp_rep, ZeRO-1/2's
+    // gather of the averaged shard, DDP's gradients reduced inside the shard group only;
+    // DiLoCo's outer state in Mem::outer.
+    {"DDP 2 x 2 replicas, local SGD 2, GA 2", 4, local_sgd(L(1, 2, 2, 0), 2), 2, true},
+    {"ZeRO-1 2 x 2 replicas, DiLoCo 2", 4, local_sgd(L(1, 2, 2, 1), 2, ReplicaOuter::nesterov), 1, true},
+    {"ZeRO-2 2 x 2 replicas, local SGD 2", 4, local_sgd(L(1, 2, 2, 2), 2), 1, true},
+    {"ZeRO-3 2 x 2 replicas, DiLoCo 2, GA 2", 4, local_sgd(L(1, 2, 2, 3), 2, ReplicaOuter::nesterov), 2, true},
+    {"DDP 2 x 2 replicas, DiLoCo 2", 4, local_sgd(L(1, 2, 2, 0), 2, ReplicaOuter::nesterov), 1, false},
+    {"Ulysses SP 2 x ZeRO-2 2 x 2 replicas, local SGD 2", 8, local_sgd(L(1, 2, 2, 2, 1, 2), 2), 1, false},
 };
 
 GPT2Config test_model(bool odd) {
@@ -181,6 +199,8 @@ bool engine_options(const EngineLayout& el, DType dtype, TrainOptions& o) {
     o.hpz = l.hpz;
     o.qwz = l.qwz;
     o.qgz = l.qgz;
+    o.replica_sync_every = l.replica_sync_every;
+    o.replica_outer = l.replica_outer;
     if (el.gpus_per_node > 0) {  // emulated nodes, on links fast enough to cost nothing
         o.gpus_per_node = el.gpus_per_node;
         o.link_intra = o.link_inter = "10000,0";
@@ -245,6 +265,8 @@ void check_planner_equals_engine(const EngineLayout& el, TrainOptions o, DType d
             CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::hpz)]) ==
                   int64_t(n) * stage_slice(in, p.mesh.tp, p.mesh.pp, stage).shard(n) / o.hpz *
                       int64_t(dtype_size(dtype)));
+        // DiLoCo's theta and momentum: 8 bytes per element the optimizer updates.
+        CHECK(int64_t(rep.rank_peak[size_t(rank)][int(Mem::outer)]) == plan_memory(in, p.mesh, p.gbs.ga).outer);
         // 2. Traffic of step 2, exactly as the trace counts it.
         const std::map<std::string, int64_t> want = planned(plan_comm(in, p.mesh, p.gbs, stage));
         const std::map<std::string, int64_t> got = traced(t, rank, 2);
@@ -286,7 +308,7 @@ TEST_CASE("planner = engine: model states exact, traffic exact, activations exac
             check_planner_equals_engine(el, o, dtype);
             ++ran;
         }
-    REQUIRE(ran >= 2 * 45);  // DP, ZeRO 1-3, replicas, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
+    REQUIRE(ran >= 2 * 51);  // DP, ZeRO 1-3, replicas, local SGD, DiLoCo, TP, Megatron-SP, Ulysses, ring, PP, ZeRO++ in both dtypes
     // TP 2, TP 4, TP 2 + Megatron-SP, Ulysses SP 4 and ring SP 4 in both dtypes, every rank
     REQUIRE(comm_checked >= 2 * (2 + 4 + 2 + 4 + 4));
     INFO("pipeline ranks checked: " << pipeline_comm_checked);

@@ -126,6 +126,15 @@ void add_plan_command(CLI::App& root) {
     cmd->add_flag("--sequence-parallel", l.sequence_parallel, "Megatron sequence parallelism on the tp axis");
     cmd->add_option("--dp-shard", l.dp_shard, "Ranks ZeRO shards over (default: the rest of the world)");
     auto* rep = cmd->add_option("--dp-rep", l.dp_rep, "Replicas of the shard group: HSDP (FSDP HYBRID_SHARD) / MiCS (default: 1)");
+    cmd->add_option("--replica-sync-every", l.replica_sync_every,
+                    "H > 1 with replicas (dp_rep 2 or more): local SGD, the replicas reduce no gradients and average every H "
+                    "steps (train's flag; --search: the layouts with replicas)")
+        ->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--replica-outer", [f](const std::string& o) { f->in.layout.replica_outer = parse_replica_outer(o); },
+           "With --replica-sync-every H > 1: avg (local SGD) or nesterov (DiLoCo: its outer state, 8 bytes per "
+           "element the optimizer updates)")
+        ->default_str("avg");
     auto* zero = cmd->add_option("--zero", l.zero, "ZeRO stage 0 (DDP), 1, 2, 3")->capture_default_str();
     cmd->add_option("--hpz", l.hpz, "ZeRO-3: ZeRO++ hpZ over groups of K (usually the GPUs per node); 0: off");
     cmd->add_flag("--qwz", l.qwz, "ZeRO-3: ZeRO++ qwZ, parameter all-gathers in int8 blocks (changes results)");
@@ -172,6 +181,7 @@ void add_plan_command(CLI::App& root) {
     for (const char* axis : {"--dp-shard", "--dp-rep"})
         limit(*cmd, axis, at_least(1), "leave it out to take the rest of the world");
     limit(*cmd, "--zero", at_least(0, 3));
+    limit(*cmd, "--replica-sync-every", at_least(1), "1: every step");
     limit(*cmd, "--hpz", at_least(0), "leave it out for plain ZeRO-3");
     limit(*cmd, "--quant-block", at_least(1, 1 << 20), "elements per fp32 scale; ZeRO++'s default is 256");
     limit(*cmd, "--bucket-mb", at_least(0));
@@ -204,6 +214,8 @@ void add_plan_command(CLI::App& root) {
                 SearchInput s;
                 s.base = in;
                 s.base.layout = PlanLayout{};
+                s.base.layout.replica_sync_every = in.layout.replica_sync_every;  // the same algorithm
+                s.base.layout.replica_outer = in.layout.replica_outer;
                 s.base.ga = 0;
                 s.base.gbs = r.gbs.gbs;
                 s.top = 3;
@@ -228,6 +240,8 @@ void add_plan_command(CLI::App& root) {
         SS_CHECK(!in.layout.qwz && !in.layout.qgz && in.layout.hpz == 0,
                  "--search tries hpZ by itself, and qwZ and qgZ with --allow-quantized (they change results); "
                  "leave --hpz, --qwz and --qgz out of the search");
+        // Local SGD applies to the layouts with replicas; a fixed --dp-rep must have them.
+        check_replica_sync(in.layout.replica_sync_every, in.layout.replica_outer, rep->count() ? in.layout.dp_rep : 2);
         SearchInput s;
         s.base = in;
         s.max_gbs = f->max_gbs;

@@ -44,7 +44,7 @@ struct Calls {
     // @p axis_n: the ranks of the whole axis when the call is point-to-point inside it
     // (a ring or a pipeline is as fast as its slowest hop). @p once: once per step.
     void add(const char* axis, int stride, int n, const char* op, Payload payload, Phase phase, int64_t calls,
-             int64_t bytes, Overlap overlap, const char* what, int axis_n = 0, bool once = false) {
+             int64_t bytes, Overlap overlap, const char* what, int axis_n = 0, bool once = false, int every = 1) {
         if (n <= 1 || calls <= 0) return;
         CommCall c;
         c.axis = axis;
@@ -53,6 +53,7 @@ struct Calls {
         c.phase = phase;
         c.group = n;
         c.each_microbatch = !once;
+        c.every = every;
         c.intra_node = axis_in_node(stride, axis_n > 0 ? axis_n : n, gpus_per_node);
         c.calls = calls;
         c.bytes = bytes;
@@ -179,6 +180,9 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const char* shard_axis = c > 1 ? "dp_shard+sp" : "dp_shard";
     const char* dp_axis = c > 1 ? "dp+sp" : "dp";
     const int64_t bucket = std::max<int64_t>(1, int64_t(in.bucket_mb * 1048576.0));
+    // Local SGD (parallel/replicas.h): the replicas step apart, reduce no gradients, and sync every H steps.
+    const int H = l.replica_sync_every;
+    const bool apart = mesh.dp_rep > 1 && H > 1;
     const Payload grad = Payload::grad, param = Payload::param;
     // ZeRO++ qgZ (zeropp.h): each unit's gradients as quantized all-to-alls, inside my
     // node of K, then across the M nodes; blocking in the engine, so nothing hides them.
@@ -206,7 +210,9 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             // wte and wpe, ln_f's two (and the last stage's copy of wte).
             const int64_t tensors = 12 * layers + (first ? 2 : 0) + (last ? (p > 1 ? 3 : 2) : 0);
             const int64_t calls = in.bucket_mb > 0 ? (P * es + bucket - 1) / bucket : tensors;
-            k.add(dp_axis, t, dp * c, "all_reduce", grad, Phase::bwd, calls, P * es, Overlap::bwd,
+            // With the replicas apart DDP averages inside the shard group only (Replicas::ddp_group).
+            k.add(apart ? shard_axis : dp_axis, t, apart ? n : dp * c, "all_reduce", grad, Phase::bwd, calls, P * es,
+                  Overlap::bwd,
                   in.bucket_mb > 0 ? "DDP: average the gradients, bucket by bucket"
                                    : "DDP: average the gradients, tensor by tensor", 0, true);
         }
@@ -253,10 +259,25 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         }
             break;
     }
-    if (l.zero >= 1 && mesh.dp_rep > 1)
+    if (l.zero >= 1 && mesh.dp_rep > 1 && !apart)
         // FSDP's HYBRID_SHARD all-reduces each unit's shard right after its reduce-scatter.
         k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad, Phase::step, 1, S * es,
               Overlap::bwd, "replicas: average my gradient shard", 0, true);
+    if (apart) {
+        // Every H steps, after the step: the replicas average what the optimizer updates, in fp32
+        // (bf16 runs: the master copy, payload optim; fp32 runs: the parameters), all of it under
+        // DDP, my shard under ZeRO; DiLoCo's outer step then runs locally on the mean. ZeRO-1/2
+        // gather the averaged shard back into whole parameters. Blocking: nothing hides it.
+        const int64_t E = l.zero >= 1 ? S : P;
+        k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce",
+              in.dtype == DType::bf16 ? Payload::optim : param, Phase::step, 1, 4 * E, none,
+              l.replica_outer == ReplicaOuter::nesterov ? "DiLoCo: average the replicas, then the outer step"
+                                                        : "local SGD: average the replicas",
+              0, true, H);
+        if (l.zero == 1 || l.zero == 2)
+            k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, none,
+                  "local SGD: the averaged shards back to everyone", 0, true, H);
+    }
     if (l.zero == 1 || l.zero == 2)  // Megatron's --overlap-param-gather: under the next step's forward
         k.add(shard_axis, t, n, "all_gather", param, Phase::step, units, shard_bytes, Overlap::fwd,
               "ZeRO-1/2: the updated parameters back to everyone", 0, true);

@@ -20,7 +20,10 @@
 //   stage 1   reduce_scatter(N S e) + all_gather(N S e) in the step
 //   stage 2   reduce_scatter(N S e) per micro-batch in bwd + all_gather(N S e) in the step
 //   stage 3   all_gather(N S e) per micro-batch in fwd and again in bwd + reduce_scatter(N S e) in bwd
-//   replicas  all_reduce(S e) over dp_rep in the step (stages 1-3)
+//   replicas  all_reduce(S e) over dp_rep in the step (stages 1-3); with local SGD (--replica-sync-every
+//             H > 1, Lin et al. 2020) none, and every H steps all_reduce(4 E) over dp_rep, E the elements
+//             the optimizer updates (P, or S under ZeRO), in fp32; ZeRO-1/2 then gather all-gather(N S e);
+//             DDP's gradient all_reduce goes over the shard group (dp_shard x sp) only
 //   ZeRO++    (Wang et al. 2023, plan/zeropp.h) hpZ: stage 3's backward all_gather over K (axis hpz);
 //             qwZ: stage 3's all_gathers from the N chunks in int8 blocks; qgZ: stage 2/3's
 //             reduce_scatter becomes all_to_all over the node (qgz_node) then across (qgz_cross), blocking
@@ -63,6 +66,8 @@ struct CommCall {
     double seconds = 0;    ///< alpha-beta time of all the calls
     Overlap overlap = Overlap::none;  ///< what it can hide under
     bool each_microbatch = true;      ///< issued for every micro-batch (else once per step)
+    int every = 1;         ///< issued on one step in every `every` (local SGD's sync: H); calls, bytes and
+                           ///< seconds are that step's, and the step time counts seconds / every
     const char* what = "";  ///< what it is, for people (a string literal)
 };
 

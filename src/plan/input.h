@@ -22,6 +22,7 @@
 #include "mesh/layout_names.h"  // enum SpMode, enum Schedule and their names
 #include "model/config.h"
 #include "model/recompute.h"     // enum Recompute and its names
+#include "optim/diloco.h"        // enum ReplicaOuter
 #include "plan/hardware.h"
 
 namespace ss {
@@ -57,6 +58,9 @@ struct PlanLayout {
     std::vector<int> pp_split;           ///< blocks per stage, 1F1B and GPipe (empty: the engine's default, even
                                          ///< where pp divides L, else the first L mod pp stages one block more)
     Recompute recompute = Recompute::none;      ///< activation recomputation
+    int replica_sync_every = 1;          ///< local SGD (dp_rep > 1): the replicas reduce no gradients and average what
+                                         ///< the optimizer updates every H steps (1: synchronous, every step)
+    ReplicaOuter replica_outer = ReplicaOuter::avg;  ///< at each sync: the average, or DiLoCo's outer Nesterov step
 };
 
 /// A question for the planner.

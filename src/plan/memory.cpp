@@ -293,7 +293,10 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
         m.comm += pipeline_comm_bytes(in, mesh, ga, stage);
         // hpZ keeps 1/K of every unit padded to N chunks: N ceil(u / N) / K elements each.
         if (in.layout.hpz > 0) m.hpz = int64_t(n) * m.slice.shard(n) / in.layout.hpz * es;
-        m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm + m.hpz;
+        // DiLoCo (parallel/replicas.h): theta and m beside the optimizer, over what it updates.
+        if (in.layout.replica_outer == ReplicaOuter::nesterov && mesh.dp_rep > 1 && in.layout.replica_sync_every > 1)
+            m.outer = 8 * (in.layout.zero >= 1 ? m.slice.shard(n) : m.slice.elems);
+        m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm + m.hpz + m.outer;
         m.capacity = in.hw.memory;
         if (stage == 0 || m.total > best.total) best = m;
     }

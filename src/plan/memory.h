@@ -137,7 +137,9 @@ struct MemoryPlan {
                                ///< the model-parallel operators': model_parallel_comm_bytes, the pipeline's
                                ///< boundary tensors: pipeline_comm_bytes)
     int64_t hpz = 0;           ///< ZeRO++ hpZ: the secondary partition, 1/K of the padded slice (Ledger's hpz)
-    int64_t total = 0;         ///< states + acts + comm + hpz
+    int64_t outer = 0;         ///< DiLoCo: theta and the outer momentum in fp32, 8 bytes per element the optimizer
+                               ///< updates (Ledger's outer)
+    int64_t total = 0;         ///< states + acts + comm + hpz + outer
     double capacity = 0;       ///< device memory
     /// total <= capacity.
     bool fits() const { return double(total) <= capacity; }

@@ -37,6 +37,9 @@ std::string PlanResult::layout_str() const {
     const std::string zpp = zeropp_name(l, input.qgz_bits);
     if (!zpp.empty()) s << " + ZeRO++ " << zpp;
     if (l.recompute != Recompute::none) s << ", recompute " << recompute_name(l.recompute);
+    if (mesh.dp_rep > 1 && l.replica_sync_every > 1)
+        s << (l.replica_outer == ReplicaOuter::nesterov ? ", DiLoCo" : ", local SGD") << " every "
+          << l.replica_sync_every << " steps";
     return s.str();
 }
 
@@ -152,6 +155,7 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     }
     l.dp_shard = shape.dp_shard;
     l.dp_rep = shape.dp_rep;
+    check_replica_sync(l.replica_sync_every, l.replica_outer, l.dp_rep);  // train's words (plan/plan.h)
     const int shard_n = shape.dp_shard * shape.sp;
     check_zeropp(in, shard_n);  // hpZ's checks too: train's (plan/zeropp.h)
     GbsPlan gbs = make_gbs(world, shape, in.mbs, in.ga, in.gbs, T);
@@ -163,6 +167,24 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     if (mesh_out) *mesh_out = shape;
     if (gbs_out) *gbs_out = gbs;
     return in;
+}
+
+void check_replica_sync(int sync_every, ReplicaOuter outer, int dp_rep) {
+    SS_CHECK(sync_every >= 1, "--replica-sync-every must be at least 1 (got " << sync_every << ")");
+    if (outer == ReplicaOuter::nesterov) {
+        SS_CHECK(dp_rep > 1, "--replica-outer nesterov (DiLoCo) takes an outer step over the replicas' parameters, "
+                             "and this layout has one replica; add --dp-rep 2 or more (and --replica-sync-every H "
+                             "> 1), or drop --replica-outer");
+        SS_CHECK(sync_every > 1,
+                 "--replica-outer nesterov (DiLoCo) steps the replicas apart for H inner steps between outer "
+                 "steps, and --replica-sync-every is 1 (the replicas all-reduce gradients every step); give "
+                 "--replica-sync-every H with H > 1, e.g. 4");
+    }
+    // (DiLoCo's own message above is the more specific one.)
+    SS_CHECK(sync_every == 1 || dp_rep > 1,
+             "--replica-sync-every " << sync_every << " (local SGD) averages the replica groups' parameters "
+                                     << "every " << sync_every << " steps, and this layout has one replica: "
+                                     << "nothing to average. Add --dp-rep 2 or more, or leave --replica-sync-every out");
 }
 
 PlanResult plan(const PlanInput& question) {

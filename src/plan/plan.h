@@ -49,6 +49,10 @@ struct PlanResult {
 /// sequence (SP) or the layers (PP, and PP x v for interleaving), or the GBS cannot be made.
 PlanInput resolve(const PlanInput& in, MeshShape* mesh = nullptr, GbsPlan* gbs = nullptr);
 
+/// Local SGD's and DiLoCo's flags against the replicas (train's checks too): H >= 1; H > 1
+/// and the outer Nesterov step need @p dp_rep > 1; the outer step needs H > 1. Throws ss::Error.
+void check_replica_sync(int sync_every, ReplicaOuter outer, int dp_rep);
+
 /// The planner: GBS, memory, communication and time of one layout.
 PlanResult plan(const PlanInput& in);
 

@@ -113,7 +113,13 @@ std::string format_plan(const PlanResult& r) {
 
     o << r.gbs.line() << "\n";
     o << "  " << r.gbs.axes_line() << "\n";
-    o << "  tokens per step: " << commas(r.gbs.gbs) << " x " << in.seq() << " = " << commas(r.gbs.tokens()) << "\n\n";
+    o << "  tokens per step: " << commas(r.gbs.gbs) << " x " << in.seq() << " = " << commas(r.gbs.tokens()) << "\n";
+    if (r.mesh.dp_rep > 1 && l.replica_sync_every > 1)  // the replicas' own batch (tutorials/05-replicas.md, (d))
+        o << fmt("  local SGD: each of the %d replicas steps on MBS x GA x dp_shard = %d x %d x %d = %lld sequences, "
+                 "averaged every %d steps%s\n",
+                 r.mesh.dp_rep, in.mbs, r.gbs.ga, r.mesh.dp_shard, (long long)(r.gbs.gbs / r.mesh.dp_rep),
+                 l.replica_sync_every, l.replica_outer == ReplicaOuter::nesterov ? ", then DiLoCo's outer step" : "");
+    o << "\n";
 
     const int es = int(dtype_size(in.dtype)), K = in.dtype == DType::bf16 ? 12 : 8;
     const std::string N = std::to_string(mem.shard_n);
@@ -146,6 +152,9 @@ std::string format_plan(const PlanResult& r) {
         for (const std::string& p : parts) what += (what.empty() ? "" : " + ") + p;
         row("comm buffers", double(mem.comm), what.empty() ? "none" : what);
     }
+    if (mem.outer > 0)
+        row("outer", double(mem.outer), fmt("8 %s   DiLoCo: theta and the outer momentum, fp32, over what the optimizer updates",
+                                            l.zero >= 1 ? ("Psi / " + N).c_str() : "Psi"));
     if (mem.hpz > 0)
         row("hpz", double(mem.hpz), fmt("%d Psi / %d   ZeRO++ hpZ: the secondary partition, 1/K of the parameters", es,
                                         l.hpz));
@@ -156,11 +165,16 @@ std::string format_plan(const PlanResult& r) {
     o << "communication per step (global rank 0)\n";
     o << fmt("  %-12s %-15s %-9s %-5s %6s %-6s %8s %12s %10s  %s\n", "axis", "op", "payload", "phase", "group", "link",
              "calls", "bytes", "time ms", "hides under");
-    for (const CommCall& c : r.comm)
-        o << fmt("  %-12s %-15s %-9s %-5s %6d %-6s %8lld %12s %10.3f  %s\n", c.axis.c_str(), c.op.c_str(),
+    bool every = false;
+    for (const CommCall& c : r.comm) {
+        o << fmt("  %-12s %-15s %-9s %-5s %6d %-6s %8lld %12s %10.3f  %s%s\n", c.axis.c_str(), c.op.c_str(),
                  payload_name(c.payload), phase_name(c.phase), c.group, c.intra_node ? "node" : "net",
-                 (long long)c.calls, comm_bytes(c.bytes).c_str(), c.seconds * 1e3, overlap_name(c.overlap));
-    o << fmt("  %-60s %12s\n\n", "total", decimal_bytes(double(r.comm_bytes())).c_str());
+                 (long long)c.calls, comm_bytes(c.bytes).c_str(), c.seconds * 1e3, overlap_name(c.overlap),
+                 c.every > 1 ? fmt(" (every %d steps)", c.every).c_str() : "");
+        every |= c.every > 1;
+    }
+    o << fmt("  %-60s %12s%s\n\n", "total", decimal_bytes(double(r.comm_bytes())).c_str(),
+             every ? "  (on a sync step; the step time below spreads a sync over its steps)" : "");
 
     // The FLOPs the compute line's time is made of: every GPU's share when the
     // stages are one; with a pipeline, the slowest stage's (the last holds the
@@ -180,8 +194,8 @@ std::string format_plan(const PlanResult& r) {
     o << fmt("  bubble           %10.1f ms  (p-1)/(v m) = %.3f\n", t.bubble * 1e3, t.bubble_fraction);
     o << fmt("  DP comm exposed  %10.1f ms  data-parallel traffic that did not hide under compute\n",
              (r.gbs.ga * t.t_dp_mb + t.dp_exposed) * 1e3);
-    o << fmt("  step comm        %10.1f ms  once-per-step traffic nothing hides (tied embeddings, the loss)\n",
-             t.step_comm * 1e3);
+    o << fmt("  step comm        %10.1f ms  once-per-step traffic nothing hides (tied embeddings, the loss%s)\n",
+             t.step_comm * 1e3, every ? fmt("; the sync's / %d", l.replica_sync_every).c_str() : "");
     o << fmt("  optimizer        %10.1f ms  AdamW, memory-bound\n", t.optimizer * 1e3);
     o << fmt("  step             %10.1f ms\n", t.step * 1e3);
     o << fmt("throughput: %s tokens/s (%s per GPU), MFU %.1f%%\n", commas(int64_t(t.tokens_per_s)).c_str(),
@@ -194,6 +208,9 @@ std::string format_search(const SearchInput& in, const std::vector<PlanResult>& 
     if (!best.empty()) o << model_line(best.front()) << cluster_line(best.front().input);
     o << "search: " << in.base.gpus << " GPUs";
     if (in.base.gbs > 0) o << ", GBS = " << in.base.gbs;
+    if (in.base.layout.replica_sync_every > 1)
+        o << ", replicas (rep > 1) " << (in.base.layout.replica_outer == ReplicaOuter::nesterov ? "DiLoCo" : "local SGD")
+          << " every " << in.base.layout.replica_sync_every << " steps";
     if (in.max_gbs > 0) o << ", GBS <= " << in.max_gbs;
     o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
       << " layouts evaluated, " << commas(stats.fitting) << " fit, "
@@ -273,6 +290,8 @@ nlohmann::json plan_json(const PlanResult& r) {
                    {"schedule", schedule_name(l.schedule)},
                    {"pp_virtual", l.pp_virtual},
                    {"recompute", recompute_name(l.recompute)},
+                   {"replica_sync_every", r.mesh.dp_rep > 1 ? l.replica_sync_every : 1},
+                   {"replica_outer", replica_outer_name(l.replica_outer)},
                    {"text", r.layout_str()}};
     j["gbs"] = {{"mbs", r.gbs.mbs}, {"ga", r.gbs.ga}, {"dp", r.gbs.dp}, {"gbs", r.gbs.gbs},
                 {"tokens_per_step", r.gbs.tokens()}, {"formula", "GBS = MBS x GA x DP, DP = world / (TP x PP x SP)"},
@@ -290,6 +309,7 @@ nlohmann::json plan_json(const PlanResult& r) {
                    {"acts_formula", mem.acts.formula},
                    {"comm", mem.comm},
                    {"hpz", mem.hpz},
+                   {"outer", mem.outer},
                    {"total", mem.total},
                    {"capacity", mem.capacity},
                    {"fits", mem.fits()}};
@@ -305,6 +325,7 @@ nlohmann::json plan_json(const PlanResult& r) {
                          {"bytes", c.bytes},
                          {"seconds", c.seconds},
                          {"overlap", overlap_name(c.overlap)},
+                         {"every", c.every},
                          {"what", c.what}});
     j["comm"] = calls;
     const TimePlan& t = r.time;

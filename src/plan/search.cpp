@@ -119,7 +119,8 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                     if (mode == SpMode::ring && T % (2 * sp) != 0) continue;  // zig-zag's 2 SP chunks
                     for (int zero = s.zero < 0 ? 0 : s.zero; zero <= (s.zero < 0 ? 3 : s.zero); ++zero)
                         for (int rep : choices(s.dp_rep, dp, dp)) {
-                            if (zero == 0 && rep > 1 && s.dp_rep == 0) continue;  // DDP all-reduces over all of DP anyway
+                            // DDP all-reduces over all of DP anyway (unless local SGD keeps the replicas apart)
+                            if (zero == 0 && rep > 1 && s.dp_rep == 0 && base.layout.replica_sync_every == 1) continue;
                             if (dp % rep != 0) continue;
                             MeshShape mesh{pp, rep, dp / rep, sp, tp};
                             const int shard_n = dp / rep * sp;

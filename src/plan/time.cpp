@@ -37,9 +37,9 @@ struct StageTime {
 
 // The data-parallel and ZeRO collectives the replay takes over (plan_comm's "dp",
 // "dp+sp", "dp_shard", "dp_shard+sp" and ZeRO++'s "hpz", "qgz_node", "qgz_cross" calls of
-// parameters and gradients).
+// parameters and gradients; not local SGD's sync, every H steps).
 bool replayed_call(const CommCall& c) {
-    return (c.payload == Payload::grad || c.payload == Payload::param) &&
+    return c.every == 1 && (c.payload == Payload::grad || c.payload == Payload::param) &&
            ((c.axis.rfind("dp", 0) == 0 && c.axis.rfind("dp_rep", 0) != 0) || c.axis == "hpz" ||
             c.axis.rfind("qgz_", 0) == 0);
 }
@@ -52,7 +52,9 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
     const PlanLayout& l = in.layout;
     const ModelSlice slice = model_slice(in.model, mesh.tp, 1, 0);
     const int c = mesh.sp, t = mesh.tp, gpn = in.gpus_per_node > 0 ? in.gpus_per_node : in.hw.gpus_per_node;
-    const int n = mesh.dp_shard * c, all = mesh.dp() * c;  // ZeRO's shard group; DDP's whole data-parallel group
+    // ZeRO's shard group; DDP's whole data-parallel group (the shard group alone when local SGD keeps the replicas apart)
+    const int n = mesh.dp_shard * c,
+              all = mesh.dp_rep > 1 && l.replica_sync_every > 1 ? n : mesh.dp() * c;
     const int64_t es = int64_t(dtype_size(in.dtype));
     const Link shard_link = axis_in_node(t, n, gpn) ? in.hw.intra : in.hw.inter;
     const int k = l.hpz > 0 ? l.hpz : n;  // ZeRO-3's backward gathers: over the shard group, or hpZ's K
@@ -141,7 +143,8 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     for (const CommCall& c : plan_comm(in, mesh, gbs, stage)) {
         if (c.op == "recv") continue;  // a send and its recv cross a duplex link at the same time
         if (st.replayed && replayed_call(c)) continue;
-        const double s = c.each_microbatch ? c.seconds / ga : c.seconds;
+        // Per micro-batch for the per-micro-batch calls; local SGD's sync spread over its H steps.
+        const double s = (c.each_microbatch ? c.seconds / ga : c.seconds) / c.every;
         switch (c.overlap) {
             case Overlap::none: (c.each_microbatch ? st.critical : st.step) += s; break;
             case Overlap::attention: ring += s; break;

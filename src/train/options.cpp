@@ -15,6 +15,7 @@
 #include "core/names.h"
 #include "kernels/cpu/matmul_rate.h"
 #include "parallel/pipeline.h"
+#include "plan/plan.h"
 #include "plan/zeropp.h"
 #include "train/run_files.h"
 
@@ -215,22 +216,7 @@ void check_zeropp(const TrainOptions& o, const MeshShape& m) {
 void check_dp(const TrainOptions& o, int dp_rep) {
 
     SS_CHECK(o.zero >= 0 && o.zero <= 3, "--zero " << o.zero << " does not exist; choose 0 (DDP), 1, 2 or 3");
-    SS_CHECK(o.replica_sync_every >= 1,
-             "--replica-sync-every must be at least 1 (got " << o.replica_sync_every << ")");
-    if (o.replica_outer == ReplicaOuter::nesterov) {
-        SS_CHECK(dp_rep > 1, "--replica-outer nesterov (DiLoCo) takes an outer step over the replicas' parameters, "
-                             "and this layout has one replica; add --dp-rep 2 or more (and --replica-sync-every H "
-                             "> 1), or drop --replica-outer");
-        SS_CHECK(o.replica_sync_every > 1,
-                 "--replica-outer nesterov (DiLoCo) steps the replicas apart for H inner steps between outer "
-                 "steps, and --replica-sync-every is 1 (the replicas all-reduce gradients every step); give "
-                 "--replica-sync-every H with H > 1, e.g. 4");
-    }
-    // (DiLoCo's own message above is the more specific one.)
-    SS_CHECK(o.replica_sync_every == 1 || dp_rep > 1,
-             "--replica-sync-every " << o.replica_sync_every << " (local SGD) averages the replica groups' parameters "
-                                     << "every " << o.replica_sync_every << " steps, and this layout has one replica: "
-                                     << "nothing to average. Add --dp-rep 2 or more, or leave --replica-sync-every out");
+    check_replica_sync(o.replica_sync_every, o.replica_outer, dp_rep);  // the planner's checks (plan/plan.h)
     // A non-finite outer rate or a momentum of 1 or more makes theta diverge (the momentum never decays).
     SS_CHECK(std::isfinite(o.outer_lr) && o.outer_lr > 0.0f,
              "--outer-lr must be a finite number above 0 (got " << o.outer_lr << "); DiLoCo's is 0.7, and 1 with "

@@ -53,6 +53,8 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.layout.pp_virtual = o.pp_virtual;
     in.layout.pp_split = o.pp_split;
     in.layout.recompute = o.recompute;
+    in.layout.replica_sync_every = o.replica_sync_every;
+    in.layout.replica_outer = o.replica_outer;
     in.mbs = o.mbs;
     in.ga = o.ga;
     in.dtype = o.dtype;

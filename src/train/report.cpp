@@ -211,15 +211,7 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, 
     TrainOptions ran = opts;
     ran.ranks = world;
     try {
-        nlohmann::json p = plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
-        // What the planner models otherwise than the run did (plan_for_run.h), said beside the prediction.
-        if (opts.replica_sync_every > 1)  // (train refuses it without replicas)
-            p["caveat"] = "the replicas sync every " + std::to_string(opts.replica_sync_every) +
-                          " steps (local SGD" +
-                          std::string(opts.replica_outer == ReplicaOuter::nesterov ? ", DiLoCo" : "") +
-                          "), and the planner predicts synchronous replicas: a gradient all-reduce across "
-                          "them every step, no parameter average";
-        return p;
+        return plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
     } catch (const Error& e) {
         return {{"unavailable", std::string("the planner cannot model this run: ") + e.what()}};
     }
