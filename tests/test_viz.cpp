@@ -724,6 +724,19 @@ TEST_CASE("otherData gives the mesh, the model and the GBS line", "[viz][run]") 
     REQUIRE(!bad.has_mesh);
     REQUIRE(bad.shape.dp_shard == 2);
     REQUIRE(bad.missing.front() == "mesh (does not match the trace's ranks)");
+    // Local SGD's sync (plan/comm.h, CommCall::every): predicted on steps H, 2H, ... only.
+    t = json::parse(two_rank_trace());
+    t["otherData"]["prediction"]["comm"] = json::array(
+        {{{"payload", "grad"}, {"bytes", 100}, {"calls", 2}},
+         {{"payload", "optim"}, {"bytes", 40}, {"calls", 1}, {"every", 4}}});
+    r = load_trace_text(t.dump(), "x.json");
+    REQUIRE(r.ok);
+    const Prediction sync = read_run_info(r.trace).predicted;
+    CHECK(sync.sync_every == 4);
+    CHECK(sync.bytes_on_step(size_t(Payload::grad), 3) == 100);
+    CHECK(sync.bytes_on_step(size_t(Payload::optim), 3) == 0);
+    CHECK(sync.bytes_on_step(size_t(Payload::optim), 4) == 40);
+    CHECK(sync.bytes_on_step(size_t(Payload::optim), 8) == 40);
     // otherData of the wrong type: defaults, no throw.
     t["otherData"] = 5;
     r = load_trace_text(t.dump(), "x.json");

@@ -136,7 +136,7 @@ void draw_measured_vs_predicted(ViewerState& s) {
         ImGui::TableSetupColumn("");
         ImGui::TableHeadersRow();
         for (int p = 0; p < kPayloads; ++p) {
-            const uint64_t m = measured[size_t(p)], q = pred.comm_bytes[size_t(p)];
+            const uint64_t m = measured[size_t(p)], q = pred.bytes_on_step(size_t(p), f.step);
             if (m == 0 && q == 0) continue;
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
@@ -152,7 +152,7 @@ void draw_measured_vs_predicted(ViewerState& s) {
         uint64_t m_total = 0, q_total = 0;
         for (int p = 0; p < kPayloads; ++p) {
             m_total += measured[size_t(p)];
-            q_total += pred.comm_bytes[size_t(p)];
+            q_total += pred.bytes_on_step(size_t(p), f.step);
         }
         ImGui::TableNextRow();
         ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(60, 64, 80, 255));
@@ -239,7 +239,8 @@ void draw_comm(ViewerState& s, ImVec2 size) {
 
     const Prediction& pred = vm.run.predicted;
     int predicted_rows = 0;
-    for (int p = 0; p < kPayloads; ++p) predicted_rows += pred.comm_bytes[size_t(p)] > 0 ? 1 : 0;
+    for (int p = 0; p < kPayloads; ++p)
+        predicted_rows += pred.comm_bytes[size_t(p)] + pred.sync_bytes[size_t(p)] > 0 ? 1 : 0;
     const float line = ImGui::GetTextLineHeightWithSpacing();
     const float note_h = 2 * line + (pred.present ? line * float(predicted_rows + 4) : 0.0f);
     const ImVec2 avail = ImGui::GetContentRegionAvail();

@@ -45,8 +45,15 @@ void read_prediction(const json& p, Prediction& out) {
             uint64_t bytes = 0, calls = 0;
             if (!get(call, "payload", payload) || !get(call, "bytes", bytes)) continue;
             get(call, "calls", calls);
+            int every = 1;
+            get(call, "every", every);
             try {
                 const size_t k = size_t(parse_payload(payload));
+                if (every > 1) {  // local SGD's sync (every H steps): counted on its own steps only
+                    out.sync_bytes[k] += bytes;
+                    out.sync_every = every;
+                    continue;
+                }
                 out.comm_bytes[k] += bytes;
                 out.comm_calls[k] += calls;
             } catch (const std::exception&) {  // a payload this viewer does not know: left out

@@ -38,6 +38,12 @@ struct Prediction {
     uint64_t mem_total = 0;                           ///< their sum, as the planner adds it
     std::array<uint64_t, kPayloads> comm_bytes{};     ///< bytes per step by payload, as the trace counts them
     std::array<uint64_t, kPayloads> comm_calls{};     ///< calls per step by payload
+    std::array<uint64_t, kPayloads> sync_bytes{};     ///< local SGD's sync, on one step in every sync_every, by payload
+    int sync_every = 1;                               ///< the sync's period H (plan/comm.h, CommCall::every)
+    /// Predicted bytes of @p payload on trace step @p step: every step's, plus the sync's on steps H, 2H, ...
+    uint64_t bytes_on_step(size_t payload, int step) const {
+        return comm_bytes[payload] + (sync_every > 1 && step > 0 && step % sync_every == 0 ? sync_bytes[payload] : 0);
+    }
     std::string layout;                               ///< "TP 1 x PP 1 x SP 1 x DP 8 (8 x 1), ZeRO-3"
     std::string hardware;                             ///< the preset the time is for ("cpu-local", ...)
 };
