@@ -587,6 +587,15 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
          "step    1/"},
         {"train --model tiny --ranks 2 --tp 2 --steps 1 --bucket-mb 1",
          "--bucket-mb does nothing in this run: it needs ranks that average gradients, DP x SP >= 2", "step    1/"},
+        // The planner at absurd scale and the search's own choices (an audit, 2026-12-06: GA wrapped to
+        // -2^31, a negative step time, flags the search dropped without a word).
+        {"plan --model tiny --gbs 4294967296", "more than any run accumulates; raise --mbs or lower --gbs",
+         "memory per GPU"},
+        {"plan --model tiny --gpus 8 --search --gbs 64 --max-gbs 128", "both set the batch", "rank   TP"},
+        {"plan --model tiny --gpus 8 --search --recompute full", "--search chooses recompute itself", "rank   TP"},
+        {"plan --model tiny --gpus 8 --search --schedule gpipe", "--search chooses schedule itself", "rank   TP"},
+        {"plan --model gpt2-xl --gpus 4096 --max-seq 16777216 --seq 16777216 --zero 3 --mbs 16",
+         "past what the planner counts; lower --seq or --mbs", "memory per GPU"},
     };
     for (const Case& c : refused) {
         CliResult r = run_shardscope(c.args);

@@ -778,3 +778,30 @@ TEST_CASE("local SGD and DiLoCo: no gradient all-reduce across replicas, a sync 
     in.layout.replica_outer = ReplicaOuter::nesterov;
     REQUIRE_THROWS_WITH(plan(in), Catch::Matchers::Contains("give --replica-sync-every H with H > 1"));
 }
+
+TEST_CASE("search: no ZeRO row over one rank beside DDP's, GA capped, local SGD kept", "[plan][search]") {
+    SearchInput s;
+    s.base = gpu_question("gpt3-125m", 8, 1);
+    s.top = 1000;
+    for (const PlanResult& r : search(s))  // ZeRO over a shard group of one rank is DDP: not listed again
+        CHECK((r.input.layout.zero == 0 || r.mesh.dp_shard * r.mesh.sp > 1));
+    // A batch past kSearchMaxGa micro-batches is not tried, and the search says so.
+    s.base = gpu_question("gpt3-125m", 1, 1);
+    s.base.model.L = 2;  // small enough that a GA of 65,536 at MBS 1 replays quickly
+    s.max_gbs = 1 << 20;
+    SearchStats st;
+    const std::vector<PlanResult> capped = search(s, &st);
+    CHECK(st.ga_capped);
+    for (const PlanResult& r : capped) CHECK(r.gbs.ga <= kSearchMaxGa);
+    // The question's local SGD reaches every layout with replicas.
+    s = SearchInput{};
+    s.base = gpu_question("gpt3-125m", 16, 1);
+    s.base.layout.replica_sync_every = 4;
+    s.top = 1000;
+    int apart = 0;
+    for (const PlanResult& r : search(s)) {
+        CHECK(r.input.layout.replica_sync_every == 4);
+        apart += r.mesh.dp_rep > 1;
+    }
+    CHECK(apart > 0);
+}

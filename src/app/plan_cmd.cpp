@@ -99,6 +99,8 @@ void add_plan_command(CLI::App& root) {
         "plan", "Predict GBS, memory per GPU, communication and step time of a layout on any cluster; --search ranks them all");
     PlanLayout& l = f->in.layout;
     add_model_flags(*cmd, f->model);  // --model also takes the GPT-3 shapes: gpt3-125m ... gpt3-175b
+    cmd->get_option("--model")->description("Preset: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or a GPT-3 "
+                                            "shape: gpt3-125m, -350m, -760m, -1.3b, -2.7b, -6.7b, -13b, -175b");
     cmd->add_option("--seq", f->in.T, "Sequence length T (default: the model's maxT)");
     cmd->add_option("--gpus", f->in.gpus, "World size: GPUs (or ranks)")->capture_default_str();
     cmd->add_option("--gpus-per-node", f->in.gpus_per_node, "GPUs per node (default: the hardware's, 8 for GPUs)");
@@ -119,7 +121,8 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--gbs", f->in.gbs, "Target global batch size: GA = GBS / (MBS x DP)");
     cmd->add_option("--max-gbs", f->max_gbs, "--search: keep GBS at or under this");
     auto* tp = cmd->add_option("--tp", l.tp, "Tensor-parallel degree (must divide the heads)");
-    auto* pp = cmd->add_option("--pp", l.pp, "Pipeline stages (must divide the layers)");
+    auto* pp = cmd->add_option("--pp", l.pp, "Pipeline stages (L not divisible by PP: the first L mod PP stages "
+                                             "take one block more, as train splits them; or --pp-split)");
     auto* sp = cmd->add_option("--sp", l.sp, "Sequence-parallel degree (must divide T; Ulysses: the heads of a TP rank)");
     add_sp_mode_flag(*cmd, l.sp_mode);
     add_ring_split_flag(*cmd, l.ring_split);
@@ -240,6 +243,16 @@ void add_plan_command(CLI::App& root) {
         SS_CHECK(!in.layout.qwz && !in.layout.qgz && in.layout.hpz == 0,
                  "--search tries hpZ by itself, and qwZ and qgZ with --allow-quantized (they change results); "
                  "leave --hpz, --qwz and --qgz out of the search");
+        SS_CHECK(in.gbs == 0 || f->max_gbs == 0, "--gbs " << in.gbs << " and --max-gbs " << f->max_gbs
+                                                   << " both set the batch: --gbs asks for exactly that GBS, "
+                                                   << "--max-gbs for any up to it; give one of them");
+        // What the search chooses itself: a flag for it would be dropped without a word.
+        for (const char* chosen : {"--ga", "--schedule", "--pp-virtual", "--pp-split", "--recompute", "--dp-shard",
+                                   "--sp-mode", "--ring-split", "--sequence-parallel"})
+            SS_CHECK(cmd->count(chosen) == 0,
+                     "--search chooses " << chosen + 2 << " itself (every value, for every layout); leave " << chosen
+                                         << " out, or drop --search to plan that one layout (--tp, --pp, --sp, "
+                                         << "--dp-rep, --zero and --mbs hold an axis fixed in a search)");
         // Local SGD applies to the layouts with replicas; a fixed --dp-rep must have them.
         check_replica_sync(in.layout.replica_sync_every, in.layout.replica_outer, rep->count() ? in.layout.dp_rep : 2);
         SearchInput s;

@@ -260,7 +260,10 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             break;
     }
     if (l.zero >= 1 && mesh.dp_rep > 1 && !apart)
-        // FSDP's HYBRID_SHARD all-reduces each unit's shard right after its reduce-scatter.
+        // FSDP's HYBRID_SHARD all-reduces each unit's shard right after its reduce-scatter, under
+        // backward: the planner's rule. This engine runs it after backward, blocking
+        // (Replicas::all_reduce_grads); docs/formulas.md "What hides under what" says so, and a
+        // trace's prediction carries it as a caveat (train/report.cpp).
         k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad, Phase::step, 1, S * es,
               Overlap::bwd, "replicas: average my gradient shard", 0, true);
     if (apart) {

@@ -1,9 +1,11 @@
 #include "plan/gbs.h"
 
+#include <climits>
 #include <cstdio>
 #include <sstream>
 
 #include "core/check.h"
+#include "core/text.h"
 
 namespace ss {
 
@@ -23,12 +25,6 @@ std::string GbsPlan::axes_line() const {
 }
 
 namespace {
-
-std::string list(const std::vector<int>& v) {
-    std::ostringstream s;
-    for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-    return s.str();
-}
 
 }  // namespace
 
@@ -57,7 +53,7 @@ GbsPlan make_gbs(int world, const MeshShape& mesh, int mbs, int ga, int64_t gbs,
         if (gbs % g.dp == 0) {
             std::vector<int> mbs_ok;
             for (int m : divisors(int(std::min<int64_t>(gbs / g.dp, 1 << 20)))) mbs_ok.push_back(m);
-            why << "; or keep GBS " << gbs << " with --mbs in {" << list(mbs_ok) << "} (GA = " << gbs / g.dp
+            why << "; or keep GBS " << gbs << " with --mbs in {" << join_ints(mbs_ok) << "} (GA = " << gbs / g.dp
                 << " / MBS)";
         } else {
             why << "; no MBS makes GBS " << gbs << " with DP " << g.dp
@@ -71,8 +67,15 @@ GbsPlan make_gbs(int world, const MeshShape& mesh, int mbs, int ga, int64_t gbs,
                                                           << "; give one of them");
         g.ga = ga;
     } else {
+        SS_CHECK(gbs / per_ga <= INT_MAX, "--gbs " << gbs << " needs GA = " << gbs / per_ga << " micro-batches of MBS "
+                                                   << mbs << " x DP " << g.dp << ", more than any run accumulates; "
+                                                   << "raise --mbs or lower --gbs");
         g.ga = gbs > 0 ? int(gbs / per_ga) : 1;
     }
+    // Every count below is exact in 64 bits, and the tokens per step exact in a double.
+    SS_CHECK(double(per_ga) * g.ga * T <= 9007199254740992.0,
+             "MBS " << mbs << " x GA " << g.ga << " x DP " << g.dp << " x T " << T
+                    << " tokens a step is more than the planner counts exactly (2^53); lower --mbs, --ga or --gbs");
     g.gbs = per_ga * g.ga;
     return g;
 }

@@ -215,7 +215,7 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
         std::snprintf(buf, sizeof buf, "2sbh%s%s (full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
     else
         std::snprintf(buf, sizeof buf, "sbh(%s%s)%s", seqpar ? "34/t" : (t > 1 ? "10 + 24/t" : "34"),
-                      ring ? " + 4as/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
+                      ring ? " + 4a/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
                       c > 1 ? " / sp" : "");
     r.formula = buf;
     return r;
@@ -296,6 +296,9 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
         // DiLoCo (parallel/replicas.h): theta and m beside the optimizer, over what it updates.
         if (in.layout.replica_outer == ReplicaOuter::nesterov && mesh.dp_rep > 1 && in.layout.replica_sync_every > 1)
             m.outer = 8 * (in.layout.zero >= 1 ? m.slice.shard(n) : m.slice.elems);
+        // 2^62 bytes (4.6 EB) per GPU is no answer, and past it the sum below would wrap.
+        SS_CHECK(m.acts.total < 4.6e18, "the activations of one GPU come to " << m.acts.total / 1e18
+                                                                             << " EB, past what the planner counts; lower --seq or --mbs");
         m.total = m.states.total() + int64_t(std::llround(m.acts.total)) + m.comm + m.hpz + m.outer;
         m.capacity = in.hw.memory;
         if (stage == 0 || m.total > best.total) best = m;

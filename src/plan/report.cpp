@@ -214,7 +214,8 @@ std::string format_search(const SearchInput& in, const std::vector<PlanResult>& 
     if (in.max_gbs > 0) o << ", GBS <= " << in.max_gbs;
     o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
       << " layouts evaluated, " << commas(stats.fitting) << " fit, "
-      << fmt("%.3f s", stats.seconds) << "\n";
+      << fmt("%.3f s", stats.seconds) << (stats.ga_capped ? "; GA above 65,536 not tried" : "")
+      << "; step times and tokens/s are predictions\n";
     o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
              "shard", "rep", "ZeRO", "ZeRO++", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms",
              "tokens/s", "MFU");
@@ -341,7 +342,8 @@ nlohmann::json search_json(const SearchInput& in, const std::vector<PlanResult>&
     nlohmann::json j;
     j["constraints"] = {{"gpus", in.base.gpus}, {"max_gbs", in.max_gbs}, {"gbs", in.base.gbs},
                         {"memory_bytes", in.base.hw.memory}};
-    j["stats"] = {{"evaluated", stats.evaluated}, {"fitting", stats.fitting}, {"seconds", stats.seconds}};
+    j["stats"] = {{"evaluated", stats.evaluated}, {"fitting", stats.fitting}, {"seconds", stats.seconds},
+                  {"ga_capped", stats.ga_capped}};
     j["constraints"]["allow_quantized"] = in.allow_quantized;
     nlohmann::json rs = nlohmann::json::array();
     for (const PlanResult& r : best) rs.push_back(plan_json(r));

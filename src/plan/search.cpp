@@ -61,7 +61,9 @@ struct Best {
 std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
     const auto t0 = std::chrono::steady_clock::now();
     PlanInput base = s.base;
-    base.layout = PlanLayout{};
+    base.layout = PlanLayout{};  // the axes are the search's; how the replicas sync is the question's
+    base.layout.replica_sync_every = s.base.layout.replica_sync_every;
+    base.layout.replica_outer = s.base.layout.replica_outer;
     const GPT2Config& m = base.model;
     const int world = base.gpus, T = base.seq();
     SS_CHECK(world >= 1, "--gpus must be at least 1 (got " << world << ")");
@@ -81,7 +83,12 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
         in.gbs = gbs.gbs;
         for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
             in.layout.recompute = r;
-            MemoryPlan mem = plan_memory(in, mesh, gbs.ga);
+            MemoryPlan mem;
+            try {
+                mem = plan_memory(in, mesh, gbs.ga);
+            } catch (const Error&) {  // a layout the engine cannot run (a schedule too long to hold): no candidate
+                return std::nullopt;
+            }
             ++st.evaluated;
             if (!mem.fits()) {
                 if (mem.total < best.closest.memory.total) {
@@ -92,14 +99,18 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                 }
                 continue;
             }
-            ++st.fitting;
             PlanResult res;
             res.input = in;
             res.mesh = mesh;
             res.gbs = gbs;
             res.num_params = num_params(m);
             res.memory = std::move(mem);
-            res.time = plan_time(in, mesh, gbs, res.memory);
+            try {
+                res.time = plan_time(in, mesh, gbs, res.memory);
+            } catch (const Error&) {  // as above
+                return std::nullopt;
+            }
+            ++st.fitting;
             best.kept.push_back(std::move(res));
             return r;  // more recompute only costs time
         }
@@ -122,6 +133,8 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                             // DDP all-reduces over all of DP anyway (unless local SGD keeps the replicas apart)
                             if (zero == 0 && rep > 1 && s.dp_rep == 0 && base.layout.replica_sync_every == 1) continue;
                             if (dp % rep != 0) continue;
+                            // ZeRO over a shard group of one rank is DDP: the same row again (unless asked for).
+                            if (zero >= 1 && s.zero < 0 && dp / rep * sp == 1) continue;
                             MeshShape mesh{pp, rep, dp / rep, sp, tp};
                             const int shard_n = dp / rep * sp;
                             const std::vector<ZeroPP> zpp = zeropp_choices(zero, shard_n, tp, node, world, s.allow_quantized);
@@ -132,9 +145,18 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
                                 std::vector<int> gas;
                                 const int64_t per_ga = int64_t(mbs) * dp;
                                 if (base.gbs > 0) {
-                                    if (base.gbs % per_ga == 0) gas.push_back(int(base.gbs / per_ga));
+                                    if (base.gbs % per_ga == 0 && base.gbs / per_ga <= kSearchMaxGa)
+                                        gas.push_back(int(base.gbs / per_ga));
+                                    else if (base.gbs % per_ga == 0)
+                                        st.ga_capped = true;
                                 } else if (s.max_gbs > 0) {
-                                    for (int64_t ga = 1; ga * per_ga <= s.max_gbs; ga *= 2) gas.insert(gas.begin(), int(ga));
+                                    for (int64_t ga = 1; ga * per_ga <= s.max_gbs; ga *= 2) {
+                                        if (ga > kSearchMaxGa) {
+                                            st.ga_capped = true;
+                                            break;
+                                        }
+                                        gas.insert(gas.begin(), int(ga));
+                                    }
                                 } else {
                                     gas.push_back(base.ga > 0 ? base.ga : 1);
                                 }

@@ -55,7 +55,12 @@ struct SearchStats {
     int64_t evaluated = 0;  ///< layouts whose memory was computed
     int64_t fitting = 0;    ///< layouts that fit (and were timed)
     double seconds = 0;     ///< wall time of the search
+    bool ga_capped = false; ///< some layouts needed more than kSearchMaxGa micro-batches and were not tried
 };
+
+/// The most micro-batches (GA) the search tries per layout: a step's replay walks every
+/// one, and no run accumulates more (a pipeline's schedule holds at most 4,194,304).
+constexpr int64_t kSearchMaxGa = 65536;
 
 /// The best layouts, fastest first. Throws ss::Error when no layout is valid
 /// (saying which constraint rules them out) or none fits in memory (naming the
