@@ -787,7 +787,7 @@ TEST_CASE("search: no ZeRO row over one rank beside DDP's, GA capped, local SGD 
         CHECK((r.input.layout.zero == 0 || r.mesh.dp_shard * r.mesh.sp > 1));
     // A batch past kSearchMaxGa micro-batches is not tried, and the search says so.
     s.base = gpu_question("gpt3-125m", 1, 1);
-    s.base.model.L = 2;  // small enough that a GA of 65,536 at MBS 1 replays quickly
+    s.base.model.L = 2;  // small enough that a GA of 4,096 at MBS 1 replays quickly
     s.max_gbs = 1 << 20;
     SearchStats st;
     const std::vector<PlanResult> capped = search(s, &st);

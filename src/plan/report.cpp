@@ -214,7 +214,7 @@ std::string format_search(const SearchInput& in, const std::vector<PlanResult>& 
     if (in.max_gbs > 0) o << ", GBS <= " << in.max_gbs;
     o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
       << " layouts evaluated, " << commas(stats.fitting) << " fit, "
-      << fmt("%.3f s", stats.seconds) << (stats.ga_capped ? "; GA above 65,536 not tried" : "")
+      << fmt("%.3f s", stats.seconds) << (stats.ga_capped ? fmt("; GA above %lld not tried", (long long)kSearchMaxGa) : std::string())
       << "; step times and tokens/s are predictions\n";
     o << fmt("%4s %4s %4s %-12s %6s %6s %4s %-14s %-14s %4s %4s %6s %-9s %8s %9s %12s %6s\n", "rank", "TP", "PP", "SP",
              "shard", "rep", "ZeRO", "ZeRO++", "schedule", "MBS", "GA", "GBS", "recompute", "mem GB", "step ms",

@@ -215,6 +215,9 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
         if (s.max_gbs > 0 && best.smallest_gbs > s.max_gbs)
             why << ": the smallest GBS any of them makes is " << best.smallest_gbs << " (MBS x DP with the most TP x PP x SP)"
                 << ", over --max-gbs " << s.max_gbs << "; raise --max-gbs or lower --mbs";
+        else if (base.gbs > 0 && st.ga_capped)
+            why << ": GBS " << base.gbs << " needs more than " << kSearchMaxGa << " micro-batches (GA) in every layout "
+                << "that makes it, more than the search tries; raise --mbs or lower --gbs";
         else if (base.gbs > 0)
             why << ": no MBS x GA x DP makes GBS " << base.gbs << "; choose a GBS that is a multiple of MBS x DP";
         else

@@ -60,7 +60,7 @@ struct SearchStats {
 
 /// The most micro-batches (GA) the search tries per layout: a step's replay walks every
 /// one, and no run accumulates more (a pipeline's schedule holds at most 4,194,304).
-constexpr int64_t kSearchMaxGa = 65536;
+constexpr int64_t kSearchMaxGa = 4096;
 
 /// The best layouts, fastest first. Throws ss::Error when no layout is valid
 /// (saying which constraint rules them out) or none fits in memory (naming the
