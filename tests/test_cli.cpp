@@ -223,9 +223,11 @@ TEST_CASE("a flag's number outside its range: an error naming the flag and the r
         {"schedule --pp 2 --ga 0", "--micro/--ga 0 is out of range"},  // an option of two names: both named
         {"plan --efficiency -1", "--efficiency -1 is out of range: it must be in (0, 1]"},
         {"plan --efficiency 2", "--efficiency 2 is out of range: it must be in (0, 1]"},
-        {"plan --flops nan", "--flops nan is not a finite number: it must be above 0"},
+        {"plan --flops nan", "--flops nan is not a finite number: it must be in (0, 1000000] (TFLOP/s"},
         {"plan --flops inf", "--flops inf is not a finite number"},
-        {"plan --gpu-mem-gb 0", "--gpu-mem-gb 0 is out of range: it must be above 0"},
+        {"plan --gpu-mem-gb 0", "--gpu-mem-gb 0 is out of range: it must be in (0, 1000000] (GB"},
+        {"plan --inter-gbs 1e-300", "--inter-gbs 1e-300 is out of range: it must be in [0.001, 1000000]"},
+        {"plan --gpus 100", "--gpus 100 is 12.5 nodes of 8 GPUs; give a multiple of 8"},
         {"plan --search --top 0", "--top 0 is out of range: it must be at least 1"},
         {"plan --gpus 2147483647", "--gpus 2147483647 is out of range"},
         {"bench --steps 0 --no-torch", "--steps 0 is out of range: it must be at least 1"},

@@ -174,10 +174,14 @@ void add_plan_command(CLI::App& root) {
     limit(*cmd, "--seq", at_least(1), "leave --seq out for the model's maxT");
     limit(*cmd, "--gpus", at_least(1, kMaxPlanGpus));
     limit(*cmd, "--gpus-per-node", at_least(1));
-    for (const char* hw : {"--gpu-mem-gb", "--flops", "--hbm-gbs", "--intra-gbs", "--inter-gbs"})
-        limit(*cmd, hw, above(0), "leave it out for the preset's");
+    // Bounds far past any hardware, so that no time or byte count prints 300 digits.
+    limit(*cmd, "--gpu-mem-gb", above(0, 1e6), "GB; leave it out for the preset's");
+    limit(*cmd, "--flops", above(0, 1e6), "TFLOP/s; leave it out for the preset's");
+    for (const char* bw : {"--hbm-gbs", "--intra-gbs", "--inter-gbs"})
+        limit(*cmd, bw, at_least(1e-3, 1e6), "GB/s, 1 MB/s to 1 PB/s; leave it out for the preset's");
     limit(*cmd, "--efficiency", above(0, 1), "a fraction of the peak");
-    for (const char* hw : {"--intra-us", "--inter-us"}) limit(*cmd, hw, at_least(0), "leave it out for the preset's");
+    for (const char* hw : {"--intra-us", "--inter-us"})
+        limit(*cmd, hw, at_least(0, 1e6), "microseconds; leave it out for the preset's");
     for (const char* n : {"--mbs", "--ga", "--gbs", "--max-gbs", "--top"}) limit(*cmd, n, at_least(1));
     for (const char* axis : {"--tp", "--pp", "--sp", "--pp-virtual"}) limit(*cmd, axis, at_least(1), "1 leaves it unsplit");
     limit(*cmd, "--pp-split", at_least(1), "blocks per stage");
@@ -203,6 +207,12 @@ void add_plan_command(CLI::App& root) {
                  "or leave --qgz-bits out");
         in.model = resolve_model(f->model);
         in.hw = make_hardware(*f);
+        {  // whole nodes, or part of one (the links of a group depend on where the node boundaries fall)
+            const int gpn = in.gpus_per_node > 0 ? in.gpus_per_node : in.hw.gpus_per_node;
+            SS_CHECK(in.gpus <= gpn || in.gpus % gpn == 0,
+                     "--gpus " << in.gpus << " is " << double(in.gpus) / gpn << " nodes of " << gpn
+                               << " GPUs; give a multiple of " << gpn << " (or set --gpus-per-node)");
+        }
         in.dtype = parse_dtype(f->dtype);
         in.act_model = parse_act_model(f->acts);
         in.overlap = !f->no_overlap;

@@ -112,23 +112,27 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
 
     // Each degree must divide what it splits ...
     const int rest_tp = l.pp * l.sp, rest_sp = l.tp * l.pp, rest_pp = l.tp * l.sp;
-    SS_CHECK(m.H % l.tp == 0, "TP=" << l.tp << " does not divide n_head=" << m.H << " (each rank takes whole heads); choose TP in {"
-                                    << join_ints(fitting(m.H, rest_tp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    auto choose = [&](const char* axis, const std::vector<int>& fit) {  // "choose TP in {1, 2, 4}", or why none
+        return fit.empty() ? std::string("no ") + axis + " fits beside the other axes on " + std::to_string(world) + " GPUs"
+                           : std::string("choose ") + axis + " in {" + join_ints(fit) + "}";
+    };
+    SS_CHECK(m.H % l.tp == 0, "TP=" << l.tp << " does not divide n_head=" << m.H << " (each rank takes whole heads); "
+                                    << choose("TP", fitting(m.H, rest_tp, world)) << "; nearest valid layouts: " << nearest_layouts(in));
     // V needs no check: wte is padded to Vp, a multiple of TP (model/config.h, padded_vocab).
-    SS_CHECK(T % l.sp == 0, "SP=" << l.sp << " does not divide the sequence T=" << T << "; choose SP in {"
-                                  << join_ints(fitting(T, rest_sp, world)) << "}; nearest valid layouts: " << nearest_layouts(in));
+    SS_CHECK(T % l.sp == 0, "SP=" << l.sp << " does not divide the sequence T=" << T << "; "
+                                  << choose("SP", fitting(T, rest_sp, world)) << "; nearest valid layouts: " << nearest_layouts(in));
     check_sequence_split(l.sp_mode, l.ring_split, l.sp, T);  // zig-zag: 2 SP chunks (train checks the same)
     SS_CHECK(l.sp_mode != SpMode::ulysses || (m.H / l.tp) % l.sp == 0,
              "Ulysses SP=" << l.sp << " does not divide the " << m.H / l.tp << " heads each TP rank holds (H " << m.H
-                           << " / TP " << l.tp << "): after its all-to-all each rank computes whole heads; choose SP in {"
-                           << join_ints(fitting(m.H / l.tp, rest_sp, world)) << "}, or --sp-mode ring; nearest valid layouts: "
+                           << " / TP " << l.tp << "): after its all-to-all each rank computes whole heads; "
+                           << choose("SP", fitting(m.H / l.tp, rest_sp, world)) << ", or --sp-mode ring; nearest valid layouts: "
                            << nearest_layouts(in));
     // 1F1B and GPipe split L as the engine does (uneven, or --pp-split); interleaving needs equal chunks.
     SS_CHECK(l.pp_split.empty() || l.schedule != Schedule::interleaved,
              "--pp-split: the planner splits 1F1B and GPipe pipelines only; for --schedule interleaved leave it out "
              "(its chunks are equal: PP x v must divide L=" << m.L << ")");
-    SS_CHECK(l.pp <= m.L, "PP=" << l.pp << " stages but L=" << m.L << " layers: every stage needs at least one; choose PP in {"
-                                << join_ints(fitting(m.L, rest_pp, world)) << "} (or any PP <= " << m.L
+    SS_CHECK(l.pp <= m.L, "PP=" << l.pp << " stages but L=" << m.L << " layers: every stage needs at least one; "
+                                << choose("PP", fitting(m.L, rest_pp, world)) << " (or any PP <= " << m.L
                                 << " that divides the world); nearest valid layouts: " << nearest_layouts(in));
     if (l.schedule != Schedule::interleaved) pipeline_split(m.L, l.pp, l.pp_split);  // throws for a bad --pp-split
     if (l.schedule == Schedule::interleaved && m.L % (1LL * l.pp * l.pp_virtual) != 0) {  // 64 bits: no wrap

@@ -212,7 +212,7 @@ std::string format_search(const SearchInput& in, const std::vector<PlanResult>& 
         o << ", replicas (rep > 1) " << (in.base.layout.replica_outer == ReplicaOuter::nesterov ? "DiLoCo" : "local SGD")
           << " every " << in.base.layout.replica_sync_every << " steps";
     if (in.max_gbs > 0) o << ", GBS <= " << in.max_gbs;
-    o << ", memory <= " << fmt("%.0f", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
+    o << ", memory <= " << fmt("%.3g", in.base.hw.memory / 1e9) << " GB; " << commas(stats.evaluated)
       << " layouts evaluated, " << commas(stats.fitting) << " fit, "
       << fmt("%.3f s", stats.seconds) << (stats.ga_capped ? fmt("; GA above %lld not tried", (long long)kSearchMaxGa) : std::string())
       << "; step times and tokens/s are predictions\n";

@@ -120,7 +120,8 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
     for (int tp : choices(s.tp, m.H, world)) {
         if (tp > node && !s.tp_across_nodes && s.tp == 0) continue;
         for (int pp : choices(s.pp, m.L, world / tp)) {
-            if (world % (tp * pp) != 0 || m.L % pp != 0) continue;
+            // Uneven stages (the engine's split) only where the user holds PP: the search's own PPs divide L.
+            if (world % (tp * pp) != 0 || (m.L % pp != 0 && s.pp == 0) || pp > m.L) continue;
             for (int sp : choices(s.sp, T, world / (tp * pp))) {
                 if (world % (tp * pp * sp) != 0 || T % sp != 0) continue;
                 const int dp = world / (tp * pp * sp);
@@ -221,7 +222,19 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
         else if (base.gbs > 0)
             why << ": no MBS x GA x DP makes GBS " << base.gbs << "; choose a GBS that is a multiple of MBS x DP";
         else
-            why << " with the axes held fixed; release --tp, --pp or --sp";
+        {
+            std::string held;  // the flags that hold an axis, as given
+            auto hold = [&](const char* flag, int v) {
+                if (v > 0) held += (held.empty() ? "" : ", ") + std::string(flag) + " " + std::to_string(v);
+            };
+            hold("--tp", s.tp);
+            hold("--pp", s.pp);
+            hold("--sp", s.sp);
+            hold("--dp-rep", s.dp_rep);
+            why << " with the axes held fixed (" << (held.empty() ? "none" : held)
+                << "): each must divide what it splits (TP the heads, PP at most L, SP the sequence, --dp-rep the DP "
+                   "the others leave) and together the GPUs; release one of them";
+        }
         SS_FAIL(why.str());
     }
     if (best.kept.empty()) {
@@ -232,8 +245,17 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
             << " GB: the smallest peak is " << c.memory.total / 1e9 << " GB (TP " << c.mesh.tp << " x PP " << c.mesh.pp
             << " x SP " << c.mesh.sp << " x DP " << c.mesh.dp() << ", ZeRO-" << c.input.layout.zero << ", recompute "
             << recompute_name(c.input.layout.recompute) << ", MBS " << c.input.mbs
-            << "); the model states alone need " << int64_t(std::ceil(16.0 * double(num_params(m)) / base.hw.memory))
-            << " GPUs (16 bytes per parameter, ZeRO-3); use more GPUs, GPUs with more memory (--gpu-mem-gb), or a smaller --mbs";
+            << ")";
+        const int64_t states_gpus = int64_t(std::ceil(16.0 * double(num_params(m)) / base.hw.memory));
+        if (states_gpus > world)
+            why << "; the model states alone need " << states_gpus
+                << " GPUs (16 bytes per parameter, ZeRO-3); use more GPUs, GPUs with more memory (--gpu-mem-gb), or a "
+                   "smaller --mbs";
+        else  // the states would fit sharded: what is left is the activations and buffers of one micro-batch
+            why << "; the model states fit sharded over " << states_gpus << " of them (16 bytes per parameter, ZeRO-3), "
+                << "but not with the activations and buffers of MBS " << c.input.mbs
+                << "; use GPUs with more memory (--gpu-mem-gb)" << (c.input.mbs > 1 ? ", a smaller --mbs" : "")
+                << " or a shorter --seq";
         SS_FAIL(why.str());
     }
     std::sort(best.kept.begin(), best.kept.end(), [](const PlanResult& a, const PlanResult& b) {
