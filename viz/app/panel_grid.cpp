@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "viz/app/panels.h"
 #include "viz/app/widgets.h"
@@ -91,7 +92,7 @@ void groups_table(const ViewModel& vm, int rank) {
             Group g;
             const char* call;
         };
-        const Row rows[] = {
+        std::vector<Row> rows = {
             {"tp", mpu.get_tensor_model_parallel_group(), "get_tensor_model_parallel_group()"},
             {"sp", mpu.get_sequence_parallel_group(), "get_sequence_parallel_group()"},
             {"dp_shard", mpu.dp_shard_group(), "dp_shard_group()"},
@@ -99,6 +100,11 @@ void groups_table(const ViewModel& vm, int rank) {
             {"dp", mpu.get_data_parallel_group(), "get_data_parallel_group()"},
             {"pp", mpu.get_pipeline_model_parallel_group(), "get_pipeline_model_parallel_group()"},
         };
+        if (vm.mesh.shape().sp > 1) {  // with SP, ZeRO shards and gradients average over these (their trace axes)
+            rows.insert(rows.begin() + 3, {"dp_shard+sp", mpu.dp_shard_sp_group(), "dp_shard_sp_group()"});
+            rows.insert(rows.begin() + 6,
+                        {"dp+sp", mpu.get_sequence_data_parallel_group(), "get_sequence_data_parallel_group()"});
+        }
         for (const Row& r : rows) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
@@ -164,7 +170,7 @@ void draw_grid(ViewerState& s, ImVec2 size) {
     const float line = ImGui::GetTextLineHeightWithSpacing();
     // A small tile (the Overview) keeps the cells readable and lists the groups in one line.
     const bool compact = avail.y < 440;
-    const float table_h = compact ? line * 2 : line * 8.5f + 6;
+    const float table_h = compact ? line * 2 : line * (sh.sp > 1 ? 10.5f : 8.5f) + 6;  // 6 groups, or 8 with SP
     const float note_h = line;
     const float area_h = std::max(avail.y - table_h - note_h, 60.0f);
     const float label_h = ImGui::GetTextLineHeight() + 2;
