@@ -235,7 +235,7 @@ void add_plan_command(CLI::App& root) {
                 try {
                     std::vector<PlanResult> alt = search(s);
                     std::cout << "\nlayouts of " << in.gpus << " GPUs with MBS " << in.mbs << " and GBS " << r.gbs.gbs
-                              << " that fit:\n";
+                              << " that fit (predicted tokens/s):\n";
                     for (const PlanResult& a : alt) {
                         char buf[320];
                         std::snprintf(buf, sizeof buf, "  %s, GA %d: %.1f GB, %s tokens/s\n", a.layout_str().c_str(),
