@@ -30,7 +30,7 @@ void add_diagram_command(CLI::App& root) {
         std::string kind, out;
         RingSplit ring_split = RingSplit::zigzag;  // ring: --ring-split
         ModelFlags model;
-        int ranks = 4, hpz = 4, tp = 2, sp = 2, tokens = 8;
+        int ranks = 4, hpz = 2, tp = 2, sp = 2, tokens = 8;  // hpz: K < N, as the picture needs
         PipeSpec spec{Schedule::one_f_one_b, 4, 8, 1};
         std::vector<std::string> runs;
     };
@@ -66,11 +66,9 @@ void add_diagram_command(CLI::App& root) {
                          "--run " << r << ": write it as LABEL=FILE.json, e.g. --run zero3=out/zero3.json");
                 runs.push_back(diagram::read_loss_report(r.substr(0, eq), r.substr(eq + 1)));
             }
-            check_writable_file("--out", opt->out);
             svg = diagram::draw_losses(runs);
         } else {
             const GPT2Config cfg = opt->model.resolve();
-            check_writable_file("--out", opt->out);
             if (k == "zero") svg = diagram::draw_zero_stages(cfg, opt->ranks);
             else if (k == "hpz") svg = diagram::draw_hpz_partitions(cfg, opt->ranks, opt->hpz);
             else if (k == "tp") svg = diagram::draw_tp_mlp(cfg, opt->tp);
@@ -79,6 +77,8 @@ void add_diagram_command(CLI::App& root) {
             else if (k == "1f1b" || k == "pipeline") svg = diagram::draw_pipeline(opt->spec);
             else SS_FAIL("diagram " << k << ": no such picture; choose zero, hpz, tp, ulysses, ring, 1f1b or losses");
         }
+        // After the drawing's own checks: a refused picture leaves no folder behind.
+        check_writable_file("--out", opt->out);
         const std::string bytes = svg.str();
         write_file_atomically(opt->out, [&](std::ostream& os) { os << bytes; });
         std::printf("wrote %s (%d x %d)\n", opt->out.c_str(), svg.width(), svg.height());

@@ -26,6 +26,11 @@
 
 namespace ss::diagram {
 
+/// The --model flags that name @p cfg for a "drawn by" line: "--model tiny", or for a
+/// preset with overrides ("tiny+custom") the preset and each changed dimension,
+/// "--model tiny --heads 8", so that the line runs as printed.
+std::string model_flags_of(const GPT2Config& cfg);
+
 /// ZeRO stages 0-3 of @p cfg over @p ranks ranks: per rank, which chunk of every unit it
 /// holds of the parameters, the gradients and the optimizer states, and their bytes
 /// (bf16 mixed precision: 2 + 2 + 12 bytes per parameter, parallel/zero.h).

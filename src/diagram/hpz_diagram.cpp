@@ -80,7 +80,7 @@ Svg draw_hpz_partitions(const GPT2Config& cfg, int ranks, int k) {
                             std::to_string(ranks / k) + "x its primary chunk");
     s.note(10, yb + 56, "primary (parallel/shard_plan.h make_shard_plan), group (parallel/zero.h hpz_group), "
                         "secondary slice (parallel/zero.h hpz_secondary_plan)");
-    s.note(10, yb + 74, "drawn by: shardscope diagram hpz --model " + cfg.name + " --ranks " + std::to_string(ranks) +
+    s.note(10, yb + 74, "drawn by: shardscope diagram hpz " + model_flags_of(cfg) + " --ranks " + std::to_string(ranks) +
                             " --hpz " + std::to_string(k));
     return s;
 }

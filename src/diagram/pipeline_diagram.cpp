@@ -49,8 +49,10 @@ Svg draw_pipeline(const PipeSpec& spec) {
                         " stages, m = " + std::to_string(spec.m) + " micro-batches";
     if (v > 1) title += ", v = " + std::to_string(v) + " chunks per stage";
     s.text(10, 22, title, Anchor::start, 15, "#222222", true);
-    s.text(10, 42, "F3 = forward of micro-batch 3 (1 tick), B3 = its backward (2 ticks)" +
-                       std::string(v > 1 ? "; a, b, ... = the chunk" : "") + "; grey = idle, the bubble",
+    s.text(10, 42,
+           v > 1 ? "F3a = forward of micro-batch 3 on chunk a (1 tick: one chunk, 1/v of a stage's layers), B3a = "
+                   "its backward (2 ticks); grey = idle, the bubble"
+                 : "F3 = forward of micro-batch 3 (1 tick), B3 = its backward (2 ticks); grey = idle, the bubble",
            Anchor::start, 12, "#555555");
     for (int r = 0; r < p; ++r) {
         const int y = kTop + kRowH * r;
@@ -63,8 +65,7 @@ Svg draw_pipeline(const PipeSpec& spec) {
             const int x = kLeft + kTick * int(run.start[size_t(r)][i]);
             const int w = kTick * (fwd ? 1 : 2);
             s.rect(x, y, w, kRowH - 6, fwd ? forward_colour(a.micro) : svg_colour(a.micro), "#ffffff");
-            std::string label = (fwd ? "F" : "B") + std::to_string(a.micro);
-            if (v > 1) label += char('a' + a.chunk % 26);
+            const std::string label = pipe_cell_label(a, v);
             s.text(x + w / 2, y + 16, label, Anchor::middle, v > 1 || a.micro >= 10 ? 9 : 11,
                    fwd ? "#222222" : "#ffffff");
         }
@@ -74,16 +75,22 @@ Svg draw_pipeline(const PipeSpec& spec) {
         s.line(kLeft + kTick * int(t), yb - 2, kLeft + kTick * int(t), yb + 3, "#888888");
         s.text(kLeft + kTick * int(t), yb + 15, std::to_string(t), Anchor::middle, 10, "#555555");
     }
-    s.text(kLeft + kTick * int(run.makespan), yb + 15, "tick", Anchor::end, 10, "#555555");
+    s.text(kLeft - 8, yb + 15, "tick", Anchor::end, 10, "#555555");  // left of 0, clear of the numbers
     const std::string formula = v > 1 ? "(p-1)/(v m)" : "(p-1)/m";
     s.text(10, yb + 38,
            "step = " + std::to_string(run.makespan) + " ticks; bubble " + formula + " = " +
                fixed3(pipe_bubble_formula(spec)) + " of the compute (counted from the lists: " +
                fixed3(stats.bubble_fraction) + ")",
            Anchor::start, 12);
-    s.text(10, yb + 56, "at most " + std::to_string(stats.max_in_flight[0]) +
-                            " micro-batches' activations in flight on rank 0 (GPipe: all m = " +
-                            std::to_string(spec.m) + ")",
+    // Interleaved: the count is of chunk-micro-batches, each 1/v of a stage's activations.
+    const int in_flight = stats.max_in_flight[0];
+    char per_micro[32];
+    std::snprintf(per_micro, sizeof per_micro, "%g", double(in_flight) / v);
+    s.text(10, yb + 56,
+           v > 1 ? "at most " + std::to_string(in_flight) + " chunks' activations in flight on rank 0 (" + per_micro +
+                       " micro-batches' worth; GPipe: all m = " + std::to_string(spec.m) + ")"
+                 : "at most " + std::to_string(in_flight) + " micro-batches' activations in flight on rank 0 (GPipe: "
+                   "all m = " + std::to_string(spec.m) + ")",
            Anchor::start, 12);
     std::string cmd = "drawn by: shardscope diagram 1f1b --pp " + std::to_string(p) + " --ga " +
                       std::to_string(spec.m) + " --schedule " + schedule_name(spec.kind);

@@ -207,7 +207,7 @@ Svg draw_ring(const GPT2Config& cfg, int sp, RingSplit split) {
                         "RingAttention::ring_forward and ring_backward run at every step");
     s.note(10, yb + 54, "work: in (T/sp) x (T/sp) blocks of scores, a causal (diagonal) one half; the step's "
                         "slowest rank sets its time");
-    s.note(10, yb + 72, "drawn by: shardscope diagram ring --model " + cfg.name + " --sp " + std::to_string(sp) +
+    s.note(10, yb + 72, "drawn by: shardscope diagram ring " + model_flags_of(cfg) + " --sp " + std::to_string(sp) +
                             (zz ? "" : " --ring-split contiguous"));
     return s;
 }

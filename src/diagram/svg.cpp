@@ -1,6 +1,9 @@
 // svg.cpp — the SVG writer (svg.h): shapes appended as text, integers only.
 #include "diagram/svg.h"
 
+#include "diagram/diagram.h"  // model_flags_of
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -24,9 +27,9 @@ std::string num(int v) { return std::to_string(v); }
 
 }  // namespace
 
-Svg::Svg(int width, int height) : width_(width), height_(height) {
-    rect(0, 0, width, height, "#ffffff", "");
-}
+Svg::Svg(int width, int height) : width_(width), height_(height) {}
+
+int Svg::width() const { return std::max(width_, text_right_ + 10); }
 
 void Svg::rect(int x, int y, int w, int h, const std::string& fill, const std::string& stroke) {
     body_ += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
@@ -59,16 +62,38 @@ void Svg::text(int x, int y, const std::string& s, Anchor anchor, int size, cons
              anchors[int(anchor)] + "\" fill=\"" + fill + "\"";
     if (bold) body_ += " font-weight=\"bold\"";
     body_ += ">" + escape(s) + "</text>\n";
+    if (anchor == Anchor::start)  // titles, notes and footers: the canvas grows to hold them
+        text_right_ = std::max(text_right_, x + int(double(s.size()) * size * (bold ? 0.60 : 0.55)));
 }
 
 std::string Svg::str() const {
-    std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" +
-                      num(height_) + "\" viewBox=\"0 0 " + num(width_) + " " + num(height_) +
+    const int w = width();
+    std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(w) + "\" height=\"" +
+                      num(height_) + "\" viewBox=\"0 0 " + num(w) + " " + num(height_) +
                       "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n";
     if (arrows_)
         out += "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
                "markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#333333\"/></marker></defs>\n";
-    return out + body_ + "</svg>\n";
+    // The white background, first, over the whole (perhaps widened) canvas.
+    return out + "<rect x=\"0\" y=\"0\" width=\"" + num(w) + "\" height=\"" + num(height_) + "\" fill=\"#ffffff\"/>\n" +
+           body_ + "</svg>\n";
+}
+
+std::string model_flags_of(const GPT2Config& cfg) {
+    const size_t plus = cfg.name.find("+custom");
+    if (plus == std::string::npos) return "--model " + cfg.name;
+    const std::string base = cfg.name.substr(0, plus);
+    const GPT2Config p = model_preset(base);
+    std::string s = "--model " + base;
+    auto flag = [&](const char* f, int v, int preset) {
+        if (v != preset) s += std::string(" ") + f + " " + std::to_string(v);
+    };
+    flag("--layers", cfg.L, p.L);
+    flag("--dim", cfg.C, p.C);
+    flag("--heads", cfg.H, p.H);
+    flag("--vocab", cfg.V, p.V);
+    flag("--max-seq", cfg.maxT, p.maxT);
+    return s;
 }
 
 int svg_round(double x) { return int(std::lround(x)); }

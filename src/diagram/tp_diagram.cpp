@@ -25,7 +25,8 @@ constexpr int kTop = 84, kLaneGap = 30;
 }  // namespace
 
 Svg draw_tp_mlp(const GPT2Config& cfg, int tp) {
-    SS_CHECK(tp >= 1 && tp <= 8, "--tp " << tp << ": the tp picture draws 1 to 8 ranks; try --tp 2");
+    SS_CHECK(tp >= 2 && tp <= 8, "--tp " << tp << ": the tp picture draws a split over 2 to 8 ranks"
+                                         << (tp == 1 ? " (at 1 nothing is split)" : "") << "; try --tp 2");
     const int64_t C = cfg.C;
     const int lane_h = std::max<int>(kC, 4 * kC / tp) + kLaneGap + 14;
     const int x_fc = 200, x_gelu = 470, x_proj = 560, x_y = 760, x_g = 900;
@@ -71,7 +72,9 @@ Svg draw_tp_mlp(const GPT2Config& cfg, int tp) {
                "W_fc[:, " + std::to_string(r * cols) + ":" + std::to_string((r + 1) * cols) + "]  [" +
                    std::to_string(fc.shape[0]) + ", " + std::to_string(cols) + "]",
                Anchor::start, 11);
-        s.text(x_fc + w_fc / 2, y + kC / 2 + 5, "rank " + std::to_string(r), Anchor::middle, 12, "#ffffff", true);
+        // "rank r" where the slice is wide enough for it (t <= 2 at 4C = 160 px), else "r".
+        s.text(x_fc + w_fc / 2, y + kC / 2 + 5, (w_fc >= 60 ? "rank " : "") + std::to_string(r), Anchor::middle,
+               w_fc >= 30 ? 12 : 10, "#ffffff", true);
         s.line(152, y_mid, x_fc, y + kC / 2, "#333333", 1, false, true);
         s.text(x_gelu, y + kC / 2 + 4, "GELU", Anchor::middle, 11);
         s.line(x_fc + w_fc + 4, y + kC / 2, x_gelu - 18, y + kC / 2, "#333333", 1, false, true);
@@ -90,7 +93,7 @@ Svg draw_tp_mlp(const GPT2Config& cfg, int tp) {
                         "each rank holds 1/t of W_fc, its bias, and W_proj");
     s.note(10, yb + 28, "slices from model/params.h make_param_layout(cfg, tp, tp_rank): Split::cols (mlp.c_fc), "
                         "Split::rows (mlp.c_proj); operators in parallel/tensor_parallel.h");
-    s.note(10, yb + 46, "drawn by: shardscope diagram tp --model " + cfg.name + " --tp " + std::to_string(tp));
+    s.note(10, yb + 46, "drawn by: shardscope diagram tp " + model_flags_of(cfg) + " --tp " + std::to_string(tp));
     return s;
 }
 

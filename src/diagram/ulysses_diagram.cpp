@@ -110,7 +110,7 @@ Svg draw_ulysses(const GPT2Config& cfg, int sp, int tokens) {
                    "moves the output back: [T, H/sp heads] -> [T/sp, H]");
     s.note(10, yb + 18, "cells read from the output of UlyssesComm::seq_to_heads (parallel/sequence_parallel.cpp), "
                         "run on " + std::to_string(sp) + " threads");
-    s.note(10, yb + 36, "drawn by: shardscope diagram ulysses --model " + cfg.name + " --sp " + std::to_string(sp) +
+    s.note(10, yb + 36, "drawn by: shardscope diagram ulysses " + model_flags_of(cfg) + " --sp " + std::to_string(sp) +
                             " --tokens " + std::to_string(tokens));
     return s;
 }

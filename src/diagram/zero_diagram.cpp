@@ -136,7 +136,7 @@ Svg draw_zero_stages(const GPT2Config& cfg, int ranks) {
     for (size_t u = 0; u < units.size(); ++u) chunks += (u ? ", " : " ") + std::to_string(plans[0].units[u].chunk);
     s.text(10, yf + 30, chunks + "; a rank's shard = " + std::to_string(shard) + " elements", Anchor::start, 11,
            "#555555");
-    s.note(10, yf + 46, "drawn by: shardscope diagram zero --model " + cfg.name + " --ranks " + std::to_string(ranks));
+    s.note(10, yf + 46, "drawn by: shardscope diagram zero " + model_flags_of(cfg) + " --ranks " + std::to_string(ranks));
     return s;
 }
 

@@ -11,25 +11,28 @@ namespace ss {
 
 namespace {
 
+// Exactly, as the schedule's times are (multiples of 1/v): 12333, 203.25; no rounding, no exponent.
 std::string fmt_num(double x) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4g", x);
-    return buf;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.4f", x);
+    std::string s = buf;
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
 }
 
 // Chunks are letters while the alphabet lasts (a = chunk 0 ... z = chunk 25);
 // with more chunks every label names its chunk by number instead ("c26").
 constexpr int kLetterChunks = 26;
 
-// "F3", "B12"; interleaved "F3a" (chunk 0), "F3b" (chunk 1), ..., or "F3c0", "F3c27" when v > 26.
-std::string cell_label(const PipeAction& a, int v) {
+}  // namespace
+
+std::string pipe_cell_label(const PipeAction& a, int v) {
     std::string s = (a.op == PipeOp::forward ? "F" : "B") + std::to_string(a.micro);
     if (v > kLetterChunks) s += "c" + std::to_string(a.chunk);
     else if (v > 1) s += char('a' + a.chunk);
     return s;
 }
-
-}  // namespace
 
 std::string pipe_schedule_chart(const PipeSchedule& s) {
     const PipeStats st = check_pipe_schedule(s);
@@ -45,7 +48,7 @@ std::string pipe_schedule_chart(const PipeSchedule& s) {
         for (size_t i = 0; i < s.ranks[r].size(); ++i) {
             const PipeAction& a = s.ranks[r][i];
             if (a.op != PipeOp::forward && a.op != PipeOp::backward) continue;
-            const std::string label = cell_label(a, v);
+            const std::string label = pipe_cell_label(a, v);
             width = std::max(width, label.size());
             for (long k = 0; k < (a.op == PipeOp::forward ? 1 : 2); ++k) grid[r][t.start[r][i] + k] = label;
         }

@@ -241,4 +241,8 @@ int pipe_in_flight_formula(const PipeSpec& spec, int rank);
 /// (GPipe: 8)".
 std::string pipe_schedule_chart(const PipeSchedule& s);
 
+/// A compute action's name in the charts and pictures: "F3", "B12"; interleaved "F3a" (chunk 0),
+/// "F3b" (chunk 1), ..., or "F3c0", "F3c27" when @p v > 26 (the letters would repeat).
+std::string pipe_cell_label(const PipeAction& a, int v);
+
 }  // namespace ss
