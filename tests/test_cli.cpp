@@ -442,6 +442,23 @@ TEST_CASE("bad input names what is wrong: a directory, the ranks of a trace, the
     }
 }
 
+// Audit 2: damaged traces that crashed `trace summary` or printed nonsense; the checks
+// themselves are tested in test_trace.cpp, this is the command's exit code and message.
+TEST_CASE("trace summary refuses a damaged trace: exit 1, the file and what is wrong, no crash", "[cli][errors]") {
+    const std::string event = R"({"name":"a","ph":"X","pid":0,"tid":0,"ts":1,"dur":1})";
+    auto summary_of = [&](const std::string& name, const std::string& text) {
+        const std::string path = tmp(name);
+        write_bytes(path, text);
+        return std::make_pair(path, run_shardscope("trace summary " + path));
+    };
+    // otherData nested 100,000 deep: a stack overflow (SIGSEGV, exit 139) before.
+    auto [deep, r] = summary_of("deep.json", "{\"traceEvents\":[" + event + "],\"otherData\":" +
+                                                 std::string(100000, '[') + std::string(100000, ']') + "}");
+    INFO(r.output);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Contains("shardscope: error: " + deep + ": arrays and objects nest more than 64 deep"));
+}
+
 namespace {
 std::string slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);

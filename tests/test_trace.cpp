@@ -764,6 +764,34 @@ TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out 
     REQUIRE(problem(many) == "t.json: event 2047 (\"all_reduce\"): the bytes of all collectives add up past 2^64");
 }
 
+// Audit 2, item 1: otherData of 100,000 nested `[` crashed `trace summary` (a recursive copy).
+TEST_CASE("a trace nested deeper than kMaxTraceNesting is refused before it is parsed", "[trace][check]") {
+    const std::string event = R"({"name":"a","ph":"X","pid":0,"tid":0,"ts":1,"dur":1})";
+    auto with_other = [&](const std::string& other) {
+        return "{\"traceEvents\":[\n" + event + "\n],\n\"otherData\":" + other + "}";
+    };
+    auto nested = [](int n) { return std::string(size_t(n), '[') + std::string(size_t(n), ']'); };
+    // The document's object is level 1: 63 arrays in otherData reach 64, the limit; the 64th (column 76) passes it.
+    REQUIRE(parse_chrome_trace(with_other(nested(kMaxTraceNesting - 1)), "t.json").other_data.is_array());
+    REQUIRE(json_nesting_problem(with_other(nested(kMaxTraceNesting)), "t.json") ==
+            "t.json: arrays and objects nest more than 64 deep (line 4, column 76); a trace nests a few levels "
+            "(`shardscope train --trace` writes 6), so this file is damaged or not a trace");
+    // Brackets inside strings, escaped quotes included, are text.
+    REQUIRE(json_nesting_problem(with_other("{\"s\":\"\\\"" + std::string(100, '[') + "\"}"), "t.json").empty());
+    // 100,000 levels: refused with the message, from the text and from a file, no crash.
+    const std::string deep = with_other(nested(100000));
+    REQUIRE_THAT(error_of([&] { parse_chrome_trace(deep, "deep.json"); }),
+                 Catch::Matchers::StartsWith("deep.json: arrays and objects nest more than 64 deep (line 4"));
+    const std::string path = temp_path("deep.json");
+    write_text(path, deep);
+    REQUIRE_THAT(error_of([&] { read_checked_trace(path); }),
+                 Catch::Matchers::StartsWith(path + ": arrays and objects nest more than 64 deep"));
+    // The engine's own traces (pipeline actions are the deepest, 6) pass.
+    const json other = {{"pipeline", {{"actions", json::array({json::array({json::array({"forward", 0, 0})})})}}}};
+    REQUIRE(json_nesting_problem(with_other(other.dump()), "t.json").empty());
+    REQUIRE(json_nesting_problem(with_other(other.dump()), "t.json", 5) != "");
+}
+
 TEST_CASE("read_checked_trace refuses a file over the cap before reading it, and a directory", "[trace][check]") {
     // A sparse file: 1.1 GB by its size, no disk used, never read (a reader that read it would take
     // seconds and gigabytes, as `trace summary` did).

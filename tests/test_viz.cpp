@@ -153,6 +153,13 @@ TEST_CASE("bad trace files become messages that name the file and say what is wr
         REQUIRE(!r.ok);
         REQUIRE_THAT(r.error, Catch::Contains("negative"));
     }
+    SECTION("nested 100,000 deep: refused before either reader copies it (comm/trace/trace_check.h)") {
+        const std::string deep = two_rank_trace().substr(0, two_rank_trace().size() - 1) + ",\"deep\":" +
+                                 std::string(100000, '[') + std::string(100000, ']') + "}";
+        LoadResult r = load_trace_text(deep, "deep.json");
+        REQUIRE(!r.ok);
+        REQUIRE_THAT(r.error, Catch::StartsWith("deep.json: arrays and objects nest more than 64 deep (line 1"));
+    }
     SECTION("no events at all") {
         LoadResult r = load_trace_text(R"({"traceEvents": []})", "empty.json");
         REQUIRE(!r.ok);

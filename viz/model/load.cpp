@@ -43,6 +43,9 @@ LoadResult load_trace_text(const std::string& text, const std::string& source, c
                   "limit with --max-events";
         return r;
     }
+    // Before either reader: a value nested 100,000 deep would crash the first copy of it.
+    r.error = json_nesting_problem(text, source);  // comm/trace/trace_check.h, as trace summary
+    if (!r.error.empty()) return r;
     try {
         r.fast = fast_parse_chrome_trace(text, r.trace);
         if (!r.fast) r.trace = parse_chrome_trace(text, source);  // the exact error, or an unusual valid file

@@ -10,11 +10,12 @@
 //   1. the file exists and is a regular file           ("cannot open ...")
 //   2. its size <= limits.max_bytes                     (one stat)
 //   3. it holds <= limits.max_events events             (one scan for `"ph"` keys)
+//      and nests at most kMaxTraceNesting deep           (one scan, trace_check.h)
 //   4. it parses as a Chrome trace: by the streaming reader (fast_load.h) when it can,
 //      else by parse_chrome_trace (src/comm/trace/trace_io.cpp), whose errors name the field
 //   5. every rank is in [0, max_ranks), every time finite, every duration >= 0 and
 //      the bytes add up without overflow
-// Steps 1, 2 and 5 are comm/trace/trace_check.h: `shardscope trace summary` checks the same.
+// Steps 1, 2, 3's nesting and 5 are comm/trace/trace_check.h: `shardscope trace summary` checks the same.
 #pragma once
 
 #include <cstdint>

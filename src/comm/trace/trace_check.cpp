@@ -25,6 +25,34 @@ uint64_t check_trace_file(const std::string& path, uint64_t max_bytes, const std
     return size;
 }
 
+std::string json_nesting_problem(const std::string& text, const std::string& source, int max_depth) {
+    int depth = 0;
+    size_t line = 1, line_start = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;  // an escaped character, \" included
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        switch (c) {
+            case '"': in_string = true; break;
+            case '\n': ++line, line_start = i + 1; break;
+            case ']': case '}': --depth; break;
+            case '[': case '{':
+                if (++depth > max_depth)
+                    return source + ": arrays and objects nest more than " + std::to_string(max_depth) +
+                           " deep (line " + std::to_string(line) + ", column " + std::to_string(i - line_start + 1) +
+                           "); a trace nests a few levels (`shardscope train --trace` writes 6), so this file is "
+                           "damaged or not a trace";
+                break;
+            default: break;
+        }
+    }
+    return "";
+}
+
 std::string trace_problem(const Trace& t, const std::string& source, int max_ranks) {
     if (t.events.empty()) return source + ": the trace has no events (a run with --trace writes at least its memory)";
     uint64_t total_bytes = 0;

@@ -5,6 +5,7 @@
 // check what a well-typed file can still get wrong, in the order a reader meets it:
 //
 //   1. the file exists, is a regular file, and is at most max_bytes   (one stat, before reading)
+//   1b. its arrays and objects nest at most kMaxTraceNesting deep     (one scan, before parsing)
 //   2. it has at least one event
 //   3. every rank, pid or group member, is in [0, max_ranks)          ("2000000001 ranks")
 //   4. every ts and dur is finite, every dur >= 0; issued_us and exposed_us are -1 or finite >= 0
@@ -29,6 +30,18 @@ struct TraceLimits {
 /// Bytes one collective may carry: 2^53 (8 PiB), the largest count a double holds
 /// exactly (the summary's bandwidths are doubles), and far above any real call.
 constexpr uint64_t kMaxTraceCallBytes = uint64_t(1) << 53;
+
+/// How deep a trace's arrays and objects may nest. The engine writes 6 levels
+/// (otherData.pipeline.actions[r][i]); nlohmann::json copies and prints a value
+/// by recursion, one stack frame a level, so a file of 100,000 `[` would
+/// overflow the stack however it parsed. 64 leaves room for other tools' args.
+constexpr int kMaxTraceNesting = 64;
+
+/// Check 1b, on the text before any parse: "" when @p text nests arrays and
+/// objects at most @p max_depth deep (brackets inside strings do not count),
+/// else the problem, naming @p source and the line and column that goes deeper.
+std::string json_nesting_problem(const std::string& text, const std::string& source,
+                                 int max_depth = kMaxTraceNesting);
 
 /// Checks 1: @p path is a regular file of at most @p max_bytes; returns its size.
 /// Throws ss::Error naming the file; @p reader names who refuses it ("this viewer").

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "comm/trace/trace.h"
+#include "comm/trace/trace_check.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 
@@ -223,6 +224,9 @@ void read_collective_args(const FieldReader& a, TraceEvent& ev) {
 }  // namespace
 
 Trace parse_chrome_trace(const std::string& text, const std::string& source) {
+    // Before the parse: the tree it builds is copied below, by recursion (trace_check.h).
+    const std::string too_deep = json_nesting_problem(text, source);
+    SS_CHECK(too_deep.empty(), too_deep);
     json j;
     try {
         j = json::parse(text);
