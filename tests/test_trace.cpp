@@ -628,7 +628,39 @@ TEST_CASE("a corrupt trace is refused with the file, event and field", "[trace]"
     REQUIRE(read_text(collective(bad_payload)).find(path + ": traceEvents[1].args.payload: unknown payload \"gradient\"") == 0);
     std::string bad_group = ok_args;
     bad_group.replace(bad_group.find("[0,1]"), 5, "[0,\"x\"]");
-    REQUIRE(read_text(collective(bad_group)) == path + ": traceEvents[1].args.group[1]: expected an integer rank, got \"x\"");
+    REQUIRE(read_text(collective(bad_group)) ==
+            path + ": traceEvents[1].args.group[1]: expected an integer rank from 0 to 2^31 - 1, got \"x\"");
+    // Audit 2, item 2: ints past 2^31 were cast first, so 2^32 + 3 read as rank 3. Now the
+    // 64-bit value is checked against the field's range, and the field is named.
+    auto with = [&](const std::string& from, const std::string& to) {
+        std::string a = ok_args;
+        a.replace(a.find(from), from.size(), to);
+        return read_text(collective(a));
+    };
+    const std::string rank_range = "expected an integer rank from 0 to 2^31 - 1, got ";
+    const std::string label_range = "expected -1 (none) or an integer from 0 to 2^31 - 1, got ";
+    REQUIRE(with("[0,1]", "[0,4294967297]") == path + ": traceEvents[1].args.group[1]: " + rank_range + "4294967297");
+    REQUIRE(with("[0,1]", "[0,-1]") == path + ": traceEvents[1].args.group[1]: " + rank_range + "-1");
+    REQUIRE(with("\"layer\":0", "\"layer\":-1099511627776") ==
+            path + ": traceEvents[1].args.layer: " + label_range + "-1099511627776");
+    REQUIRE(with("\"microbatch\":0", "\"microbatch\":-2") == path + ": traceEvents[1].args.microbatch: " + label_range + "-2");
+    REQUIRE(with("\"step\":1", "\"step\":4294967298") == path + ": traceEvents[1].args.step: " + label_range + "4294967298");
+    REQUIRE(with("\"step\":1", "\"step\":18446744073709551615") ==
+            path + ": traceEvents[1].args.step: " + label_range + "18446744073709551615");
+    REQUIRE(with("\"step\":1", "\"step\":2147483647") == "(no error)");  // the largest int is a step
+    REQUIRE(read_text(collective(ok_args + R"(,"peer":2147483648)")) ==
+            path + ": traceEvents[1].args.peer: " + rank_range + "2147483648");
+    REQUIRE(read_text(R"({"traceEvents":[{"ph":"X","name":"a","pid":4294967299,"tid":0,"ts":1,"dur":1}]})") ==
+            path + ": traceEvents[0].pid: " + rank_range + "4294967299");
+    REQUIRE(read_text(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":4294967297,"ts":1,"dur":1}]})") ==
+            path + ": traceEvents[0].tid: expected an integer from -2^31 to 2^31 - 1, got 4294967297");
+    // A span's "step" argument that is no int is no step (it threw a JSON type error in trace summary).
+    for (const char* step : {"\"x\"", "4294967298", "-2"}) {
+        const Trace t = parse_chrome_trace(std::string(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":0,"ts":1,"dur":1,"args":{"step":)") +
+                                           step + "}}]}");
+        REQUIRE(event_step(t.events[0]) == -1);
+        REQUIRE(summarize_trace(t).spans == 1);
+    }
     REQUIRE(read_text(collective(ok_args + R"(,"gpu_us":0)")) == "(no error)");  // 0 is a time (count 0 is fast)
     REQUIRE(read_text(collective(ok_args + R"(,"gpu_us":-3.5)")) ==
             path + ": traceEvents[1].args.gpu_us: expected a number >= 0 (microseconds), got -3.5");
@@ -750,7 +782,9 @@ TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out 
     REQUIRE(problem(x(0, "-1", "[0,1]", "8")) == "t.json: event 0 (\"all_reduce\"): dur -1 is negative");
     REQUIRE(problem(x(0, "5", "[0,1]", "8") + "," + x(2000000000, "5", "[0,1]", "8")) ==
             "t.json: event 1 (\"all_reduce\"): pid 2000000000 is not a rank in [0, 4096)");
-    REQUIRE(problem(x(-1, "5", "[0,1]", "8")) == "t.json: event 0 (\"all_reduce\"): pid -1 is not a rank in [0, 4096)");
+    Trace negative = parse_chrome_trace("{\"traceEvents\":[" + x(0, "5", "[0,1]", "8") + "]}");
+    negative.events[0].rank = -1;  // the reader refuses it in a file (an integer rank from 0 to 2^31 - 1)
+    REQUIRE(trace_problem(negative, "t.json", 4096) == "t.json: event 0 (\"all_reduce\"): pid -1 is not a rank in [0, 4096)");
     REQUIRE(problem(x(0, "5", "[0,2000000001]", "8")) ==
             "t.json: event 0 (\"all_reduce\"): group member 2000000001 is not a rank in [0, 4096)");
     REQUIRE(problem(x(0, "5", "[0,1]", "18446744073709551615")) ==

@@ -128,7 +128,7 @@ TEST_CASE("bad trace files become messages that name the file and say what is wr
         t["traceEvents"][0]["pid"] = -3;
         LoadResult r = load_trace_text(t.dump(), "pid.json");
         REQUIRE(!r.ok);
-        REQUIRE_THAT(r.error, Catch::Contains("pid -3 is not a rank"));
+        REQUIRE_THAT(r.error, Catch::Contains("pid.json: traceEvents[0].pid: expected an integer rank from 0 to 2^31 - 1, got -3"));
         t["traceEvents"][0]["pid"] = 2000000000;
         r = load_trace_text(t.dump(), "pid.json");
         REQUIRE(!r.ok);
@@ -145,6 +145,24 @@ TEST_CASE("bad trace files become messages that name the file and say what is wr
         r = load_trace_text(t.dump(), "bytes.json");
         REQUIRE(!r.ok);
         REQUIRE_THAT(r.error, Catch::Contains("is more than one call moves (at most 2^53)"));
+    }
+    SECTION("a field past 2^31: refused by both readers, not wrapped to a small int (audit 2, item 2)") {
+        for (const auto& [field, value] : {std::make_pair("pid", int64_t(4294967299)), std::make_pair("step", int64_t(1) << 40),
+                                           std::make_pair("layer", -(int64_t(1) << 40)), std::make_pair("microbatch", int64_t(-2))}) {
+            json t = json::parse(two_rank_trace());
+            json& ev = t["traceEvents"][2];
+            (std::string(field) == "pid" ? ev[field] : ev["args"][field]) = value;
+            Trace fast;
+            REQUIRE(!fast_parse_chrome_trace(t.dump(), fast));
+            LoadResult r = load_trace_text(t.dump(), "wrap.json");
+            REQUIRE(!r.ok);
+            REQUIRE_THAT(r.error, Catch::StartsWith(std::string("wrap.json: traceEvents[2].") +
+                                                    (std::string(field) == "pid" ? "" : "args.") + field + ": expected"));
+        }
+        json t = json::parse(two_rank_trace());
+        t["traceEvents"][2]["args"]["group"] = {0, int64_t(1) << 33};
+        LoadResult r = load_trace_text(t.dump(), "wrap.json");
+        REQUIRE(r.error == "wrap.json: traceEvents[2].args.group[1]: expected an integer rank from 0 to 2^31 - 1, got 8589934592");
     }
     SECTION("negative duration") {
         json t = json::parse(two_rank_trace());

@@ -215,10 +215,11 @@ private:
     static bool is_unsigned(const json& v) {
         return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
     }
-    bool arg_int(const char* k, int64_t& out) const {
+    // An int argument in [lo, 2^31 - 1], judged on its 64 bits (fits_int, trace.h), as FieldReader::bounded_int.
+    bool arg_int(const char* k, int64_t lo, int& out) const {
         const json* v = arg(k);
-        if (!v || !v->is_number_integer()) return false;
-        out = v->get<int64_t>();
+        if (!v || !fits_int(*v, lo)) return false;
+        out = int(v->get<int64_t>());
         return true;
     }
     bool arg_uint(const char* k, uint64_t& out) const {
@@ -245,10 +246,10 @@ private:
             if (!fields_[kCat].is_string()) return false;
             ev.cat = fields_[kCat].get<std::string>();
         }
-        if (!has_[kPid] || !fields_[kPid].is_number_integer()) return false;
+        if (!has_[kPid] || !fits_int(fields_[kPid], 0)) return false;
         ev.rank = int(fields_[kPid].get<int64_t>());
         if (has_[kTid]) {
-            if (!fields_[kTid].is_number_integer()) return false;
+            if (!fits_int(fields_[kTid], INT32_MIN)) return false;
             ev.tid = int(fields_[kTid].get<int64_t>());
         } else {
             ev.tid = 0;
@@ -285,17 +286,16 @@ private:
 
     bool collective_args(TraceEvent& ev) const {
         ev.kind = TraceEvent::Kind::collective;
-        int64_t layer, microbatch, step;
         std::string payload, phase;
         if (!arg_str("axis", ev.axis) || !arg_uint("bytes", ev.bytes) || !arg_str("payload", payload) ||
-            !arg_int("layer", layer) || !arg_str("phase", phase) || !arg_int("microbatch", microbatch) ||
-            !arg_int("step", step))
+            !arg_int("layer", -1, ev.label.layer) || !arg_str("phase", phase) ||
+            !arg_int("microbatch", -1, ev.label.microbatch) || !arg_int("step", -1, ev.label.step))
             return false;
         const json* group = arg("group");
         if (!group || !group->is_array()) return false;
         for (const json& g : *group) {
-            if (!g.is_number_integer()) return false;
-            ev.group.push_back(g.get<int>());
+            if (!fits_int(g, 0)) return false;
+            ev.group.push_back(int(g.get<int64_t>()));
         }
         try {
             ev.label.payload = parse_payload(payload);
@@ -303,16 +303,9 @@ private:
         } catch (const Error&) {
             return false;
         }
-        ev.label.layer = int(layer);
-        ev.label.microbatch = int(microbatch);
-        ev.label.step = int(step);
         if (arg("count") && !arg_uint("count", ev.count)) return false;
         if (arg("dtype") && !arg_str("dtype", ev.dtype)) return false;
-        int64_t peer;
-        if (arg("peer")) {
-            if (!arg_int("peer", peer)) return false;
-            ev.peer = int(peer);
-        }
+        if (arg("peer") && !arg_int("peer", 0, ev.peer)) return false;
         // Optional times: a number >= 0 where present, as FieldReader::non_negative asks.
         return arg_time("gpu_us", ev.gpu_us) && arg_time("issued_us", ev.issued_us) &&
                arg_time("exposed_us", ev.exposed_us);

@@ -6,17 +6,11 @@
 #include <map>
 #include <string>
 
+#include "comm/trace/trace_summary.h"
+
 namespace ss::viz {
 
 namespace {
-
-// The training step an event belongs to: the collective's label, or a span's "step" argument.
-int event_step(const TraceEvent& e) {
-    if (e.kind == TraceEvent::Kind::collective) return e.label.step;
-    auto it = e.args.find("step");
-    if (it != e.args.end() && it->is_number_integer()) return it->get<int>();
-    return -1;
-}
 
 // Nesting depth of each bar: a bar that starts before the previous one ends is inside it.
 void assign_depths(Lane& lane) {
@@ -57,7 +51,7 @@ TimelineModel build_timeline(const Trace& trace) {
         b.t0 = e.ts_us;
         b.t1 = e.ts_us + e.dur_us;
         b.event = uint32_t(i);
-        b.step = event_step(e);
+        b.step = event_step(e);  // src/comm/trace/trace_summary.h, as trace summary's --step
         b.issued = b.t0;
         b.exposed0 = b.t0;
         if (is_comm) {

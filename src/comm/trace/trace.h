@@ -207,6 +207,10 @@ void write_chrome_trace(const std::string& path, const std::vector<const Tracer*
 void write_chrome_trace(const std::string& path, const std::vector<std::unique_ptr<Tracer>>& tracers,
                         const nlohmann::json& other_data = nlohmann::json::object());
 
+/// True if @p v is a JSON integer in [@p lo, 2^31 - 1], judged on the 64 bits it
+/// was written with, so a reader can cast it to int without wrapping (2^32 + 3 is not 3).
+bool fits_int(const nlohmann::json& v, int64_t lo);
+
 /// Reads a file written by write_chrome_trace (or any Chrome trace with the same
 /// fields). Throws ss::Error naming the file, the event index and the field
 /// when it is not such a trace. Events of other kinds ("ph" B/E/i/...) are skipped.

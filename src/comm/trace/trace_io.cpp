@@ -128,6 +128,20 @@ void write_chrome_trace(const std::string& path, const std::vector<std::unique_p
 
 namespace {
 
+// The ranges of the int fields (docs/trace-format.md): ranks, and labels where -1 is "none".
+constexpr const char* kRankRange = "an integer rank from 0 to 2^31 - 1";
+constexpr const char* kLabelRange = "-1 (none) or an integer from 0 to 2^31 - 1";
+constexpr const char* kIntRange = "an integer from -2^31 to 2^31 - 1";
+
+}  // namespace
+
+bool fits_int(const json& v, int64_t lo) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(INT32_MAX) && int64_t(v.get<uint64_t>()) >= lo;
+    return v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= INT32_MAX;
+}
+
+namespace {
+
 // Reads the fields of one event, and says exactly where a field is wrong:
 // "out/t.json: traceEvents[12].args.bytes: expected an unsigned integer, got "abc"".
 struct FieldReader {
@@ -152,10 +166,12 @@ struct FieldReader {
         if (!v.is_string()) wrong(key, "a string", v);
         return v.get<std::string>();
     }
-    int64_t integer(const char* key) const {
+    // An int field, checked as the 64-bit value it was written as before it becomes an int
+    // (4294967299 must be refused, not wrap to 3): in [lo, 2^31 - 1], else @p expected is said.
+    int bounded_int(const char* key, int64_t lo, const char* expected) const {
         const json& v = at(key);
-        if (!v.is_number_integer()) wrong(key, "an integer", v);
-        return v.get<int64_t>();
+        if (!fits_int(v, lo)) wrong(key, expected, v);
+        return int(v.get<int64_t>());
     }
     uint64_t unsigned_integer(const char* key) const {
         const json& v = at(key);
@@ -179,14 +195,14 @@ struct FieldReader {
         if (!v.is_object()) wrong(key, "an object", v);
         return v;
     }
-    std::vector<int> int_array(const char* key) const {
+    std::vector<int> rank_array(const char* key) const {
         const json& v = at(key);
         if (!v.is_array()) wrong(key, "an array of ranks", v);
         std::vector<int> out;
         for (size_t i = 0; i < v.size(); ++i) {
-            if (!v[i].is_number_integer())
-                SS_FAIL(where << "." << key << "[" << i << "]: expected an integer rank, got " << shown(v[i]));
-            out.push_back(v[i].get<int>());
+            if (!fits_int(v[i], 0))
+                SS_FAIL(where << "." << key << "[" << i << "]: expected " << kRankRange << ", got " << shown(v[i]));
+            out.push_back(int(v[i].get<int64_t>()));
         }
         return out;
     }
@@ -204,16 +220,16 @@ struct FieldReader {
 void read_collective_args(const FieldReader& a, TraceEvent& ev) {
     ev.kind = TraceEvent::Kind::collective;
     ev.axis = a.str("axis");
-    ev.group = a.int_array("group");
+    ev.group = a.rank_array("group");
     ev.bytes = a.unsigned_integer("bytes");
     ev.label.payload = a.parsed("payload", parse_payload);
-    ev.label.layer = int(a.integer("layer"));
+    ev.label.layer = a.bounded_int("layer", -1, kLabelRange);
     ev.label.phase = a.parsed("phase", parse_phase);
-    ev.label.microbatch = int(a.integer("microbatch"));
-    ev.label.step = int(a.integer("step"));
+    ev.label.microbatch = a.bounded_int("microbatch", -1, kLabelRange);
+    ev.label.step = a.bounded_int("step", -1, kLabelRange);
     if (a.has("count")) ev.count = a.unsigned_integer("count");
     if (a.has("dtype")) ev.dtype = a.str("dtype");
-    if (a.has("peer")) ev.peer = int(a.integer("peer"));
+    if (a.has("peer")) ev.peer = a.bounded_int("peer", 0, kRankRange);
     if (a.has("gpu_us")) ev.gpu_us = a.non_negative("gpu_us");
     // Absent in older traces and for blocking calls: -1, which readers take as ts_us and dur_us.
     // A value past ts_us or dur_us is kept as written; the readers clamp it (trace_overlap.h).
@@ -252,8 +268,8 @@ Trace parse_chrome_trace(const std::string& text, const std::string& source) {
         TraceEvent ev;
         ev.name = e.str("name");
         ev.cat = e.has("cat") ? e.str("cat") : "";
-        ev.rank = int(e.integer("pid"));
-        ev.tid = e.has("tid") ? int(e.integer("tid")) : 0;
+        ev.rank = e.bounded_int("pid", 0, kRankRange);
+        ev.tid = e.has("tid") ? e.bounded_int("tid", INT32_MIN, kIntRange) : 0;
         ev.ts_us = e.number("ts");
         if (ph == "X") {
             ev.dur_us = e.number("dur");

@@ -34,12 +34,6 @@ void add(CollectiveTotals& t, const TraceEvent& ev, int gpus_per_node) {
     t.across_bytes += moved_across_nodes(ev, gpus_per_node);
 }
 
-// The step an event belongs to: a collective's label, a span's "step" argument; -1 for none.
-int event_step(const TraceEvent& ev) {
-    if (ev.kind == TraceEvent::Kind::collective) return ev.label.step;
-    return ev.args.is_object() ? ev.args.value("step", -1) : -1;
-}
-
 // "0-7", "1, 3-5": a set of numbers as runs.
 std::string runs_text(const std::set<int>& values) {
     std::string out;
@@ -58,6 +52,13 @@ std::string pad_left(const std::string& text, size_t width) {
 }
 
 }  // namespace
+
+int event_step(const TraceEvent& ev) {
+    if (ev.kind == TraceEvent::Kind::collective) return ev.label.step;
+    if (!ev.args.is_object()) return -1;
+    auto it = ev.args.find("step");
+    return it != ev.args.end() && fits_int(*it, -1) ? int(it->get<int64_t>()) : -1;
+}
 
 void check_trace_filter(const Trace& trace, const TraceFilter& filter) {
     std::set<int> ranks, steps;

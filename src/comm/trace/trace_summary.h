@@ -74,6 +74,10 @@ struct TraceSummary {
     StepTimeCheck step_time;                   ///< the whole run's measured step time beside the prediction (otherData)
 };
 
+/// The training step @p ev belongs to: a collective's label, a span's "step" argument
+/// where it is an integer from -1 to 2^31 - 1; -1 for none (a string or 2^32 + 2 is no step).
+int event_step(const TraceEvent& ev);
+
 /// Which events to add up (-1: all).
 struct TraceFilter {
     int rank = -1;  ///< only this rank's events
