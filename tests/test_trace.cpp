@@ -728,6 +728,24 @@ TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", 
     REQUIRE(table_g.rfind(last) + last.size() == table_g.find("\noverlap\n"));
 }
 
+// Audit 2, item 3: rows were printed into 256-byte buffers; a 300-digit time or a long path lost the newline.
+TEST_CASE("trace summary prints whole lines however long a number or the file's name", "[trace]") {
+    Trace t;
+    t.events = {call(0, 1, 100, 1e300)};  // in memory: trace_problem refuses it in a file
+    const std::string source = std::string(300, 'd') + "/t.json";
+    const std::string text = format_trace_summary(summarize_trace(t), source);
+    REQUIRE(text.rfind(source + ": 1 ranks, 1 collective events, 0 compute spans\n\n", 0) == 0);
+    const size_t row = text.find("\ndp ");
+    REQUIRE(row != std::string::npos);
+    const std::string line = text.substr(row + 1, text.find('\n', row + 1) - row - 1);
+    REQUIRE(line.size() > 300);  // the time, 1e297 ms in %.3f, whole
+    REQUIRE(line.substr(line.size() - 5) == "0.000");  // the row ends with busbw, not cut
+    const std::string overlap = format_overlap_table(summarize_trace(t).overlap);
+    REQUIRE(overlap.find("%\n0      total ") != std::string::npos);  // the step's row ends with its %, then the total's
+    REQUIRE(overlap.substr(overlap.size() - 7) == "  0.0%\n");
+    REQUIRE(format_largest_calls(largest_calls(t, {}, 1)).find("  [0,1]\n") != std::string::npos);
+}
+
 TEST_CASE("trace summary --top lists the largest calls by bytes, then time, within the filter", "[trace]") {
     auto ev = [](int rank, int step, const char* op, uint64_t bytes, double dur, int layer) {
         TraceEvent e = call(rank, step, 10.0 * step, dur);
@@ -789,6 +807,17 @@ TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out 
             "t.json: event 0 (\"all_reduce\"): group member 2000000001 is not a rank in [0, 4096)");
     REQUIRE(problem(x(0, "5", "[0,1]", "18446744073709551615")) ==
             "t.json: event 0 (\"all_reduce\"): bytes 18446744073709551615 is more than one call moves (at most 2^53)");
+    // Audit 2, item 3: times past 1e12 us (11.6 days) are damage, named with the event.
+    REQUIRE(problem(x(0, "1e300", "[0,1]", "8")) ==
+            "t.json: event 0 (\"all_reduce\"): dur 1e+300 is past 1e+12 us (11.6 days), longer than any run");
+    REQUIRE(problem(x(0, "1e12", "[0,1]", "8")).empty());  // the bound itself is allowed
+    Trace late = parse_chrome_trace("{\"traceEvents\":[" + x(0, "5", "[0,1]", "8") + "]}");
+    late.events[0].ts_us = -2e12;
+    REQUIRE(trace_problem(late, "t.json", 4096) ==
+            "t.json: event 0 (\"all_reduce\"): ts -2e+12 is past 1e+12 us (11.6 days), longer than any run");
+    late.events[0].ts_us = 0;
+    late.events[0].gpu_us = 5e12;
+    REQUIRE_THAT(trace_problem(late, "t.json", 4096), Catch::Matchers::Contains("gpu_us 5e+12 is past 1e+12 us"));
     // Each call within 2^53, but 2048 of them at 2^53 reach 2^64: the 2048th (event 2047) overflows.
     const std::string big = x(0, "5", "[0,1]", std::to_string(kMaxTraceCallBytes));
     std::string many = big;

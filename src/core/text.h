@@ -1,6 +1,8 @@
 // text.h — small pieces of message text shared by the error reports.
 #pragma once
 
+#include <cstdarg>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,6 +15,20 @@ inline std::string join_ints(const std::vector<int>& v, const char* sep = ", ") 
     std::ostringstream s;
     for (size_t i = 0; i < v.size(); ++i) s << (i ? sep : "") << v[i];
     return s.str();
+}
+
+/// printf into a std::string as long as the text: no fixed buffer to cut a long
+/// path or a 300-digit number short (and drop the newline after it).
+__attribute__((format(printf, 1, 2))) inline std::string strprintf(const char* fmt, ...) {
+    va_list args, again;
+    va_start(args, fmt);
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, fmt, args);
+    va_end(args);
+    std::string out(n > 0 ? size_t(n) : 0, '\0');
+    if (n > 0) std::vsnprintf(out.data(), size_t(n) + 1, fmt, again);  // + 1: the '\0' the string keeps anyway
+    va_end(again);
+    return out;
 }
 
 }  // namespace ss

@@ -53,6 +53,24 @@ std::string json_nesting_problem(const std::string& text, const std::string& sou
     return "";
 }
 
+namespace {
+
+// The first of @p e's times past kMaxTraceMicroseconds, with its value ("dur 1e+300"); "" if none.
+std::string time_past_max(const TraceEvent& e) {
+    const std::pair<const char*, double> times[] = {{"ts", e.ts_us},         {"dur", e.dur_us},
+                                                    {"gpu_us", e.gpu_us},    {"issued_us", e.issued_us},
+                                                    {"exposed_us", e.exposed_us}};
+    std::ostringstream s;
+    for (const auto& [name, us] : times)
+        if (std::fabs(us) > kMaxTraceMicroseconds) {
+            s << name << " " << us;
+            break;
+        }
+    return s.str();
+}
+
+}  // namespace
+
 std::string trace_problem(const Trace& t, const std::string& source, int max_ranks) {
     if (t.events.empty()) return source + ": the trace has no events (a run with --trace writes at least its memory)";
     uint64_t total_bytes = 0;
@@ -66,6 +84,8 @@ std::string trace_problem(const Trace& t, const std::string& source, int max_ran
             why << "ts or dur is not a finite number";
         } else if (e.dur_us < 0) {
             why << "dur " << e.dur_us << " is negative";
+        } else if (const std::string time = time_past_max(e); !time.empty()) {
+            why << time << " is past " << kMaxTraceMicroseconds << " us (11.6 days), longer than any run";
         } else if (!(e.issued_us == -1 || (std::isfinite(e.issued_us) && e.issued_us >= 0)) ||
                    !(e.exposed_us == -1 || (std::isfinite(e.exposed_us) && e.exposed_us >= 0))) {
             why << "issued_us or exposed_us is neither -1 (not recorded) nor a finite number >= 0";

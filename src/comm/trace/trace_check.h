@@ -8,7 +8,8 @@
 //   1b. its arrays and objects nest at most kMaxTraceNesting deep     (one scan, before parsing)
 //   2. it has at least one event
 //   3. every rank, pid or group member, is in [0, max_ranks)          ("2000000001 ranks")
-//   4. every ts and dur is finite, every dur >= 0; issued_us and exposed_us are -1 or finite >= 0
+//   4. every ts and dur is finite, every dur >= 0; issued_us and exposed_us are -1 or finite >= 0;
+//      no ts, dur, gpu_us, issued_us or exposed_us is past kMaxTraceMicroseconds (11.6 days)
 //   5. every collective's bytes <= 2^53, and their sum fits in 64 bits  (totals that cannot overflow)
 //
 // A trace that `shardscope train --trace` wrote passes all of them.
@@ -26,6 +27,11 @@ struct TraceLimits {
     uint64_t max_bytes = 1ull << 30;  ///< bigger files are refused unread (1 GiB: ~5 million events)
     int max_ranks = 4096;             ///< pids and group members at or above this are refused
 };
+
+/// The largest time a trace may hold, in microseconds: 1e12 us = 11.6 days, longer
+/// than any run. A ts or a dur past it (1e300 parses as a number) is damage, and
+/// would print as a 300-digit number in every table.
+constexpr double kMaxTraceMicroseconds = 1e12;
 
 /// Bytes one collective may carry: 2^53 (8 PiB), the largest count a double holds
 /// exactly (the summary's bandwidths are doubles), and far above any real call.

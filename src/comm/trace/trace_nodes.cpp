@@ -1,13 +1,13 @@
 // trace_nodes.cpp — a rank's moved bytes per step, inside its node and across nodes (see trace_nodes.h).
 #include "comm/trace/trace_nodes.h"
 
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <utility>
 
 #include "comm/trace/trace_overlap.h"
 #include "comm/trace/trace_summary.h"
+#include "core/text.h"
 
 namespace ss {
 
@@ -55,11 +55,7 @@ std::string format_node_traffic_table(const std::vector<NodeTrafficRow>& rows, i
         return exact ? std::to_string(v < 1.8e19 ? (unsigned long long)(v + 0.5) : ~0ULL) : bytes_str(v);
     };
     std::string out;
-    char line[200];
-    auto put = [&](const char* fmt, auto... args) {
-        std::snprintf(line, sizeof line, fmt, args...);
-        out += line;
-    };
+    auto put = [&](const char* fmt, auto... args) { out += strprintf(fmt, args...); };
     put("crosses nodes (%d ranks per node: ranks r, s share one when r / %d == s / %d)\n", gpus_per_node,
         gpus_per_node, gpus_per_node);
     put("%-6s %-7s %8s %14s %14s %8s\n", "rank", "step", "calls", "inside node", "across nodes", "across");

@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <utility>
+
+#include "core/text.h"
 
 namespace ss {
 
@@ -88,11 +89,7 @@ std::vector<OverlapRow> overlap_by_step(const std::vector<TraceEvent>& events) {
 
 std::string format_overlap_table(const std::vector<OverlapRow>& rows) {
     std::string out;
-    char line[160];
-    auto put = [&](const char* fmt, auto... args) {
-        std::snprintf(line, sizeof line, fmt, args...);
-        out += line;
-    };
+    auto put = [&](const char* fmt, auto... args) { out += strprintf(fmt, args...); };
     put("%-6s %-7s %8s %8s %12s %13s %9s\n", "rank", "step", "calls", "async", "comm (ms)", "exposed (ms)",
         "hidden");
     for (const OverlapRow& r : rows) {

@@ -2,8 +2,9 @@
 #include "comm/trace/trace_prediction.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
+
+#include "core/text.h"
 
 namespace ss {
 
@@ -68,20 +69,15 @@ StepTimeCheck step_time_check(const nlohmann::json& other_data) {
 std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
     if (c.steps == 0) return "";
     std::string out = "\nstep time of the whole run, measured beside the planner's prediction for its layout\n";
-    char line[512];
     const std::string which = c.steps == 1 ? "step 1, the only one"
                                            : "median of steps " + std::to_string(c.first_counted) + "-" +
                                                  std::to_string(c.steps) + "; step 1 warms up";
-    std::snprintf(line, sizeof line, "  measured   %10.2f ms a step, %12.0f tokens/s  (%s%s)\n", c.measured_ms,
-                  c.measured_tokens_per_s, which.c_str(), emulated ? "; on emulated links" : "");
-    out += line;
+    out += strprintf("  measured   %10.2f ms a step, %12.0f tokens/s  (%s%s)\n", c.measured_ms,
+                     c.measured_tokens_per_s, which.c_str(), emulated ? "; on emulated links" : "");
     if (c.predicted_ms > 0) {
-        std::snprintf(line, sizeof line, "  predicted  %10.2f ms a step, %12.0f tokens/s  (a prediction: plan --hw %s)\n",
-                      c.predicted_ms, c.predicted_tokens_per_s, c.hardware.empty() ? "?" : c.hardware.c_str());
-        out += line;
-        std::snprintf(line, sizeof line, "  measured / predicted = %.2f (above 1: the run was slower than predicted)\n",
-                      c.ratio());
-        out += line;
+        out += strprintf("  predicted  %10.2f ms a step, %12.0f tokens/s  (a prediction: plan --hw %s)\n",
+                         c.predicted_ms, c.predicted_tokens_per_s, c.hardware.empty() ? "?" : c.hardware.c_str());
+        out += strprintf("  measured / predicted = %.2f (above 1: the run was slower than predicted)\n", c.ratio());
         if (!c.source.empty()) out += "  the prediction's hardware numbers: " + c.source + "\n";
         if (!c.caveat.empty()) out += "  the prediction differs from the run: " + c.caveat + "\n";
     } else if (!c.unavailable.empty()) {

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "core/text.h"
 
 namespace ss {
 
@@ -81,9 +82,7 @@ std::string bytes_str(double bytes) {
         bytes /= 1024;
         ++u;
     }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return buf;
+    return u == 0 ? strprintf("%.0f %s", bytes, units[u]) : strprintf("%.1f %s", bytes, units[u]);
 }
 
 TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter, int gpus_per_node) {
@@ -127,11 +126,7 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         return exact ? std::to_string(v < 1.8e19 ? (unsigned long long)(v + 0.5) : ~0ULL) : bytes_str(v);
     };
     std::string out;
-    char line[256];
-    auto put = [&](const char* fmt, auto... args) {
-        std::snprintf(line, sizeof line, fmt, args...);
-        out += line;
-    };
+    auto put = [&](const char* fmt, auto... args) { out += strprintf(fmt, args...); };
     put("%s: %d ranks, %llu collective events, %llu compute spans\n\n", source.c_str(), s.world,
         (unsigned long long)s.collectives, (unsigned long long)s.spans);
     // Before any number: the times below are the emulation's sleeps, not a network's.
@@ -208,19 +203,16 @@ std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& fil
 std::string format_largest_calls(const std::vector<TraceEvent>& calls, bool exact) {
     auto b = [&](double v) { return exact ? std::to_string((unsigned long long)(v + 0.5)) : bytes_str(v); };
     auto num = [](int v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
-    std::string out;
-    char line[256];
-    std::snprintf(line, sizeof line, "%-15s %-10s %-9s %12s %12s %10s %5s %5s %5s  %s\n", "op", "axis", "payload",
-                  "bytes", "moved", "time (ms)", "rank", "step", "layer", "group");
-    out += line;
+    std::string out = strprintf("%-15s %-10s %-9s %12s %12s %10s %5s %5s %5s  %s\n", "op", "axis", "payload", "bytes",
+                                "moved", "time (ms)", "rank", "step", "layer", "group");
     for (const TraceEvent& ev : calls) {
         std::string group;  // last, and unpadded: a group of 64 ranks is long
         for (int r : ev.group) group += (group.empty() ? "" : ",") + std::to_string(r);
-        std::snprintf(line, sizeof line, "%-15s %-10s %-9s %12s %12s %10.3f %5d %5s %5s  ", ev.name.c_str(),
-                      ev.axis.c_str(), payload_name(ev.label.payload), b(double(ev.bytes)).c_str(),
-                      b(double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()))).c_str(),
-                      call_time_us(ev) / 1e3, ev.rank, num(ev.label.step).c_str(), num(ev.label.layer).c_str());
-        out += line + ("[" + group + "]\n");
+        out += strprintf("%-15s %-10s %-9s %12s %12s %10.3f %5d %5s %5s  ", ev.name.c_str(), ev.axis.c_str(),
+                         payload_name(ev.label.payload), b(double(ev.bytes)).c_str(),
+                         b(double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()))).c_str(),
+                         call_time_us(ev) / 1e3, ev.rank, num(ev.label.step).c_str(), num(ev.label.layer).c_str());
+        out += "[" + group + "]\n";
     }
     if (calls.empty()) out += "no collectives\n";
     return out;
