@@ -797,34 +797,43 @@ TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out 
     };
     REQUIRE(problem(x(0, "5", "[0,1]", "4096") + "," + x(1, "5", "[0,1]", "4096")).empty());
     REQUIRE(problem("") == "t.json: the trace has no events (a run with --trace writes at least its memory)");
-    REQUIRE(problem(x(0, "-1", "[0,1]", "8")) == "t.json: event 0 (\"all_reduce\"): dur -1 is negative");
+    REQUIRE(problem(x(0, "-1", "[0,1]", "8")) == "t.json: traceEvents[0] (\"all_reduce\"): dur -1 is negative");
     REQUIRE(problem(x(0, "5", "[0,1]", "8") + "," + x(2000000000, "5", "[0,1]", "8")) ==
-            "t.json: event 1 (\"all_reduce\"): pid 2000000000 is not a rank in [0, 4096)");
+            "t.json: traceEvents[1] (\"all_reduce\"): pid 2000000000 is not a rank in [0, 4096)");
     Trace negative = parse_chrome_trace("{\"traceEvents\":[" + x(0, "5", "[0,1]", "8") + "]}");
     negative.events[0].rank = -1;  // the reader refuses it in a file (an integer rank from 0 to 2^31 - 1)
-    REQUIRE(trace_problem(negative, "t.json", 4096) == "t.json: event 0 (\"all_reduce\"): pid -1 is not a rank in [0, 4096)");
+    REQUIRE(trace_problem(negative, "t.json", 4096) == "t.json: traceEvents[0] (\"all_reduce\"): pid -1 is not a rank in [0, 4096)");
     REQUIRE(problem(x(0, "5", "[0,2000000001]", "8")) ==
-            "t.json: event 0 (\"all_reduce\"): group member 2000000001 is not a rank in [0, 4096)");
+            "t.json: traceEvents[0] (\"all_reduce\"): group member 2000000001 is not a rank in [0, 4096)");
     REQUIRE(problem(x(0, "5", "[0,1]", "18446744073709551615")) ==
-            "t.json: event 0 (\"all_reduce\"): bytes 18446744073709551615 is more than one call moves (at most 2^53)");
+            "t.json: traceEvents[0] (\"all_reduce\"): bytes 18446744073709551615 is more than one call moves (at most 2^53)");
+    // Audit 2, item 4: the index is the file's, metadata counted, as the readers' type errors say
+    // (it was the index among the events kept: "event 0" for what the file has at traceEvents[1]).
+    const std::string meta = R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}})";
+    REQUIRE(problem(meta + "," + x(0, "-1", "[0,1]", "8")) == "t.json: traceEvents[1] (\"all_reduce\"): dur -1 is negative");
+    Trace recorded;  // events recorded in memory have no file index: their place in trace.events
+    recorded.events = {TraceEvent{}, TraceEvent{}};
+    recorded.events[1].name = "all_reduce";
+    recorded.events[1].dur_us = -1;
+    REQUIRE(trace_problem(recorded, "t.json", 4096) == "t.json: event 1 (\"all_reduce\"): dur -1 is negative");
     // Audit 2, item 3: times past 1e12 us (11.6 days) are damage, named with the event.
     REQUIRE(problem(x(0, "1e300", "[0,1]", "8")) ==
-            "t.json: event 0 (\"all_reduce\"): dur 1e+300 is past 1e+12 us (11.6 days), longer than any run");
+            "t.json: traceEvents[0] (\"all_reduce\"): dur 1e+300 is past 1e+12 us (11.6 days), longer than any run");
     REQUIRE(problem(x(0, "1e12", "[0,1]", "8")).empty());  // the bound itself is allowed
     Trace late = parse_chrome_trace("{\"traceEvents\":[" + x(0, "5", "[0,1]", "8") + "]}");
     late.events[0].ts_us = -2e12;
     REQUIRE(trace_problem(late, "t.json", 4096) ==
-            "t.json: event 0 (\"all_reduce\"): ts -2e+12 is past 1e+12 us (11.6 days), longer than any run");
+            "t.json: traceEvents[0] (\"all_reduce\"): ts -2e+12 is past 1e+12 us (11.6 days), longer than any run");
     late.events[0].ts_us = 0;
     late.events[0].gpu_us = 5e12;
     REQUIRE_THAT(trace_problem(late, "t.json", 4096), Catch::Matchers::Contains("gpu_us 5e+12 is past 1e+12 us"));
-    // Each call within 2^53, but 2048 of them at 2^53 reach 2^64: the 2048th (event 2047) overflows.
+    // Each call within 2^53, but 2048 of them at 2^53 reach 2^64: the 2048th (traceEvents[2047]) overflows.
     const std::string big = x(0, "5", "[0,1]", std::to_string(kMaxTraceCallBytes));
     std::string many = big;
     for (int i = 1; i < 2047; ++i) many += "," + big;
     REQUIRE(problem(many).empty());  // 2047 x 2^53 < 2^64
     many += "," + big;
-    REQUIRE(problem(many) == "t.json: event 2047 (\"all_reduce\"): the bytes of all collectives add up past 2^64");
+    REQUIRE(problem(many) == "t.json: traceEvents[2047] (\"all_reduce\"): the bytes of all collectives add up past 2^64");
 }
 
 // Audit 2, item 1: otherData of 100,000 nested `[` crashed `trace summary` (a recursive copy).

@@ -73,6 +73,7 @@ public:
                 return begin_skip();
             case 2:  // an event
                 ++depth_;
+                event_index_ = events_seen_++;
                 fields_.fill(json());
                 has_.fill(false);
                 args_.clear();
@@ -240,6 +241,7 @@ private:
         const std::string& ph = fields_[kPh].get_ref<const std::string&>();
         if (ph != "X" && ph != "C") return true;  // metadata and other kinds: skipped, as the full reader does
         TraceEvent ev;
+        ev.file_index = event_index_;
         if (!has_[kName] || !fields_[kName].is_string()) return false;
         ev.name = fields_[kName].get<std::string>();
         if (has_[kCat]) {
@@ -326,6 +328,7 @@ private:
     std::string key_;
     bool skip_ = false, forward_ = false, seen_events_ = false, done_ = false, args_complex_ = false;
     int skip_depth_ = 0, forward_depth_ = 0;
+    int64_t events_seen_ = 0, event_index_ = 0;  // traceEvents[event_index_] is the event being read
     std::array<json, kFields> fields_;
     std::array<bool, kFields> has_{};
     std::vector<std::pair<std::string, json>> args_;

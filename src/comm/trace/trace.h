@@ -57,6 +57,9 @@ struct TraceEvent {
     std::string cat;       ///< "comm" for collectives, the span's category, "memory"
     double ts_us = 0;      ///< start, microseconds since the run's origin
     double dur_us = 0;     ///< duration (0 for memory samples)
+    /// Where a reader found it: its index in the file's traceEvents, metadata events
+    /// counted, so messages say "traceEvents[30]" as the file has it; -1 when recorded.
+    int64_t file_index = -1;
 
     // -- collectives (kind == collective) --
     std::string axis;       ///< the group's mesh axis ("dp", "tp", ...)

@@ -101,8 +101,10 @@ std::string trace_problem(const Trace& t, const std::string& source, int max_ran
                 why << "the bytes of all collectives add up past 2^64";
             total_bytes += e.bytes;
         }
-        if (!why.str().empty())
-            return source + ": event " + std::to_string(i) + " (\"" + e.name + "\"): " + why.str();
+        if (!why.str().empty())  // the index the file has (traceEvents[30]), as the readers' type errors say
+            return source + ": " + (e.file_index >= 0 ? "traceEvents[" + std::to_string(e.file_index) + "]"
+                                                      : "event " + std::to_string(i)) +
+                   " (\"" + e.name + "\"): " + why.str();
     }
     return "";
 }

@@ -54,7 +54,8 @@ std::string json_nesting_problem(const std::string& text, const std::string& sou
 uint64_t check_trace_file(const std::string& path, uint64_t max_bytes, const std::string& reader);
 
 /// Checks 2-5 on @p trace: "" when it passes, else the first problem, naming
-/// @p source, the event's index and name, and the limit.
+/// @p source, the event as the file has it ("traceEvents[30]", its file_index;
+/// "event 3", its place in trace.events, for one recorded in memory), its name, and the limit.
 std::string trace_problem(const Trace& trace, const std::string& source, int max_ranks);
 
 /// Reads @p path as read_chrome_trace does, after check_trace_file and before

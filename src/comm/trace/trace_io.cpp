@@ -266,6 +266,7 @@ Trace parse_chrome_trace(const std::string& text, const std::string& source) {
         if (ph != "X" && ph != "C") continue;  // metadata ("M") and other kinds carry nothing we use
 
         TraceEvent ev;
+        ev.file_index = int64_t(i);
         ev.name = e.str("name");
         ev.cat = e.has("cat") ? e.str("cat") : "";
         ev.rank = e.bounded_int("pid", 0, kRankRange);
