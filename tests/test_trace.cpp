@@ -465,6 +465,27 @@ TEST_CASE("trace summary puts the run's step time beside the planner's predictio
     REQUIRE(format_step_time_check(one, false).find("the trace holds no prediction") != std::string::npos);
 }
 
+// Audit 2, item 5: a run resumed at step 4 traced steps 4-6, and the summary said "steps 2-3; step 1 warms up".
+TEST_CASE("the measured step time names the trace's own step numbers: a resumed run's first step warms up",
+          "[trace][prediction]") {
+    nlohmann::json other;
+    other["steps"] = nlohmann::json::array();
+    for (int step : {4, 5, 6}) other["steps"].push_back({{"step", step}, {"ms", 10.0 * step}, {"tokens_per_s", 1.0}});
+    const StepTimeCheck c = step_time_check(other);
+    REQUIRE(c.steps == 3);
+    REQUIRE(c.warmup_step == 4);
+    REQUIRE(c.first_counted == 5);
+    REQUIRE(c.last_counted == 6);
+    REQUIRE(c.measured_ms == 55.0);  // the median of steps 5 and 6
+    REQUIRE(measured_steps_text(c) == "median of steps 5-6; step 4 warms up");
+    REQUIRE(format_step_time_check(c, false).find("(median of steps 5-6; step 4 warms up)\n") != std::string::npos);
+    other["steps"] = nlohmann::json::array({{{"step", 7}, {"ms", 3.0}}});
+    REQUIRE(measured_steps_text(step_time_check(other)) == "step 7, the only one");
+    // Without step numbers (an older trace): their places, from 1.
+    other["steps"] = nlohmann::json::array({{{"ms", 3.0}}, {{"ms", 4.0}}, {{"step", "x"}, {"ms", 5.0}}});
+    REQUIRE(measured_steps_text(step_time_check(other)) == "median of steps 2-3; step 1 warms up");
+}
+
 TEST_CASE("trace summary counts what crosses nodes: a call's moved bytes, all across when its group spans nodes",
           "[trace][nodes]") {
     // 4 ranks, 2 per node: node 0 = {0, 1}, node 1 = {2, 3}.

@@ -172,8 +172,7 @@ void draw_measured_vs_predicted(ViewerState& s) {
 // (src/comm/trace/trace_prediction.h); summarize_trace read it from otherData.
 void draw_step_time(const StepTimeCheck& st, bool emulated) {
     if (st.steps == 0) return;
-    const std::string which = st.steps == 1 ? "step 1" : "median of steps " + std::to_string(st.first_counted) + "-" +
-                                                               std::to_string(st.steps);
+    const std::string which = measured_steps_text(st);  // as trace summary says it (trace_prediction.h)
     if (st.predicted_ms > 0) {
         ImGui::TextWrapped("step time: measured %.2f ms (%s%s), predicted %.2f ms%s: measured / predicted %.2f",
                            st.measured_ms, which.c_str(), emulated ? ", emulated links" : "", st.predicted_ms,
@@ -182,8 +181,8 @@ void draw_step_time(const StepTimeCheck& st, bool emulated) {
         ImGui::TextWrapped("step time: measured %.2f ms (%s%s); no prediction", st.measured_ms, which.c_str(),
                     emulated ? ", emulated links" : "");
     }
-    help_marker(("The run's own step times (otherData.steps; step 1 warms up and is left out when there are "
-                 "more) beside the planner's prediction for the layout that ran (otherData.prediction: a "
+    help_marker(("The run's own step times (otherData.steps; the trace's first step warms up and is left out "
+                 "when there are more) beside the planner's prediction for the layout that ran (otherData.prediction: a "
                  "prediction, for hardware " +
                  (st.hardware.empty() ? std::string("?") : st.hardware) +
                  (st.source.empty() ? std::string() : ", " + st.source) +

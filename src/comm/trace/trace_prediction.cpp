@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/trace/trace.h"
 #include "core/text.h"
 
 namespace ss {
@@ -43,16 +44,25 @@ StepTimeCheck step_time_check(const nlohmann::json& other_data) {
     const nlohmann::json& steps = field(other_data, "steps");
     if (steps.is_array()) {
         std::vector<double> ms, tok;
-        for (const nlohmann::json& st : steps)
-            if (number(st, "ms") > 0) {
-                ms.push_back(number(st, "ms"));
-                tok.push_back(number(st, "tokens_per_s"));
-            }
+        std::vector<int> number_of;  // each kept step's number: a resumed run's trace starts past 1
+        for (size_t i = 0; i < steps.size(); ++i) {
+            const nlohmann::json& st = steps[i];
+            if (number(st, "ms") <= 0) continue;
+            ms.push_back(number(st, "ms"));
+            tok.push_back(number(st, "tokens_per_s"));
+            const nlohmann::json& n = field(st, "step");
+            number_of.push_back(fits_int(n, 0) ? int(n.get<int64_t>()) : int(i + 1));
+        }
         c.steps = int(ms.size());
-        c.first_counted = c.steps > 1 ? 2 : 1;  // step 1 warms up, when there is another
-        const size_t skip = size_t(c.first_counted - 1);
-        c.measured_ms = median(std::vector<double>(ms.begin() + long(std::min(skip, ms.size())), ms.end()));
-        c.measured_tokens_per_s = median(std::vector<double>(tok.begin() + long(std::min(skip, tok.size())), tok.end()));
+        // The trace's first step warms up, when there is another.
+        const size_t skip = c.steps > 1 ? 1 : 0;
+        if (c.steps > 0) {
+            c.warmup_step = skip ? number_of.front() : -1;
+            c.first_counted = number_of[skip];
+            c.last_counted = number_of.back();
+        }
+        c.measured_ms = median(std::vector<double>(ms.begin() + long(skip), ms.end()));
+        c.measured_tokens_per_s = median(std::vector<double>(tok.begin() + long(skip), tok.end()));
     }
     const nlohmann::json& p = field(other_data, "prediction");
     c.unavailable = text(p, "unavailable");
@@ -66,12 +76,16 @@ StepTimeCheck step_time_check(const nlohmann::json& other_data) {
     return c;
 }
 
+std::string measured_steps_text(const StepTimeCheck& c) {
+    if (c.warmup_step < 0) return "step " + std::to_string(c.first_counted) + ", the only one";
+    return "median of steps " + std::to_string(c.first_counted) + "-" + std::to_string(c.last_counted) + "; step " +
+           std::to_string(c.warmup_step) + " warms up";
+}
+
 std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
     if (c.steps == 0) return "";
     std::string out = "\nstep time of the whole run, measured beside the planner's prediction for its layout\n";
-    const std::string which = c.steps == 1 ? "step 1, the only one"
-                                           : "median of steps " + std::to_string(c.first_counted) + "-" +
-                                                 std::to_string(c.steps) + "; step 1 warms up";
+    const std::string which = measured_steps_text(c);
     out += strprintf("  measured   %10.2f ms a step, %12.0f tokens/s  (%s%s)\n", c.measured_ms,
                      c.measured_tokens_per_s, which.c_str(), emulated ? "; on emulated links" : "");
     if (c.predicted_ms > 0) {

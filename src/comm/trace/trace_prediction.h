@@ -6,7 +6,8 @@
 // or {"unavailable": why}. `trace summary` prints them side by side, so a
 // prediction is never read without how far it was from the run:
 //
-//     measured    = the median of steps 2..N (step 1 warms up; a 1-step run: step 1)
+//     measured    = the median of the trace's steps after its first, which warms up
+//                   (steps 5-6 of a run resumed at step 4; a 1-step trace: that step)
 //     ratio       = measured ms / predicted ms   (> 1: the run was slower than predicted)
 //
 // The prediction stays a prediction: its line names the hardware model and
@@ -21,7 +22,11 @@ namespace ss {
 /// What a trace says of its step time: measured, and predicted by the planner.
 struct StepTimeCheck {
     int steps = 0;                      ///< measured steps in otherData.steps (0: none, nothing to print)
-    int first_counted = 1;              ///< the median is over steps first_counted..steps
+    /// The median is over steps first_counted..last_counted, the run's own numbers
+    /// (otherData.steps[].step; where absent, the position from 1): 5..6 for a run resumed at step 4.
+    int first_counted = 1;
+    int last_counted = 0;               ///< see first_counted
+    int warmup_step = -1;               ///< the trace's first step, left out as warm-up; -1 when it is the only one
     double measured_ms = 0;             ///< median ms a step
     double measured_tokens_per_s = 0;   ///< median tokens/s of the same steps
     double predicted_ms = 0;            ///< otherData.prediction.time.step_s x 1e3 (0: no prediction)
@@ -36,6 +41,10 @@ struct StepTimeCheck {
 
 /// Reads otherData's "steps" and "prediction" (fields missing or of another type are left out).
 StepTimeCheck step_time_check(const nlohmann::json& other_data);
+
+/// Which steps the measured figure is: "median of steps 5-6; step 4 warms up", or
+/// "step 4, the only one". `trace summary` and the viewer's Comm panel both say it.
+std::string measured_steps_text(const StepTimeCheck& c);
 
 /// The lines `trace summary` prints for @p c ("" when the trace has no measured steps).
 /// @p emulated: the run's links were emulated, so its times are the emulation's.
