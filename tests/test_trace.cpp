@@ -410,6 +410,42 @@ TEST_CASE("trace summary prints the overlap table, and the emulated links above 
     REQUIRE(s.overlap[0].rank == 1);
 }
 
+// Audit 2, item 6: under --emulate the bandwidth columns printed 0.000 (bytes over time-scaled time), and
+// the prediction's links were called "defaults measured on the development machine".
+TEST_CASE("trace summary under time-scaled emulated links: the cluster's bandwidths, the prediction's links named",
+          "[trace][overlap][prediction]") {
+    Trace t;
+    t.events = {call(0, 1, 100, 800)};  // 800 B in 800 us: 0.001 GB/s as the run timed it
+    const std::string plain = format_trace_summary(summarize_trace(t), "t.json");
+    REQUIRE(plain.find("0.001         0.001\n") != std::string::npos);
+    REQUIRE(plain.find("time-scaled") == std::string::npos);
+    // --link: emulated but not scaled; the columns and the text stay as they were.
+    t.other_data["emulated_links"] = "emulated links (not measured): 1 GB/s, 6 us on every link";
+    REQUIRE(summarize_trace(t).time_scale == 1);
+    REQUIRE(format_trace_summary(summarize_trace(t), "t.json").find("algbw and busbw are the emulated") == std::string::npos);
+    // --emulate: times are 1000 x the cluster's, so its bandwidth is 1000 x the run's.
+    t.other_data["emulated_links"] = "emulated links (not measured): intra 360 GB/s 2 us, inter 40 GB/s 6 us, "
+                                     "8 ranks per node, time-scaled x 1000 (h100x8-ib400 on this CPU's 989 GFLOP/s)";
+    const TraceSummary s = summarize_trace(t);
+    REQUIRE(s.time_scale == 1000);
+    REQUIRE(s.rows[0].algbw_gbs(s.time_scale) == Approx(1.0));
+    const std::string text = format_trace_summary(s, "t.json");
+    REQUIRE(text.find("       0.800         1.000         0.500\n") != std::string::npos);  // time (ms), algbw, busbw
+    REQUIRE(text.find("time is the run's, time-scaled x 1000 by --emulate; algbw and busbw are the emulated "
+                      "cluster's:\nbytes / (time / 1000)") != std::string::npos);
+    // The prediction's links are the emulated ones; only its compute is the preset's defaults.
+    t.other_data["steps"] = nlohmann::json::array({{{"ms", 9.0}}});
+    t.other_data["prediction"] = {{"time", {{"step_s", 0.009}}},
+                                  {"cluster", {{"hw", "cpu-local"}, {"source", "defaults measured on the dev machine"}}}};
+    const std::string pred = format_trace_summary(summarize_trace(t), "t.json");
+    REQUIRE(pred.find("  the prediction's hardware numbers: its links are the run's emulated links, as the run timed "
+                      "them (time-scaled where --emulate scaled them); its compute: defaults measured on the dev "
+                      "machine\n") != std::string::npos);
+    REQUIRE(prediction_hardware_text(step_time_check(t.other_data), false) == "defaults measured on the dev machine");
+    t.other_data["emulated_links"] = "emulated links (not measured): time-scaled x nan";  // no number: no scale
+    REQUIRE(summarize_trace(t).time_scale == 1);
+}
+
 TEST_CASE("trace summary puts the run's step time beside the planner's prediction, and their ratio",
           "[trace][prediction]") {
     Trace t;

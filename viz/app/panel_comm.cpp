@@ -36,12 +36,14 @@ const Column kColumns[] = {
               "all_gather / reduce_scatter / all_to_all (n-1)/n, broadcast / send / recv 1. This is the ZeRO "
               "paper's communication volume: DDP moves 2 Psi per step, ZeRO-3 3 Psi (sec. 7)."},
     {"time", "Time inside the calls, summed over ranks; it includes waiting for late peers."},
-    {"algbw", "algbw = bytes / time in GB/s (1e9 bytes/s), as nccl-tests reports it."},
+    {"algbw", "algbw = bytes / time in GB/s (1e9 bytes/s), as nccl-tests reports it. A run time-scaled by "
+              "--emulate: bytes / (time / the time scale), the emulated cluster's."},
     {"busbw", "busbw = algbw x factor: the bandwidth each link carried, comparable to the hardware's link "
               "bandwidth whatever n is (nccl-tests doc/PERFORMANCE.md)."},
 };
 
-void row(const CollectiveTotals& t, const char* axis, const char* op, bool show_payload, bool bold) {
+// One row of the table; @p time_scale: --emulate's, so algbw and busbw are the emulated cluster's (trace_summary.h).
+void row(const CollectiveTotals& t, const char* axis, const char* op, bool show_payload, bool bold, double time_scale) {
     ImGui::TableNextRow();
     if (bold) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(60, 64, 80, 255));
     ImGui::TableNextColumn();
@@ -62,9 +64,9 @@ void row(const CollectiveTotals& t, const char* axis, const char* op, bool show_
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(fmt_time_us(t.time_us).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(fmt_gbs(t.algbw_gbs()).c_str());
+    ImGui::TextUnformatted(fmt_gbs(t.algbw_gbs(time_scale)).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(fmt_gbs(t.busbw_gbs()).c_str());
+    ImGui::TextUnformatted(fmt_gbs(t.busbw_gbs(time_scale)).c_str());
 }
 
 // The rank and step the one-rank lines below read: the filter's, else rank 0 and the
@@ -185,7 +187,7 @@ void draw_step_time(const StepTimeCheck& st, bool emulated) {
                  "when there are more) beside the planner's prediction for the layout that ran (otherData.prediction: a "
                  "prediction, for hardware " +
                  (st.hardware.empty() ? std::string("?") : st.hardware) +
-                 (st.source.empty() ? std::string() : ", " + st.source) +
+                 (st.source.empty() && !emulated ? std::string() : "; " + prediction_hardware_text(st, emulated)) +
                  (st.unavailable.empty() ? std::string() : "; none here: " + st.unavailable) +
                  (st.caveat.empty() ? std::string() : "; it differs from the run: " + st.caveat) +
                  "). Above 1 the run was slower than predicted. `shardscope trace summary FILE` prints the same.")
@@ -235,6 +237,10 @@ void draw_comm(ViewerState& s, ImVec2 size) {
                 "for DDP the 'moved' total is 2 Psi bytes (Psi = parameters x bytes each), for ZeRO-3 3 Psi "
                 "(params gathered in forward and in backward, grads reduce-scattered). Same numbers as "
                 "`shardscope trace summary FILE --rank R --step S`. Hover a column title for its formula.");
+    if (sum.time_scale != 1) {  // --emulate: the run's times are the cluster's x time_scale
+        ImGui::SameLine();
+        ImGui::TextDisabled("algbw, busbw: the emulated cluster's, bytes / (time / %g)", sum.time_scale);
+    }
 
     const Prediction& pred = vm.run.predicted;
     int predicted_rows = 0;
@@ -260,9 +266,9 @@ void draw_comm(ViewerState& s, ImVec2 size) {
                 ImGui::EndTooltip();
             }
         }
-        for (const CollectiveTotals& t : sum.rows) row(t, t.axis.c_str(), t.op.c_str(), true, false);
-        for (const CollectiveTotals& t : sum.by_payload) row(t, "", "all ops", true, true);
-        row(sum.total, "total", "", false, true);
+        for (const CollectiveTotals& t : sum.rows) row(t, t.axis.c_str(), t.op.c_str(), true, false, sum.time_scale);
+        for (const CollectiveTotals& t : sum.by_payload) row(t, "", "all ops", true, true, sum.time_scale);
+        row(sum.total, "total", "", false, true, sum.time_scale);
         ImGui::EndTable();
     }
     draw_overlap_line(s);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <utility>
@@ -106,6 +108,15 @@ std::string emulated_links_note(const nlohmann::json& other_data) {
     if (!other_data.is_object()) return "";
     auto it = other_data.find("emulated_links");
     return it != other_data.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+double emulated_time_scale(const nlohmann::json& other_data) {
+    const std::string note = emulated_links_note(other_data);
+    const char* kScaled = "time-scaled x ";
+    const size_t at = note.find(kScaled);
+    if (at == std::string::npos) return 1;
+    const double scale = std::strtod(note.c_str() + at + std::strlen(kScaled), nullptr);
+    return std::isfinite(scale) && scale > 0 ? scale : 1;
 }
 
 }  // namespace ss

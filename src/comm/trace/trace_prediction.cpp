@@ -82,6 +82,13 @@ std::string measured_steps_text(const StepTimeCheck& c) {
            std::to_string(c.warmup_step) + " warms up";
 }
 
+std::string prediction_hardware_text(const StepTimeCheck& c, bool emulated) {
+    if (!emulated) return c.source;
+    // train's plan_for_run (emulated_hardware) puts the emulated links in place of the preset's.
+    return "its links are the run's emulated links, as the run timed them (time-scaled where --emulate "
+           "scaled them); its compute: " + (c.source.empty() ? std::string("the hardware preset's") : c.source);
+}
+
 std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
     if (c.steps == 0) return "";
     std::string out = "\nstep time of the whole run, measured beside the planner's prediction for its layout\n";
@@ -92,7 +99,8 @@ std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
         out += strprintf("  predicted  %10.2f ms a step, %12.0f tokens/s  (a prediction: plan --hw %s)\n",
                          c.predicted_ms, c.predicted_tokens_per_s, c.hardware.empty() ? "?" : c.hardware.c_str());
         out += strprintf("  measured / predicted = %.2f (above 1: the run was slower than predicted)\n", c.ratio());
-        if (!c.source.empty()) out += "  the prediction's hardware numbers: " + c.source + "\n";
+        if (!c.source.empty() || emulated)
+            out += "  the prediction's hardware numbers: " + prediction_hardware_text(c, emulated) + "\n";
         if (!c.caveat.empty()) out += "  the prediction differs from the run: " + c.caveat + "\n";
     } else if (!c.unavailable.empty()) {
         out += "  predicted  none: " + c.unavailable + "\n";

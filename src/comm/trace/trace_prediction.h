@@ -46,6 +46,12 @@ StepTimeCheck step_time_check(const nlohmann::json& other_data);
 /// "step 4, the only one". `trace summary` and the viewer's Comm panel both say it.
 std::string measured_steps_text(const StepTimeCheck& c);
 
+/// Where the prediction's hardware numbers come from, for @p c: its cluster.source
+/// ("defaults measured on the development machine ..."), which on @p emulated links
+/// is true of its compute only: the links it models are the run's emulated ones, as
+/// the run timed them (time-scaled by --emulate). `trace summary` and the viewer say it.
+std::string prediction_hardware_text(const StepTimeCheck& c, bool emulated);
+
 /// The lines `trace summary` prints for @p c ("" when the trace has no measured steps).
 /// @p emulated: the run's links were emulated, so its times are the emulation's.
 std::string format_step_time_check(const StepTimeCheck& c, bool emulated);

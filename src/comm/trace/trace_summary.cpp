@@ -116,6 +116,7 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter, int 
     s.overlap = overlap_by_step(picked);
     s.nodes = node_traffic_by_step(picked, gpn);
     s.emulated_links = emulated_links_note(trace.other_data);
+    s.time_scale = emulated_time_scale(trace.other_data);
     s.step_time = step_time_check(trace.other_data);
     return s;
 }
@@ -144,14 +145,14 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
     for (const auto& r : s.rows)
         put("%-10s %-15s %-9s %8llu %12s %12s %12.3f %13.3f %13.3f%s\n", r.axis.c_str(), r.op.c_str(),
             payload_name(r.payload), (unsigned long long)r.calls, b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(),
-            r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs(), across(r).c_str());
+            r.time_us / 1e3, r.algbw_gbs(s.time_scale), r.busbw_gbs(s.time_scale), across(r).c_str());
     out += "\n";
     put("%-10s %8s %12s %12s %12s %13s %13s%s\n", "payload", "calls", "bytes", "moved", "time (ms)", "algbw (GB/s)",
         "busbw (GB/s)", nodes ? "  across nodes" : "");
     auto total_line = [&](const char* name, const CollectiveTotals& r) {
         put("%-10s %8llu %12s %12s %12.3f %13.3f %13.3f%s\n", name, (unsigned long long)r.calls,
-            b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(), r.time_us / 1e3, r.algbw_gbs(), r.busbw_gbs(),
-            across(r).c_str());
+            b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(), r.time_us / 1e3, r.algbw_gbs(s.time_scale),
+            r.busbw_gbs(s.time_scale), across(r).c_str());
     };
     for (const auto& r : s.by_payload) total_line(payload_name(r.payload), r);
     total_line("total", s.total);
@@ -160,6 +161,10 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         "pick some). bytes are per rank as nccl-tests counts them; moved = bytes x factor, what a\n"
         "rank sends on a ring (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;\n"
         "broadcast, send, recv 1); algbw = bytes / time; busbw = algbw x factor. See docs/trace-format.md.\n";
+    if (s.time_scale != 1)
+        put("time is the run's, time-scaled x %g by --emulate; algbw and busbw are the emulated cluster's:\n"
+            "bytes / (time / %g), with the scale as otherData.emulated_links rounds it.\n",
+            s.time_scale, s.time_scale);
     if (s.gpu_timed > 0)
         put("times: CUDA events (device time) where measured (%llu of %llu events), else host wall time.\n",
             (unsigned long long)s.gpu_timed, (unsigned long long)s.collectives);

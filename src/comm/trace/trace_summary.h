@@ -52,10 +52,12 @@ struct CollectiveTotals {
     double bus_bytes = 0;    ///< sum of bytes * busbw_factor(op, group size): the "moved" column
     double across_bytes = 0; ///< of bus_bytes, the calls whose group spans nodes (moved_across_nodes; 0 without nodes)
 
-    /// bytes / time in GB/s (1e9 bytes per second, as nccl-tests), 0 without time.
-    double algbw_gbs() const { return time_us > 0 ? bytes / time_us * 1e-3 : 0; }
-    /// algbw * factor in GB/s.
-    double busbw_gbs() const { return time_us > 0 ? bus_bytes / time_us * 1e-3 : 0; }
+    /// bytes / time in GB/s (1e9 bytes per second, as nccl-tests), 0 without time. With
+    /// @p time_scale > 1 (--emulate's, TraceSummary::time_scale) the time is first taken
+    /// back to the emulated cluster's, time / time_scale.
+    double algbw_gbs(double time_scale = 1) const { return time_us > 0 ? bytes / time_us * time_scale * 1e-3 : 0; }
+    /// algbw * factor in GB/s (@p time_scale as for algbw_gbs).
+    double busbw_gbs(double time_scale = 1) const { return time_us > 0 ? bus_bytes / time_us * time_scale * 1e-3 : 0; }
 };
 
 /// A trace added up.
@@ -69,6 +71,9 @@ struct TraceSummary {
     CollectiveTotals total;                    ///< everything
     std::vector<OverlapRow> overlap;           ///< per rank and step (overlap_by_step of the filtered events)
     std::string emulated_links;                ///< otherData.emulated_links, "" for a run on real links
+    /// --emulate's time scale (emulated_time_scale), 1 otherwise: the bandwidth columns divide
+    /// time by it, so they are the emulated cluster's GB/s, not the run's slowed-down ones.
+    double time_scale = 1;
     int gpus_per_node = 0;                     ///< ranks per node the "across nodes" counts use; 0: not known, no such counts
     std::vector<NodeTrafficRow> nodes;         ///< per rank and step, inside and across nodes (empty without gpus_per_node)
     StepTimeCheck step_time;                   ///< the whole run's measured step time beside the prediction (otherData)
