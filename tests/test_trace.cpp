@@ -564,7 +564,7 @@ TEST_CASE("trace summary counts what crosses nodes: a call's moved bytes, all ac
     REQUIRE(text.find("across") == std::string::npos);
     REQUIRE(text.find("crosses nodes") == std::string::npos);
 
-    // The trace's own node size (train writes otherData.gpus_per_node with two-tier links).
+    // The trace's own node size (train writes otherData.gpus_per_node whenever it knows it).
     t.other_data["gpus_per_node"] = 2;
     const TraceSummary s = summarize_trace(t);
     REQUIRE(s.gpus_per_node == 2);
@@ -593,6 +593,14 @@ TEST_CASE("trace summary counts what crosses nodes: a call's moved bytes, all ac
     REQUIRE(text.find("crosses nodes (2 ranks per node") != std::string::npos);
     REQUIRE(text.find("0      1              4            500            800    61.5%") != std::string::npos);
     REQUIRE(text.find("\ncrosses nodes") < text.find("\noverlap\n"));
+    // Audit 2, item 7: the note said "as two-tier links time them" of a run that had none (--gpus-per-node alone).
+    REQUIRE(text.find("as two-tier links time them") == std::string::npos);
+    REQUIRE(text.find("the rule\ntwo-tier emulated links time calls by; this run had none.") != std::string::npos);
+    t.other_data["emulated_links"] = "emulated links (not measured): intra 100 GB/s 1 us, inter 10 GB/s 5 us, 2 ranks per node";
+    text = format_trace_summary(summarize_trace(t), "t.json");
+    REQUIRE(text.find("on, as two-tier links time them (a ring over two nodes") != std::string::npos);
+    REQUIRE(text.find("this run had none") == std::string::npos);
+    t.other_data.erase("emulated_links");
 
     // --gpus-per-node N overrides the trace's: with 4 per node every group lies in one node.
     const TraceSummary one_node = summarize_trace(t, {}, 4);

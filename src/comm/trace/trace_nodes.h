@@ -61,9 +61,9 @@ std::vector<NodeTrafficRow> node_traffic_by_step(const std::vector<TraceEvent>& 
 /// prints bytes as integers instead of KiB/MiB.
 std::string format_node_traffic_table(const std::vector<NodeTrafficRow>& rows, int gpus_per_node, bool exact);
 
-/// otherData.gpus_per_node (written by `train` when its links have two tiers:
-/// --gpus-per-node with --link-intra/--link-inter, or --emulate), or 0 where the
-/// key is absent or not a positive integer (one tier, real links, an older trace).
+/// otherData.gpus_per_node (written by `train` whenever it knows its ranks per node:
+/// --gpus-per-node, alone or with --link-intra/--link-inter, or an --emulate preset's),
+/// or 0 where the key is absent or not a positive integer (no node size, an older trace).
 int trace_gpus_per_node(const nlohmann::json& other_data);
 
 }  // namespace ss

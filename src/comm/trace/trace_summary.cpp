@@ -172,9 +172,16 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
         out += "\n" + format_node_traffic_table(s.nodes, s.gpus_per_node, exact);
         out +=
             "\nacross nodes = the moved bytes of calls whose group spans more than one node (for send/recv:\n"
-            "src and dst), all of a call or none; inside node = the rest. It is the tier the bytes travel\n"
-            "on, as two-tier links time them (a ring over two nodes crosses on 2 of its hops, and\n"
-            "every hop waits for them). See src/comm/trace/trace_nodes.h.\n";
+            "src and dst), all of a call or none; inside node = the rest. It is the tier the bytes travel\n";
+        // "as two-tier links time them" only where the run had such links (describe(): "..., N ranks per node").
+        if (s.emulated_links.find(" ranks per node") != std::string::npos)
+            out +=
+                "on, as two-tier links time them (a ring over two nodes crosses on 2 of its hops, and\n"
+                "every hop waits for them). See src/comm/trace/trace_nodes.h.\n";
+        else
+            out +=
+                "on (a ring over two nodes crosses on 2 of its hops, and every hop waits for them), the rule\n"
+                "two-tier emulated links time calls by; this run had none. See src/comm/trace/trace_nodes.h.\n";
     }
     out += "\noverlap\n" + format_overlap_table(s.overlap);
     out +=

@@ -15,7 +15,7 @@
 // host's wall time inside the call, which also counts staging and the host's wait).
 //
 // Where the trace knows its ranks per node (otherData.gpus_per_node, written by
-// a run with two-tier emulated links, or --gpus-per-node N here), every row gets
+// a run with --gpus-per-node or --emulate, or --gpus-per-node N here), every row gets
 // an "across nodes" column, the part of `moved` in calls whose group spans
 // nodes, and a "crosses nodes" table gives per rank and step the moved bytes
 // inside the rank's node and across nodes (the counting rule: trace_nodes.h).
