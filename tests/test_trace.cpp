@@ -19,6 +19,7 @@
 #include "comm/trace/trace_summary.h"
 #include "core/check.h"
 #include "core/ledger.h"
+#include "core/text.h"
 
 using namespace ss;
 using nlohmann::json;
@@ -498,7 +499,19 @@ TEST_CASE("trace summary puts the run's step time beside the planner's predictio
     REQUIRE(one.measured_ms == 7.5);
     REQUIRE(one.measured_tokens_per_s == 0);
     REQUIRE(format_step_time_check(one, false).find("(step 1, the only one)") != std::string::npos);
-    REQUIRE(format_step_time_check(one, false).find("the trace holds no prediction") != std::string::npos);
+    // A prediction that is there but unreadable says so (audit 2, item 8: it read "the trace holds no prediction").
+    REQUIRE(format_step_time_check(one, false)
+                .find("predicted  none: the trace's prediction is malformed: otherData.prediction is 3, not an object\n") !=
+            std::string::npos);
+    t.other_data["prediction"] = {{"time", {{"step_s", "x"}}}};
+    REQUIRE(step_time_check(t.other_data).malformed ==
+            "otherData.prediction.time.step_s is \"x\", not a number of seconds > 0");
+    t.other_data["prediction"] = {{"cluster", {{"hw", "h100"}}}};
+    REQUIRE(step_time_check(t.other_data).malformed == "otherData.prediction has no \"time\"");
+    t.other_data.erase("prediction");
+    REQUIRE(step_time_check(t.other_data).malformed.empty());
+    REQUIRE(format_step_time_check(step_time_check(t.other_data), false).find("the trace holds no prediction") !=
+            std::string::npos);
 }
 
 // Audit 2, item 5: a run resumed at step 4 traced steps 4-6, and the summary said "steps 2-3; step 1 warms up".
@@ -899,6 +912,41 @@ TEST_CASE("trace_problem refuses what no run writes: ranks, times and bytes out 
     REQUIRE(problem(many).empty());  // 2047 x 2^53 < 2^64
     many += "," + big;
     REQUIRE(problem(many) == "t.json: traceEvents[2047] (\"all_reduce\"): the bytes of all collectives add up past 2^64");
+}
+
+// Audit 2, item 8: small things a damaged or unusual trace got wrong.
+TEST_CASE("trace summary: the axis column fits its longest name, gpus_per_node < 1 is refused, bytes are escaped",
+          "[trace][check]") {
+    Trace t;
+    t.events = {call(0, 1, 100, 40), call(0, 1, 200, 40)};
+    t.events[1].axis = "dp_shard+sp";  // 11 characters: the column was 10 wide
+    const std::string text = format_trace_summary(summarize_trace(t), "t.json");
+    REQUIRE(text.find("\naxis        op ") != std::string::npos);
+    REQUIRE(text.find("\ndp          all_gather ") != std::string::npos);
+    REQUIRE(text.find("\ndp_shard+sp all_gather ") != std::string::npos);
+    const std::string top = format_largest_calls(largest_calls(t, {}, 2));
+    REQUIRE(top.find("op              axis        payload") == 0);
+    REQUIRE(top.find("all_gather      dp_shard+sp param ") != std::string::npos);
+    // At most 10 characters, the tables are as they were.
+    t.events[1].axis = "dp_shard";
+    REQUIRE(format_trace_summary(summarize_trace(t), "t.json").find("\naxis       op ") != std::string::npos);
+
+    // otherData.gpus_per_node of 0 or less was taken for "not known" without a word.
+    for (const json& bad : {json(0), json(-3), json(2.5), json("4"), json(int64_t(1) << 32)}) {
+        t.other_data["gpus_per_node"] = bad;
+        REQUIRE(trace_problem(t, "t.json", 4096) ==
+                "t.json: otherData.gpus_per_node: expected the ranks per node, an integer from 1 to 2^31 - 1, got " +
+                    bad.dump() + "; remove the key (`trace summary --gpus-per-node N` then gives the node size)");
+    }
+    t.other_data["gpus_per_node"] = 4;
+    REQUIRE(trace_problem(t, "t.json", 4096).empty());
+
+    // A byte that is no text, quoted by the JSON parser's message, is written as \xNN.
+    REQUIRE(printable("a\x9d\x01\x7f~") == "a\\x9d\\x01\\x7f~");
+    const std::string junk = error_of([] { parse_chrome_trace("\x9d\xff", "junk.json"); });
+    REQUIRE_THAT(junk, Catch::Matchers::StartsWith("junk.json: not a JSON file (") &&
+                           Catch::Matchers::Contains("last read: '\\x9d'"));
+    for (unsigned char c : junk) REQUIRE((c >= 0x20 && c < 0x7f));
 }
 
 // Audit 2, item 1: otherData of 100,000 nested `[` crashed `trace summary` (a recursive copy).

@@ -31,4 +31,22 @@ __attribute__((format(printf, 1, 2))) inline std::string strprintf(const char* f
     return out;
 }
 
+/// @p text with every byte that is not printable ASCII (a control character, DEL,
+/// or a byte >= 0x80) written as \\xNN, for a message that quotes a damaged file:
+/// "last read: '\\x9d'" rather than a raw byte that garbles the terminal.
+inline std::string printable(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (unsigned char c : text) {
+        if (c >= 0x20 && c < 0x7f) {
+            out += char(c);
+        } else {
+            char hex[5];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+        }
+    }
+    return out;
+}
+
 }  // namespace ss

@@ -189,6 +189,7 @@ void draw_step_time(const StepTimeCheck& st, bool emulated) {
                  (st.hardware.empty() ? std::string("?") : st.hardware) +
                  (st.source.empty() && !emulated ? std::string() : "; " + prediction_hardware_text(st, emulated)) +
                  (st.unavailable.empty() ? std::string() : "; none here: " + st.unavailable) +
+                 (st.malformed.empty() ? std::string() : "; none here, the trace's is malformed: " + st.malformed) +
                  (st.caveat.empty() ? std::string() : "; it differs from the run: " + st.caveat) +
                  "). Above 1 the run was slower than predicted. `shardscope trace summary FILE` prints the same.")
                     .c_str());

@@ -73,6 +73,14 @@ std::string time_past_max(const TraceEvent& e) {
 
 std::string trace_problem(const Trace& t, const std::string& source, int max_ranks) {
     if (t.events.empty()) return source + ": the trace has no events (a run with --trace writes at least its memory)";
+    // Ranks per node, where the trace gives them: 0 or -4 was taken as "not known" without a word.
+    if (t.other_data.is_object() && t.other_data.contains("gpus_per_node") &&
+        !fits_int(t.other_data.at("gpus_per_node"), 1)) {
+        std::string got = t.other_data.at("gpus_per_node").dump();
+        if (got.size() > 40) got = got.substr(0, 37) + "...";
+        return source + ": otherData.gpus_per_node: expected the ranks per node, an integer from 1 to 2^31 - 1, got " +
+               got + "; remove the key (`trace summary --gpus-per-node N` then gives the node size)";
+    }
     uint64_t total_bytes = 0;
     for (size_t i = 0; i < t.events.size(); ++i) {
         const TraceEvent& e = t.events[i];

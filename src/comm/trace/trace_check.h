@@ -6,7 +6,7 @@
 //
 //   1. the file exists, is a regular file, and is at most max_bytes   (one stat, before reading)
 //   1b. its arrays and objects nest at most kMaxTraceNesting deep     (one scan, before parsing)
-//   2. it has at least one event
+//   2. it has at least one event, and otherData.gpus_per_node, where present, is an integer >= 1
 //   3. every rank, pid or group member, is in [0, max_ranks)          ("2000000001 ranks")
 //   4. every ts and dur is finite, every dur >= 0; issued_us and exposed_us are -1 or finite >= 0;
 //      no ts, dur, gpu_us, issued_us or exposed_us is past kMaxTraceMicroseconds (11.6 days)

@@ -14,6 +14,7 @@
 #include "comm/trace/trace_check.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/text.h"
 
 namespace ss {
 
@@ -247,7 +248,8 @@ Trace parse_chrome_trace(const std::string& text, const std::string& source) {
     try {
         j = json::parse(text);
     } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large (1e999)
-        SS_FAIL(source << ": not a JSON file (" << e.what() << ")");
+        // printable: the message quotes the bytes it stopped at ("last read: '\x9d'"), whatever they are.
+        SS_FAIL(source << ": not a JSON file (" << printable(e.what()) << ")");
     }
     SS_CHECK(j.is_object(), source << ": expected a JSON object {\"traceEvents\": [...]}, got a JSON "
                                    << j.type_name());

@@ -70,6 +70,20 @@ StepTimeCheck step_time_check(const nlohmann::json& other_data) {
     const nlohmann::json& time = field(p, "time");
     c.predicted_ms = number(time, "step_s") * 1e3;
     c.predicted_tokens_per_s = number(time, "tokens_per_s");
+    // There, but not a prediction: said so, not taken for a trace without one.
+    auto shown = [](const nlohmann::json& v) {
+        const std::string s = v.dump();
+        return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+    };
+    if (!p.is_null() && c.unavailable.empty() && !(c.predicted_ms > 0)) {
+        if (!p.is_object())
+            c.malformed = "otherData.prediction is " + shown(p) + ", not an object";
+        else if (!time.is_object())
+            c.malformed = time.is_null() ? "otherData.prediction has no \"time\"" : "otherData.prediction.time is " + shown(time) + ", not an object";
+        else
+            c.malformed = "otherData.prediction.time.step_s is " + shown(field(time, "step_s")) +
+                          ", not a number of seconds > 0";
+    }
     const nlohmann::json& cluster = field(p, "cluster");
     c.hardware = text(cluster, "hw");
     c.source = text(cluster, "source");
@@ -104,6 +118,8 @@ std::string format_step_time_check(const StepTimeCheck& c, bool emulated) {
         if (!c.caveat.empty()) out += "  the prediction differs from the run: " + c.caveat + "\n";
     } else if (!c.unavailable.empty()) {
         out += "  predicted  none: " + c.unavailable + "\n";
+    } else if (!c.malformed.empty()) {
+        out += "  predicted  none: the trace's prediction is malformed: " + c.malformed + "\n";
     } else {
         out += "  predicted  none: the trace holds no prediction (a trace from before `train` wrote one)\n";
     }

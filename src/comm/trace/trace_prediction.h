@@ -34,6 +34,7 @@ struct StepTimeCheck {
     std::string hardware;               ///< prediction.cluster.hw: "cpu-local", "h100", ...
     std::string source;                 ///< prediction.cluster.source: where its numbers come from
     std::string unavailable;            ///< prediction.unavailable: why the planner made none
+    std::string malformed;              ///< what is wrong with a prediction that is there but unreadable ("": nothing)
     std::string caveat;                 ///< prediction.caveat: what it models otherwise than the run did ("": nothing)
     /// measured_ms / predicted_ms, or 0 without both.
     double ratio() const { return predicted_ms > 0 && measured_ms > 0 ? measured_ms / predicted_ms : 0.0; }

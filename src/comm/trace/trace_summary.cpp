@@ -52,6 +52,14 @@ std::string pad_left(const std::string& text, size_t width) {
     return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }
 
+// The axis column's width: 10, or the longest axis name ("dp_shard+sp" is 11), so the columns stay aligned.
+template <class Row, class Axis>
+int axis_width(const std::vector<Row>& rows, Axis axis) {
+    size_t w = 10;
+    for (const Row& r : rows) w = std::max(w, axis(r).size());
+    return int(std::min<size_t>(w, 200));  // a damaged name widens its table, and not without end
+}
+
 }  // namespace
 
 int event_step(const TraceEvent& ev) {
@@ -140,10 +148,11 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
     // The "across nodes" column only where the trace knows its nodes, so other traces print as before.
     const bool nodes = s.gpus_per_node > 0;
     auto across = [&](const CollectiveTotals& r) { return nodes ? " " + pad_left(b(r.across_bytes), 13) : ""; };
-    put("%-10s %-15s %-9s %8s %12s %12s %12s %13s %13s%s\n", "axis", "op", "payload", "calls", "bytes", "moved",
+    const int axis_w = axis_width(s.rows, [](const CollectiveTotals& r) -> const std::string& { return r.axis; });
+    put("%-*s %-15s %-9s %8s %12s %12s %12s %13s %13s%s\n", axis_w, "axis", "op", "payload", "calls", "bytes", "moved",
         "time (ms)", "algbw (GB/s)", "busbw (GB/s)", nodes ? "  across nodes" : "");
     for (const auto& r : s.rows)
-        put("%-10s %-15s %-9s %8llu %12s %12s %12.3f %13.3f %13.3f%s\n", r.axis.c_str(), r.op.c_str(),
+        put("%-*s %-15s %-9s %8llu %12s %12s %12.3f %13.3f %13.3f%s\n", axis_w, r.axis.c_str(), r.op.c_str(),
             payload_name(r.payload), (unsigned long long)r.calls, b(double(r.bytes)).c_str(), b(r.bus_bytes).c_str(),
             r.time_us / 1e3, r.algbw_gbs(s.time_scale), r.busbw_gbs(s.time_scale), across(r).c_str());
     out += "\n";
@@ -215,12 +224,13 @@ std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& fil
 std::string format_largest_calls(const std::vector<TraceEvent>& calls, bool exact) {
     auto b = [&](double v) { return exact ? std::to_string((unsigned long long)(v + 0.5)) : bytes_str(v); };
     auto num = [](int v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
-    std::string out = strprintf("%-15s %-10s %-9s %12s %12s %10s %5s %5s %5s  %s\n", "op", "axis", "payload", "bytes",
-                                "moved", "time (ms)", "rank", "step", "layer", "group");
+    const int axis_w = axis_width(calls, [](const TraceEvent& ev) -> const std::string& { return ev.axis; });
+    std::string out = strprintf("%-15s %-*s %-9s %12s %12s %10s %5s %5s %5s  %s\n", "op", axis_w, "axis", "payload",
+                                "bytes", "moved", "time (ms)", "rank", "step", "layer", "group");
     for (const TraceEvent& ev : calls) {
         std::string group;  // last, and unpadded: a group of 64 ranks is long
         for (int r : ev.group) group += (group.empty() ? "" : ",") + std::to_string(r);
-        out += strprintf("%-15s %-10s %-9s %12s %12s %10.3f %5d %5s %5s  ", ev.name.c_str(), ev.axis.c_str(),
+        out += strprintf("%-15s %-*s %-9s %12s %12s %10.3f %5d %5s %5s  ", ev.name.c_str(), axis_w, ev.axis.c_str(),
                          payload_name(ev.label.payload), b(double(ev.bytes)).c_str(),
                          b(double(ev.bytes) * busbw_factor(ev.name, int(ev.group.size()))).c_str(),
                          call_time_us(ev) / 1e3, ev.rank, num(ev.label.step).c_str(), num(ev.label.layer).c_str());
