@@ -457,6 +457,19 @@ TEST_CASE("trace summary refuses a damaged trace: exit 1, the file and what is w
     INFO(r.output);
     CHECK(r.code == 1);
     CHECK_THAT(r.output, Contains("shardscope: error: " + deep + ": arrays and objects nest more than 64 deep"));
+    // A pid past 2^31 read as a small rank (2^32 + 3 as 3); a dur of 1e300 printed 300 digits. After one
+    // metadata event, both named as the file has them: traceEvents[1].
+    const std::string meta = R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}},)";
+    auto [wrap, w] = summary_of("wrap.json", "{\"traceEvents\":[" + meta +
+                                                 R"({"name":"a","ph":"X","pid":4294967299,"tid":0,"ts":1,"dur":1}]})");
+    INFO(w.output);
+    CHECK(w.code == 1);
+    CHECK_THAT(w.output, Contains(wrap + ": traceEvents[1].pid: expected an integer rank from 0 to 2^31 - 1, got 4294967299"));
+    auto [dur, d] = summary_of("dur.json", "{\"traceEvents\":[" + meta +
+                                               R"({"name":"a","ph":"X","pid":0,"tid":0,"ts":1,"dur":1e300}]})");
+    INFO(d.output);
+    CHECK(d.code == 1);
+    CHECK_THAT(d.output, Contains(dur + ": traceEvents[1] (\"a\"): dur 1e+300 is past 1e+12 us (11.6 days)"));
 }
 
 namespace {
