@@ -949,6 +949,24 @@ TEST_CASE("trace summary: the axis column fits its longest name, gpus_per_node <
     for (unsigned char c : junk) REQUIRE((c >= 0x20 && c < 0x7f));
 }
 
+TEST_CASE("trace summary says which ranks a cut-down trace lacks, before any total", "[trace]") {
+    // An audit removed ranks 2 and 3 of a 4-rank trace: it read as a 2-rank run, without a word.
+    Trace t;
+    t.events = {call(0, 1, 100, 40), call(1, 1, 100, 40)};
+    REQUIRE(summarize_trace(t).missing_ranks.empty());
+    REQUIRE(format_trace_summary(summarize_trace(t), "t.json").find("INCOMPLETE") == std::string::npos);
+    t.other_data["mesh"] = {{"world", 4}};
+    const TraceSummary s = summarize_trace(t);
+    REQUIRE(s.mesh_world == 4);
+    REQUIRE(s.missing_ranks == std::vector<int>{2, 3});
+    const std::string text = format_trace_summary(s, "t.json");
+    REQUIRE(text.find("INCOMPLETE: the run had 4 ranks (otherData.mesh); no event of ranks 2, 3 in this file") <
+            text.find("\naxis"));
+    t.events[1].rank = 2;  // a hole in the middle shows without a mesh too
+    t.other_data = json::object();
+    REQUIRE(summarize_trace(t).missing_ranks == std::vector<int>{1});
+}
+
 // Audit 2, item 1: otherData of 100,000 nested `[` crashed `trace summary` (a recursive copy).
 TEST_CASE("a trace nested deeper than kMaxTraceNesting is refused before it is parsed", "[trace][check]") {
     const std::string event = R"({"name":"a","ph":"X","pid":0,"tid":0,"ts":1,"dur":1})";

@@ -96,6 +96,18 @@ std::string bytes_str(double bytes) {
 TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter, int gpus_per_node) {
     TraceSummary s;
     s.world = trace.world();
+    {  // a trace cut down by hand, or damaged: which ranks the run had and the file lacks
+        const nlohmann::json& od = trace.other_data;
+        if (od.is_object() && od.contains("mesh") && od["mesh"].is_object() && od["mesh"].contains("world") &&
+            od["mesh"]["world"].is_number_integer())
+            s.mesh_world = int(std::clamp<int64_t>(od["mesh"]["world"].get<int64_t>(), 0, 1 << 24));
+        const int n = std::max(s.world, s.mesh_world);  // read_checked_trace holds ranks under 4096
+        std::vector<bool> seen(size_t(n <= (1 << 20) ? n : 0), false);
+        for (const TraceEvent& ev : trace.events)
+            if (size_t(ev.rank) < seen.size()) seen[size_t(ev.rank)] = true;
+        for (size_t r = 0; r < seen.size(); ++r)
+            if (!seen[r]) s.missing_ranks.push_back(int(r));
+    }
     s.gpus_per_node = gpus_per_node > 0 ? gpus_per_node : trace_gpus_per_node(trace.other_data);
     const int gpn = s.gpus_per_node;
     std::map<std::tuple<std::string, int, std::string, int>, CollectiveTotals> rows;
@@ -138,6 +150,12 @@ std::string format_trace_summary(const TraceSummary& s, const std::string& sourc
     auto put = [&](const char* fmt, auto... args) { out += strprintf(fmt, args...); };
     put("%s: %d ranks, %llu collective events, %llu compute spans\n\n", source.c_str(), s.world,
         (unsigned long long)s.collectives, (unsigned long long)s.spans);
+    if (!s.missing_ranks.empty())  // before any total: they are of the ranks the file holds
+        out += "INCOMPLETE: " + std::string(s.mesh_world > 0 ? "the run had " + std::to_string(s.mesh_world) +
+                                                                    " ranks (otherData.mesh); "
+                                                              : "") +
+               "no event of rank" + (s.missing_ranks.size() > 1 ? "s " : " ") + join_ints(s.missing_ranks) +
+               " in this file: every total below is of the ranks it holds\n\n";
     // Before any number: the times below are the emulation's sleeps, not a network's.
     if (!s.emulated_links.empty()) out += s.emulated_links + "\n\n";
     const std::string step_time = format_step_time_check(s.step_time, !s.emulated_links.empty());

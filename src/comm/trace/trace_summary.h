@@ -63,6 +63,8 @@ struct CollectiveTotals {
 /// A trace added up.
 struct TraceSummary {
     int world = 0;                             ///< ranks in the trace
+    int mesh_world = 0;                        ///< otherData.mesh.world, the ranks the run had (0: not recorded)
+    std::vector<int> missing_ranks;            ///< ranks below max(world, mesh_world) without a single event
     uint64_t collectives = 0;                  ///< collective events, over all ranks
     uint64_t spans = 0;                        ///< compute spans, over all ranks
     uint64_t gpu_timed = 0;                    ///< collectives timed by CUDA events (gpu_us), not dur
