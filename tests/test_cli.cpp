@@ -163,6 +163,10 @@ TEST_CASE("bad input: a clear error, exit code 1, no crash", "[cli][errors]") {
         {"train --model tiny --steps 6 --steps 2", "--steps was given 2 times; give it once"},
         {"train --model tiny --bogus", "not expected: --bogus; add --help to the command for its flags"},
         {"train --model", "--model: 1 required TEXT missing"},
+        // A missing or unknown subcommand names the choices (said only "A subcommand is required").
+        {"checkpoint foo", "`shardscope checkpoint` takes one of: consolidate, show"},
+        {"checkpoint", "A subcommand is required; `shardscope checkpoint` takes one of: consolidate, show"},
+        {"bench frobnicate", "not expected: frobnicate; `shardscope bench` takes one of: dp, trace, comm"},
         // DiLoCo (src/optim/diloco.h): what to change, before any step.
         {"train --model tiny --ranks 4 --replica-outer nesterov", "add --dp-rep 2 or more"},
         {"train --model tiny --ranks 4 --dp-rep 2 --replica-outer nesterov", "give --replica-sync-every H with H > 1"},

@@ -28,6 +28,28 @@ void add_commands(CLI::App& root) {
     add_diagram_command(root);
 }
 
+namespace {
+
+// After a refused parse: the deepest command it reached ("checkpoint"), and the
+// names of that command's own subcommands ("show, consolidate"), if it has any.
+std::string subcommand_choices(const CLI::App& root, std::string* path) {
+    const CLI::App* at = &root;
+    for (std::vector<const CLI::App*> used = at->get_subcommands({}); !used.empty();) {
+        const CLI::App* next = nullptr;
+        for (const CLI::App* s : used)
+            if (s->parsed()) next = s;
+        if (!next) break;
+        at = next;
+        *path += " " + at->get_name();
+        used = at->get_subcommands({});
+    }
+    std::string names;
+    for (const CLI::App* s : at->get_subcommands({})) names += (names.empty() ? "" : ", ") + s->get_name();
+    return names;
+}
+
+}  // namespace
+
 int run_command_line(int argc, const char* const* argv) {
     CLI::App root{kDescription};
     add_commands(root);
@@ -44,9 +66,16 @@ int run_command_line(int argc, const char* const* argv) {
         const std::string what = e.what();
         const std::string twice = ": At Most 1 required but received ";
         const size_t at = what.find(twice);
+        std::string command = "shardscope";
+        const std::string choices = subcommand_choices(root, &command);
         if (at != std::string::npos)
             std::fprintf(stderr, "shardscope: error: %s was given %s times; give it once\n", what.substr(0, at).c_str(),
                          what.substr(at + twice.size()).c_str());
+        else if (!choices.empty() && (what.find("A subcommand is required") != std::string::npos ||
+                                      what.find("was not expected") != std::string::npos))
+            // `shardscope checkpoint foo` said "The following argument was not expected: foo"
+            std::fprintf(stderr, "shardscope: error: %s; `%s` takes one of: %s\n", what.c_str(), command.c_str(),
+                         choices.c_str());
         else
             std::fprintf(stderr, "shardscope: error: %s; add --help to the command for its flags\n", what.c_str());
         return 1;
