@@ -117,6 +117,7 @@ TEST_CASE("emulated links: bucketed DDP hides its all-reduces under backward wit
     // takes the rank that waited least: the benchmark (`shardscope bench overlap`)
     // reports every rank.
     double best_hidden[2] = {0, 0};
+    uint64_t async[2] = {0, 0};
     for (int on = 0; on < 2; ++on) {
         TrainOptions o = tiny(2);
         o.model = model_preset("small");
@@ -129,16 +130,23 @@ TEST_CASE("emulated links: bucketed DDP hides its all-reduces under backward wit
         TrainReport r = train(o, nullptr);
         REQUIRE(r.to_json().at("emulated_links").get<std::string>().find("emulated links") != std::string::npos);
         for (const OverlapRow& row : overlap_by_step(read_chrome_trace(o.trace).events))
-            if (row.step == kOverlapTotal) best_hidden[on] = std::max(best_hidden[on], row.hidden_fraction());
+            if (row.step == kOverlapTotal) {
+                best_hidden[on] = std::max(best_hidden[on], row.hidden_fraction());
+                async[on] += row.async_calls;
+            }
         INFO("overlap " << on << ": the best rank hid " << best_hidden[on]);
     }
     INFO("hidden: off " << best_hidden[0] << ", on " << best_hidden[1]);
-    REQUIRE(best_hidden[0] < 0.1);  // off: every call blocks the rank
-    // On: much of it hides. Seen 0.95 with the machine to itself, 0.46 with ctest -j2 running
-    // another suite beside it (the rank threads and their progress threads then share the
-    // two cores with it, and backward's compute, which covers the calls, is what stalls).
-    // The claim is "hides, where off hides nothing": a quarter holds with room under load.
-    REQUIRE(best_hidden[1] > 0.25);
+    // Off: every call blocks the rank (structural: a blocking call is exposed whole).
+    REQUIRE(async[0] == 0);
+    REQUIRE(best_hidden[0] < 0.1);
+    // On: the buckets start asynchronously (structural), and some of their time hides. How
+    // much is a speed, which the benchmark measures (`bench overlap`): 0.95 with the machine to
+    // itself, 0.46 with ctest -j2 running another suite beside it, and under 0.25 once with a
+    // whole CI clone's suite running too (2026-12-06), when backward's compute, which covers
+    // the calls, stalls. So the test asks only that it is more than off can hide.
+    REQUIRE(async[1] > 0);
+    REQUIRE(best_hidden[1] > 0.1);
 }
 
 TEST_CASE("a call's exposed time is the part of its run the rank waited in: at most its duration",

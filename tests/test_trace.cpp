@@ -445,6 +445,11 @@ TEST_CASE("trace summary under time-scaled emulated links: the cluster's bandwid
     REQUIRE(prediction_hardware_text(step_time_check(t.other_data), false) == "defaults measured on the dev machine");
     t.other_data["emulated_links"] = "emulated links (not measured): time-scaled x nan";  // no number: no scale
     REQUIRE(summarize_trace(t).time_scale == 1);
+    // train writes the factor as a number too (the sentence rounds it): the number wins.
+    t.other_data["emulated_time_scale"] = 9254.7;
+    REQUIRE(summarize_trace(t).time_scale == 9254.7);
+    t.other_data["emulated_time_scale"] = -2;  // nonsense: no scale
+    REQUIRE(summarize_trace(t).time_scale == 1);
 }
 
 TEST_CASE("trace summary puts the run's step time beside the planner's prediction, and their ratio",

@@ -103,7 +103,10 @@ nlohmann::json TrainReport::to_json() const {
     if (opts.qwz || opts.qgz)  // ZeRO++'s quantized collectives: the results are not the unquantized run's
         j["zeropp"] = {{"qwz", opts.qwz}, {"qgz", opts.qgz}, {"quant_block", opts.quant_block},
                        {"qgz_bits", opts.qgz_bits}, {"quantized", true}};
-    if (links.on) j["emulated_links"] = links.describe();  // link times are emulated, not measured
+    if (links.on) {
+        j["emulated_links"] = links.describe();  // link times are emulated, not measured
+        j["emulated_time_scale"] = links.time_scale;  // --emulate's factor (1: none), as a number for readers
+    }
     json mem;
     for (int c = 0; c < kMemCategories; ++c)
         mem[mem_name(Mem(c))] = {{"live_bytes", live[c]}, {"peak_bytes", peak[c]}};

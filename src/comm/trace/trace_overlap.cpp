@@ -111,6 +111,12 @@ std::string emulated_links_note(const nlohmann::json& other_data) {
 }
 
 double emulated_time_scale(const nlohmann::json& other_data) {
+    // The number itself (train writes it since 2026-12-06); older traces carry it in the sentence only.
+    if (other_data.is_object() && other_data.contains("emulated_time_scale") &&
+        other_data["emulated_time_scale"].is_number()) {
+        const double scale = other_data["emulated_time_scale"].get<double>();
+        return std::isfinite(scale) && scale > 0 ? scale : 1;
+    }
     const std::string note = emulated_links_note(other_data);
     const char* kScaled = "time-scaled x ";
     const size_t at = note.find(kScaled);

@@ -70,10 +70,11 @@ std::string format_overlap_table(const std::vector<OverlapRow>& rows);
 /// or "" when the run's links were real (the key is absent or not a string).
 std::string emulated_links_note(const nlohmann::json& other_data);
 
-/// The time scale of a run whose links --emulate scaled ("..., time-scaled x 9255 (h100x8-ib400 on this
-/// CPU's 107 GFLOP/s)" in otherData.emulated_links, EmulatedLinks::describe, src/comm/links.cpp: the
-/// run's link times are 9255 x the cluster's, to 3 significant digits or the nearest integer); 1 when
-/// the note has none (real links, or --link's unscaled ones).
+/// The time scale of a run whose links --emulate scaled: otherData.emulated_time_scale, the
+/// number; in a trace from before it, the sentence's ("..., time-scaled x 9255 (h100x8-ib400 on
+/// this CPU's 107 GFLOP/s)" in otherData.emulated_links, EmulatedLinks::describe, src/comm/links.cpp,
+/// to 3 significant digits or the nearest integer). 1 when neither has one (real links, or --link's
+/// unscaled ones).
 double emulated_time_scale(const nlohmann::json& other_data);
 
 }  // namespace ss
