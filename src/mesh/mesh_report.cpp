@@ -1,6 +1,7 @@
 // mesh_report.cpp — writes the rank grid as text: shape, legend, ranks, groups, one rank's mpu.
 #include "mesh/mesh_report.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <type_traits>
@@ -161,11 +162,14 @@ std::string mesh_report(const ProcessMesh& mesh, int mpu_rank) {
 
     // 4. Every group of every kind.
     os << "\nGroups (members in group order: a rank's place in {...} is its rank in the group)\n";
+    // Columns as wide as the world's largest count (4096 groups of 1 shifted the rows).
+    const int digits = int(std::to_string(world).size());
     for (GroupKind kind : all_group_kinds()) {
         const std::vector<Group> groups = mesh.groups(kind);
         const int n = int(groups.size()), size = groups.front().size();
-        os << "  " << std::left << std::setw(12) << group_kind_name(kind) << std::right << std::setw(3) << n
-           << (n == 1 ? " group  of " : " groups of ") << std::setw(2) << size << (size == 1 ? " rank   " : " ranks  ");
+        os << "  " << std::left << std::setw(12) << group_kind_name(kind) << std::right << std::setw(std::max(3, digits))
+           << n << (n == 1 ? " group  of " : " groups of ") << std::setw(std::max(2, digits)) << size
+           << (size == 1 ? " rank   " : " ranks  ");
         if (size == 1 && world > 1) {
             os << "(axis not split: nothing to communicate)\n";
             continue;

@@ -162,7 +162,8 @@ std::string format_plan(const PlanResult& r) {
         fmt("of %s: %s", decimal_bytes(mem.capacity).c_str(), mem.fits() ? "fits" : "DOES NOT FIT"));
     o << "\n";
 
-    o << "communication per step (global rank 0)\n";
+    o << "communication per step (global rank 0" << (mem.stage != 0 ? ", pipeline stage 0; the memory above is stage " +
+                                                        std::to_string(mem.stage) + "'s" : std::string()) << ")\n";
     o << fmt("  %-12s %-15s %-9s %-5s %6s %-6s %8s %12s %10s  %s\n", "axis", "op", "payload", "phase", "group", "link",
              "calls", "bytes", "time ms", "hides under");
     bool every = false;
