@@ -78,17 +78,12 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
     best.closest.memory.total = INT64_MAX;
 
     // Keeps @p in with the least recompute that fits; returns that recompute, or nullopt.
-    auto consider = [&](PlanInput in, const MeshShape& mesh, const GbsPlan& gbs) -> std::optional<Recompute> {
+    auto evaluate = [&](PlanInput in, const MeshShape& mesh, const GbsPlan& gbs) -> std::optional<Recompute> {
         best.any_valid = true;
         in.gbs = gbs.gbs;
         for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
             in.layout.recompute = r;
-            MemoryPlan mem;
-            try {
-                mem = plan_memory(in, mesh, gbs.ga);
-            } catch (const Error&) {  // a layout the engine cannot run (a schedule too long to hold): no candidate
-                return std::nullopt;
-            }
+            MemoryPlan mem = plan_memory(in, mesh, gbs.ga);
             ++st.evaluated;
             if (!mem.fits()) {
                 if (mem.total < best.closest.memory.total) {
@@ -105,16 +100,19 @@ std::vector<PlanResult> search(const SearchInput& s, SearchStats* stats) {
             res.gbs = gbs;
             res.num_params = num_params(m);
             res.memory = std::move(mem);
-            try {
-                res.time = plan_time(in, mesh, gbs, res.memory);
-            } catch (const Error&) {  // as above
-                return std::nullopt;
-            }
+            res.time = plan_time(in, mesh, gbs, res.memory);
             ++st.fitting;
             best.kept.push_back(std::move(res));
             return r;  // more recompute only costs time
         }
         return std::nullopt;
+    };
+    auto consider = [&](const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs) -> std::optional<Recompute> {
+        try {
+            return evaluate(in, mesh, gbs);
+        } catch (const Error&) {  // a layout the engine cannot run (a schedule too long to hold): no candidate
+            return std::nullopt;
+        }
     };
 
     for (int tp : choices(s.tp, m.H, world)) {
