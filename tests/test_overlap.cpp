@@ -77,6 +77,57 @@ TEST_CASE("overlap on and off: the same bits for ZeRO 1, 2 and 3 (prefetch 0, 1,
     require_same_bits(o, "ZeRO-3 over dp_shard 2 x dp_rep 2");
 }
 
+TEST_CASE("replicas (HSDP): each unit's gradient all-reduce, started under the last backward, the same bits",
+          "[overlap][zero][replicas]") {
+    // Three replicas, so that the ring's order of additions matters (two add commutatively):
+    // off and on make the same per-unit calls, so the bits agree. On, each unit's all_reduce
+    // over dp_rep is started in backward (issued_us recorded, phase bwd); off, every one
+    // blocks (ZeRO-2/3 at backward's end, phase bwd; ZeRO-1 in the step).
+    for (int stage = 1; stage <= 3; ++stage)
+        for (DType dt : {DType::f32, DType::bf16}) {
+            TrainOptions o = tiny(6);
+            o.zero = stage;
+            o.dtype = dt;
+            o.dp_shard = 2;
+            o.ga = 2;
+            o.steps = 2;
+            const std::string what = "ZeRO-" + std::to_string(stage) + " " + dtype_name(dt) + " x 3 replicas";
+            require_same_bits(o, what);
+            if (dt == DType::bf16) continue;
+            int calls[2] = {0, 0};
+            for (int on = 0; on < 2; ++on) {
+                o.overlap = on == 1;
+                o.trace = out_path("replicas_trace.json");
+                train(o, nullptr);
+                int started = 0, blocking = 0, in_bwd = 0;
+                for (const TraceEvent& e : read_chrome_trace(o.trace).events)
+                    if (e.kind == TraceEvent::Kind::collective && e.axis == "dp_rep" && e.rank == 0) {
+                        (e.issued_us >= 0 ? started : blocking) += 1;
+                        in_bwd += e.label.phase == Phase::bwd;
+                    }
+                INFO(what << ", overlap " << on << ": started " << started << ", blocking " << blocking
+                          << ", in backward " << in_bwd);
+                // One call a unit and step (tiny's units: 4 or more), all started or all blocking.
+                calls[on] = started + blocking;
+                REQUIRE(calls[on] >= 4 * o.steps);
+                REQUIRE(calls[on] % o.steps == 0);
+                REQUIRE(started == (on ? calls[on] : 0));
+                REQUIRE(in_bwd == (on || stage >= 2 ? calls[on] : 0));
+            }
+            REQUIRE(calls[0] == calls[1]);
+        }
+    // A pipeline of 3 (wte tied across its ends: its chunk waits for the step).
+    TrainOptions o = tiny(12);
+    o.model.L = 3;
+    o.pp = 3;
+    o.zero = 3;
+    o.dp_shard = 2;
+    o.ga = 3;
+    o.mbs = 1;
+    o.steps = 2;
+    require_same_bits(o, "pp 3 x ZeRO-3 x 2 replicas, wte tied");
+}
+
 TEST_CASE("overlap on and off: the same bits with pipelines, TP and SP composed", "[overlap][pp]") {
     struct Layout {
         int pp, tp, sp, zero, ga, v;

@@ -865,6 +865,22 @@ TEST_CASE("trace summary --top lists the largest calls by bytes, then time, with
     REQUIRE(text.find("all_gather      dp         param              800          600      0.009     2     2     1  [0,1,2,3]\n") !=
             std::string::npos);
     REQUIRE(format_largest_calls({}).find("no collectives") != std::string::npos);
+
+    // Calls of one size: each call's copies side by side, the call with the slowest copy
+    // first (by time alone the two calls' copies would interleave: 9, 7, 6, 3).
+    Trace same;
+    auto copy = [&](int rank, int layer, double dur) {
+        TraceEvent e = ev(rank, 1, "all_gather", 800, dur, layer);
+        e.group = layer == 0 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+        return e;
+    };
+    same.events = {copy(0, 0, 6), copy(1, 0, 9), copy(2, 1, 7), copy(3, 1, 3)};
+    const std::vector<TraceEvent> pairs = largest_calls(same, {}, 4);
+    REQUIRE(pairs.size() == 4);
+    CHECK(pairs[0].rank == 1);
+    CHECK(pairs[1].rank == 0);
+    CHECK(pairs[2].rank == 2);
+    CHECK(pairs[3].rank == 3);
 }
 
 // Issue 14, 4.8: `trace summary` took what the viewer refused. Both now ask

@@ -48,7 +48,7 @@ void add_trace_command(CLI::App& root) {
                         "Count what crosses nodes of N consecutive ranks (default: the trace's own, written by a "
                         "run with --gpus-per-node or --emulate; none: no such counts)");
     summary->add_option("--top", *top,
-                        "Then list the N largest calls (each rank's own side of one), by bytes then time: op, axis, "
+                        "Then list the N largest calls (each rank's own side of one, a call's copies together), by bytes then time: op, axis, "
                         "payload, bytes, moved, time, rank, step, layer, group");
     limit(*summary, "--rank", at_least(0), "leave it out for every rank");
     limit(*summary, "--step", at_least(0), "leave it out for every step");
@@ -60,7 +60,7 @@ void add_trace_command(CLI::App& root) {
         std::fputs(format_trace_summary(summarize_trace(trace, *filter, *gpus_per_node), *file, *exact).c_str(), stdout);
         if (*top > 0) {
             const std::vector<TraceEvent> calls = largest_calls(trace, *filter, *top);
-            std::printf("\nthe %zu largest calls (of the events above, by bytes, then time)\n", calls.size());
+            std::printf("\nthe %zu largest calls (of the events above, by bytes, then time; a call's copies together)\n", calls.size());
             std::fputs(format_largest_calls(calls, *exact).c_str(), stdout);
         }
     });

@@ -2,6 +2,8 @@
 // average. The picture is in replicas.h.
 #include "parallel/replicas.h"
 
+#include <cstring>
+
 #include "core/check.h"
 #include "kernels/dispatch.h"
 
@@ -22,10 +24,71 @@ Replicas::Replicas(RankState& state, int sync_every, ReplicaOuter outer, OuterPa
     }
 }
 
-void Replicas::all_reduce_grads(Tensor& grad_shard, int step) const {
-    if (!sync_grads()) return;
-    s_.comm.all_reduce(grad_shard.data(), size_t(grad_shard.numel()), s_.storage, s_.rep, ReduceOp::avg,
-                       Label{Payload::grad, -1, Phase::step, -1, step});
+// ---- the gradient all-reduce, unit by unit ------------------------------------------
+
+bool ReplicaGrads::deferred(int u) const { return u == 0 && s_.layout.part.wte_tied_elsewhere(); }
+
+void ReplicaGrads::reduce(Tensor& shard, int u, Phase phase) {
+    SS_CHECK(active() && !reduced(u), "ReplicaGrads::reduce: unit " << u << (active() ? " twice in a step" : " without replicas"));
+    if (reduced_.empty()) reduced_.assign(s_.units.size(), false);
+    reduced_[size_t(u)] = true;
+    const ShardPlan::UnitShard& us = s_.shard.plan.units[size_t(u)];
+    const Label label{Payload::grad, s_.units[size_t(u)].layer, phase, -1, s_.this_step()};
+    void* mine = RankState::at(shard, us.local);
+    if (overlap_)
+        in_flight_.push_back(s_.comm.start_all_reduce(mine, size_t(us.chunk), s_.storage, s_.rep, ReduceOp::avg, label));
+    else
+        s_.comm.all_reduce(mine, size_t(us.chunk), s_.storage, s_.rep, ReduceOp::avg, label);
+}
+
+void ReplicaGrads::shard_unit_done(int u) {
+    if (!active() || !s_.last_micro || deferred(u)) return;
+    const ShardPlan::UnitShard& us = s_.shard.plan.units[size_t(u)];
+    s_.store_grads(us.local, us.chunk);
+    reduce(s_.grads, u, Phase::bwd);
+}
+
+void ReplicaGrads::shard_backward_done() {
+    if (!active() || !s_.last_micro) return;
+    for (size_t u = 0; u < s_.units.size(); ++u)
+        if (!reduced(int(u))) shard_unit_done(int(u));
+    for (CommHandle& h : in_flight_) s_.comm.wait(h);
+    in_flight_.clear();
+}
+
+void ReplicaGrads::shard_step() {
+    if (!active()) return s_.store_grads();
+    for (size_t u = 0; u < s_.units.size(); ++u) {
+        if (reduced(int(u))) continue;  // rounded and averaged in backward
+        const ShardPlan::UnitShard& us = s_.shard.plan.units[size_t(u)];
+        s_.store_grads(us.local, us.chunk);
+        reduce(s_.grads, int(u), Phase::step);
+    }
+    finish();
+}
+
+void ReplicaGrads::finish() {
+    for (CommHandle& h : in_flight_) s_.comm.wait(h);
+    in_flight_.clear();
+    reduced_.clear();
+}
+
+std::vector<float> ReplicaGrads::full_shard_grads() {
+    // fp32 runs average grads itself in place (grads_f32() is grads); a bf16 run's
+    // fp32 accumulator is not what moved, so all of it is averaged here, as before.
+    Tensor copy(s_.ledger, Mem::comm, {s_.grads.numel()});
+    std::memcpy(copy.f32(), s_.grads_f32().f32(), size_t(copy.numel()) * sizeof(float));
+    const Label label{Payload::grad, -1, Phase::none, -1, s_.this_step()};
+    if (s_.rep.size() > 1 && !(active() && s_.storage == DType::f32)) {
+        s_.comm.all_reduce(copy.f32(), size_t(copy.numel()), s_.rep, ReduceOp::avg, label);
+    } else if (s_.rep.size() > 1) {
+        for (size_t u = 0; u < s_.units.size(); ++u) {  // only what waits for the step (deferred)
+            if (reduced(int(u))) continue;
+            const ShardPlan::UnitShard& us = s_.shard.plan.units[size_t(u)];
+            s_.comm.all_reduce(copy.f32() + us.local, size_t(us.chunk), s_.rep, ReduceOp::avg, label);
+        }
+    }
+    return s_.gather_full(copy, true, Payload::grad);
 }
 
 void Replicas::after_step() {

@@ -23,6 +23,11 @@
 //   last backward:  reduce_scatter(unit u) started as soon as u's grads are complete
 //   step:           wait for them; AdamW; all_gather(each unit) started
 //   next forward:   params(u) waits for u's gather only (StepAndGather::need)
+//
+// With replicas (HSDP) each unit's chunk of the average is then all-reduced
+// across them (ReplicaGrads, replicas.h): in the step (off), or started in the
+// last backward once the unit's reduce-scatter lands (on: at most two wait, and
+// backward's end lands the rest).
 #include <cstring>
 
 #include "parallel/zero.h"
@@ -34,7 +39,7 @@ namespace {
 class Zero1 final : public DpStrategy {
 public:
     Zero1(RankState& state, const Replicas& replicas, bool overlap)
-        : DpStrategy(state), replicas_(replicas), overlap_(overlap), gather_(state, overlap) {}
+        : DpStrategy(state), overlap_(overlap), gather_(state, overlap), rep_(state, replicas, overlap) {}
 
     // The passes read whole parameters (DpStrategy's), once their gather is in.
     const float* params(int u, bool backward) override {
@@ -51,20 +56,29 @@ public:
         if (!overlap_ || !s.last_micro) return;
         if (u == 0 && s.layout.part.wte_tied_elsewhere()) return;
         if (gshard_.empty()) gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
+        if (started_.empty()) started_.assign(s.units.size(), false);
+        // With replicas, the oldest of three in flight lands, and its all-reduce across
+        // them starts under backward too (ReplicaGrads, replicas.h).
+        if (rep_.active() && in_flight_.size() >= 2) land_oldest();
         const Unit& unit = s.units[size_t(u)];
         s.store_grads(unit.begin, unit.size());
         in_flight_.push_back(start_unit(u));
+        started_[size_t(u)] = true;
+    }
+    // With replicas, the last backward's end lands the rest, so that every all-reduce
+    // across them starts in backward (wte's, tied across a pipeline, waits for the step).
+    void backward_ends() override {
+        if (overlap_ && rep_.active() && s.last_micro)
+            while (!in_flight_.empty()) land_oldest();
     }
 
     void step() override {
         const int step = s.this_step();
         // ZeRO-1 keeps all gradients: store them, then reduce-scatter each unit
         // (overlap: the units not started in backward).
-        std::vector<bool> started(s.units.size(), false);
-        for (const UnitInFlight& f : in_flight_) started[size_t(f.unit)] = true;
         if (gshard_.empty()) gshard_ = Tensor(s.ledger, Mem::comm, {s.shard.plan.shard_size}, s.storage);
         for (size_t u = 0; u < s.units.size(); ++u) {
-            if (started[u]) continue;
+            if (u < started_.size() && started_[u]) continue;
             const Unit& unit = s.units[u];
             s.store_grads(unit.begin, unit.size());
             UnitInFlight f = send_copy(int(u));
@@ -73,7 +87,12 @@ public:
         }
         for (UnitInFlight& f : in_flight_) s.comm.wait(f.handle);  // the reduce-scatters started in backward
         in_flight_.clear();
-        replicas_.all_reduce_grads(gshard_, step);
+        started_.clear();
+        // HSDP: each unit's chunk averaged across the replicas (those not started in backward now).
+        if (rep_.active())
+            for (size_t u = 0; u < s.units.size(); ++u)
+                if (!rep_.reduced(int(u))) rep_.reduce(gshard_, int(u), Phase::step);
+        rep_.finish();
         gather_.step(gshard_);
         gshard_ = Tensor();
     }
@@ -82,6 +101,13 @@ public:
     std::vector<float> full_grads() override { return s.averaged_grads(&s.dp); }
 
 private:
+    // The oldest reduce-scatter in flight has landed in gshard_: its all-reduce across the replicas starts.
+    void land_oldest() {
+        const int u = in_flight_.front().unit;
+        s.comm.wait(in_flight_.front().handle);
+        in_flight_.erase(in_flight_.begin());
+        rep_.reduce(gshard_, u, Phase::bwd);
+    }
     // Unit u's stored gradients, padded with zeros: what its reduce-scatter sends.
     UnitInFlight send_copy(int u) {
         const ShardPlan::UnitShard& us = s.shard.plan.units[size_t(u)];
@@ -101,11 +127,12 @@ private:
         return f;
     }
 
-    const Replicas& replicas_;
     bool overlap_;
     StepAndGather gather_;
+    ReplicaGrads rep_;                     // the replicas' all-reduce, unit by unit (replicas.h)
     Tensor gshard_;                        // my chunks of the averaged gradients
-    std::vector<UnitInFlight> in_flight_;  // overlap: the reduce-scatters started in backward
+    std::vector<UnitInFlight> in_flight_;  // overlap: the reduce-scatters started in backward, oldest first
+    std::vector<bool> started_;            // overlap: by unit, its reduce-scatter started in backward
 };
 
 }  // namespace

@@ -17,6 +17,11 @@
 // travels while backward computes the units before it; backward's end waits
 // for them and adds my chunks in, in the same order. The step's all-gather
 // runs under the next forward, as ZeRO-1's (zero1.cpp, StepAndGather).
+//
+// With replicas (HSDP) each unit's chunk is then averaged across them
+// (ReplicaGrads, replicas.h): started as soon as the unit's last reduce-
+// scatter has landed (overlap on; at most two reduce-scatters wait in the last
+// backward, so the early units land under it), blocking at backward's end (off).
 #include "parallel/zero.h"
 
 namespace ss {
@@ -26,7 +31,7 @@ namespace {
 class Zero2 final : public DpStrategy {
 public:
     Zero2(RankState& state, const Replicas& replicas, bool overlap)
-        : DpStrategy(state), replicas_(replicas), overlap_(overlap), gather_(state, overlap) {}
+        : DpStrategy(state), overlap_(overlap), gather_(state, overlap), rep_(state, replicas, overlap) {}
 
     // Forward and backward read the whole parameters (DpStrategy::params), once
     // their gather is in; a unit's full gradient lives only until it is reduce-scattered.
@@ -37,28 +42,44 @@ public:
     void settle() override { gather_.settle(); }
     float* grads(int u) override { return s.new_unit_grads(u); }
     void grads_ready(int u) override {
-        if (!overlap_ || s.qgz) return s.reduce_scatter_unit_grads(u);  // qgZ's hops are blocking (zeropp.h)
+        if (!overlap_ || s.qgz) {  // qgZ's hops are blocking (zeropp.h)
+            s.reduce_scatter_unit_grads(u);
+            if (overlap_) rep_.shard_unit_done(u);
+            return;
+        }
+        // With replicas, the last backward lands the oldest of three in flight, so
+        // that its all-reduce across the replicas starts under backward too.
+        if (rep_.active() && s.last_micro && in_flight_.size() >= 2) land_oldest();
         in_flight_.push_back(s.start_reduce_scatter_unit_grads(u));
     }
     void backward_ends() override {
-        for (UnitInFlight& f : in_flight_) s.shard.finish_reduce_scatter_add(f);
-        in_flight_.clear();
+        while (!in_flight_.empty()) land_oldest();
+        rep_.shard_backward_done();
     }
 
     void step() override {
-        s.store_grads();
-        replicas_.all_reduce_grads(s.grads, s.this_step());
+        rep_.shard_step();
         gather_.step(s.grads);  // as ZeRO-1 (zero1.cpp)
     }
 
-    // My chunks are averaged over the shard group already; the replicas remain.
-    std::vector<float> full_grads() override { return s.averaged_grads(s.rep.size() > 1 ? &s.rep : nullptr); }
+    // My chunks are averaged over the shard group already, and over the replicas where
+    // they synchronise every step (ReplicaGrads); what remains is averaged on a copy.
+    std::vector<float> full_grads() override { return rep_.full_shard_grads(); }
 
 private:
-    const Replicas& replicas_;
+    // The oldest reduce-scatter in flight: its chunk added into my shard; in the last
+    // backward, its all-reduce across the replicas started.
+    void land_oldest() {
+        const int u = in_flight_.front().unit;
+        s.shard.finish_reduce_scatter_add(in_flight_.front());
+        in_flight_.erase(in_flight_.begin());
+        rep_.shard_unit_done(u);
+    }
+
     bool overlap_;
     StepAndGather gather_;
-    std::vector<UnitInFlight> in_flight_;  // overlap: this backward's reduce-scatters
+    ReplicaGrads rep_;                     // the replicas' all-reduce, unit by unit (replicas.h)
+    std::vector<UnitInFlight> in_flight_;  // overlap: this backward's reduce-scatters, oldest first
 };
 
 }  // namespace

@@ -29,6 +29,8 @@
 //
 //   forward:   params(u) -> wait for u's gather; start gathers of u+1 .. u+K -> compute u
 //   backward:  the same in backward's order; grads_ready(u) -> start u's reduce-scatter
+//   replicas:  in the last backward, each unit's chunk all-reduced across them once its
+//              reduce-scatter lands (ReplicaGrads, replicas.h); backward's end waits
 //
 // The K units in flight are booked in Mem::comm from the moment their gather
 // starts: prefetch trades memory for time. With MBS 1 a unit's compute can
@@ -72,7 +74,7 @@ class Zero3 final : public DpStrategy {
 public:
     Zero3(RankState& state, const Replicas& replicas, const ZeroConfig& zc)
         : DpStrategy(state),
-          replicas_(replicas),
+          rep_(state, replicas, zc.overlap),
           overlap_(zc.overlap),
           prefetch_(zc.overlap ? zc.prefetch : 0),
           qwz_block_(zc.qwz ? zc.quant_block : 0),
@@ -118,33 +120,42 @@ public:
     // my gradient shard (shard_plan.h, ShardGroup::reduce_scatter_add).
     float* grads(int u) override { return s.new_unit_grads(u); }
     void grads_ready(int u) override {
-        if (!overlap_ || s.qgz) return s.reduce_scatter_unit_grads(u);  // qgZ's hops are blocking (zeropp.h)
+        if (!overlap_ || s.qgz) {  // qgZ's hops are blocking (zeropp.h)
+            s.reduce_scatter_unit_grads(u);
+            if (overlap_) rep_.shard_unit_done(u);
+            return;
+        }
         // Started; at most two in flight, so the unit gradients waiting for the
         // wire stay few (FSDP limits them the same way).
-        if (reducing_.size() >= 2) {
-            s.shard.finish_reduce_scatter_add(reducing_.front());
-            reducing_.erase(reducing_.begin());
-        }
+        if (reducing_.size() >= 2) land_oldest();
         reducing_.push_back(s.start_reduce_scatter_unit_grads(u));
     }
     void backward_ends() override {
-        for (UnitInFlight& f : reducing_) s.shard.finish_reduce_scatter_add(f);
-        reducing_.clear();
+        while (!reducing_.empty()) land_oldest();
+        rep_.shard_backward_done();
     }
 
     // Step my shard: the gradient shard (averaged across replicas, replicas.h)
     // updates the parameter shard in place.
     void step() override {
         secondary_.clear();  // hpZ: the parameters change here; the next forward keeps new slices
-        s.store_grads();
-        replicas_.all_reduce_grads(s.grads, s.this_step());
+        rep_.shard_step();
         s.optim->step(s.params.data(), s.grads.data(), s.storage);
     }
 
-    // My chunks are averaged over the shard group already; the replicas remain.
-    std::vector<float> full_grads() override { return s.averaged_grads(s.rep.size() > 1 ? &s.rep : nullptr); }
+    // My chunks are averaged over the shard group already, and over the replicas where
+    // they synchronise every step (ReplicaGrads); what remains is averaged on a copy.
+    std::vector<float> full_grads() override { return rep_.full_shard_grads(); }
 
 private:
+    // The oldest reduce-scatter in flight: its chunk added into my shard; in the last
+    // backward, its all-reduce across the replicas started (ReplicaGrads).
+    void land_oldest() {
+        const int u = reducing_.front().unit;
+        s.shard.finish_reduce_scatter_add(reducing_.front());
+        reducing_.erase(reducing_.begin());
+        rep_.shard_unit_done(u);
+    }
     const void* my_chunk(int u) { return RankState::at(s.params, s.shard.plan.units[size_t(u)].local); }
     Label label(int u, bool backward) const {
         return Label{Payload::param, s.units[size_t(u)].layer, backward ? Phase::bwd : Phase::fwd, s.micro,
@@ -184,7 +195,7 @@ private:
                     size_t(slice) * es);
     }
 
-    const Replicas& replicas_;
+    ReplicaGrads rep_;                               // the replicas' all-reduce, unit by unit (replicas.h)
     bool overlap_;
     int prefetch_;                                   // units gathered ahead (0 without overlap)
     int qwz_block_;                                  // qwZ: elements per quantization block (0: off, zeropp.h)

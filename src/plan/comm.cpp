@@ -260,12 +260,12 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             break;
     }
     if (l.zero >= 1 && mesh.dp_rep > 1 && !apart)
-        // FSDP's HYBRID_SHARD all-reduces each unit's shard right after its reduce-scatter, under
-        // backward: the planner's rule. This engine runs it after backward, blocking
-        // (Replicas::all_reduce_grads); docs/formulas.md "What hides under what" says so, and a
-        // trace's prediction carries it as a caveat (train/report.cpp).
-        k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad, Phase::step, 1, S * es,
-              Overlap::bwd, "replicas: average my gradient shard", 0, true);
+        // Each unit's chunk of my gradient shard, right after its last reduce-scatter, under the
+        // last backward, as FSDP's HYBRID_SHARD runs it and the engine with overlap on
+        // (ReplicaGrads, parallel/replicas.h); ZeRO-1's, in the engine's step without it.
+        k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad,
+              l.zero == 1 && engine ? Phase::step : Phase::bwd, units, S * es, Overlap::bwd,
+              "replicas: average my gradient shard, unit by unit", 0, true);
     if (apart) {
         // Every H steps, after the step: the replicas average what the optimizer updates, in fp32
         // (bf16 runs: the master copy, payload optim; fp32 runs: the parameters), all of it under

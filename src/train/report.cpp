@@ -214,12 +214,7 @@ static nlohmann::json prediction_for_trace(const TrainOptions& opts, int world, 
     TrainOptions ran = opts;
     ran.ranks = world;
     try {
-        nlohmann::json p = plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
-        // What the planner models otherwise than the run did (docs/formulas.md, "What hides under what").
-        if (opts.zero >= 1 && opts.overlap && opts.replica_sync_every == 1 && p["layout"]["dp_rep"].get<int>() > 1)
-            p["caveat"] = "the planner hides the replicas' gradient all-reduce under backward, as FSDP's "
-                          "HYBRID_SHARD runs it; this engine runs it after backward, blocking";
-        return p;
+        return plan_json(plan(plan_input_for(ran, "out/calibration.json", links)));
     } catch (const Error& e) {
         return {{"unavailable", std::string("the planner cannot model this run: ") + e.what()}};
     }

@@ -228,15 +228,42 @@ std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& fil
         if (filter.step >= 0 && event_step(ev) != filter.step) continue;
         calls.push_back(ev);
     }
-    auto larger = [](const TraceEvent& a, const TraceEvent& b) {
+    // One call's copies (its members' events) side by side: the calls of equal size by
+    // their slowest copy's time, each call's copies by their own.
+    auto call_of = [](const TraceEvent& e) {
+        return std::make_tuple(e.bytes, e.name, e.axis, e.group, e.label.step, e.label.layer, int(e.label.phase),
+                               e.label.microbatch, int(e.label.payload));
+    };
+    using Call = decltype(call_of(TraceEvent{}));
+    std::map<Call, double> slowest;
+    for (const TraceEvent& e : calls) {
+        double& t = slowest[call_of(e)];
+        t = std::max(t, call_time_us(e));
+    }
+    struct Row {
+        const TraceEvent* ev;
+        const Call* call;
+        double call_time;
+    };
+    std::vector<Row> rows;
+    rows.reserve(calls.size());
+    for (const TraceEvent& e : calls) {
+        auto it = slowest.find(call_of(e));
+        rows.push_back(Row{&e, &it->first, it->second});
+    }
+    auto larger = [](const Row& x, const Row& y) {
+        const TraceEvent &a = *x.ev, &b = *y.ev;
         if (a.bytes != b.bytes) return a.bytes > b.bytes;
+        if (x.call != y.call) return x.call_time != y.call_time ? x.call_time > y.call_time : *x.call < *y.call;
         if (call_time_us(a) != call_time_us(b)) return call_time_us(a) > call_time_us(b);
         return std::tie(a.rank, a.ts_us) < std::tie(b.rank, b.ts_us);
     };
-    const size_t keep = std::min(calls.size(), size_t(std::max(n, 0)));
-    std::partial_sort(calls.begin(), calls.begin() + keep, calls.end(), larger);
-    calls.resize(keep);
-    return calls;
+    const size_t keep = std::min(rows.size(), size_t(std::max(n, 0)));
+    std::partial_sort(rows.begin(), rows.begin() + keep, rows.end(), larger);
+    std::vector<TraceEvent> out;
+    out.reserve(keep);
+    for (size_t i = 0; i < keep; ++i) out.push_back(*rows[i].ev);
+    return out;
 }
 
 std::string format_largest_calls(const std::vector<TraceEvent>& calls, bool exact) {

@@ -111,8 +111,11 @@ TraceSummary summarize_trace(const Trace& trace, const TraceFilter& filter = {},
 std::string format_trace_summary(const TraceSummary& summary, const std::string& source, bool exact = false);
 
 /// The @p n largest collectives of @p trace that pass @p filter, one event each
-/// (a rank's own side of a call), by bytes, then by time (gpu_us where
-/// measured, else dur), then by rank and start: what `trace summary --top N` lists.
+/// (a rank's own side of a call), by bytes; among calls of one size, the one whose
+/// slowest copy took longest first (time: gpu_us where measured, else dur), with
+/// its copies (the same op, axis, group, step, layer, phase, micro-batch and
+/// payload) side by side, slowest first, then by rank and start: what `trace
+/// summary --top N` lists.
 std::vector<TraceEvent> largest_calls(const Trace& trace, const TraceFilter& filter, int n);
 
 /// @p calls as a table: op, axis, payload, bytes, moved, time, rank, step, layer
