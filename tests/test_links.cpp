@@ -105,6 +105,19 @@ TEST_CASE("two tiers: a group inside a node uses intra, one across nodes inter")
     CHECK(e.seconds("all_gather", 4000000, {0, 4}) == Approx(0.5 * 4e6 / 10e9 + 10e-6).epsilon(1e-12));
     // One tier: every group uses intra (== inter), whatever its ranks.
     CHECK(one_tier(7, 1).slowest({0, 100}).gbps == 7);
+    // A ring with k members in each node it spans crosses at k x inter, at most intra
+    // (nics_in_use: NCCL's channels leave each node through k NICs); the fewest count.
+    CHECK(e.group_link("all_gather", {0, 1, 4, 5}).gbps == 20);
+    CHECK(e.group_link("all_reduce", ranks_from(0, 8)).gbps == 40);
+    CHECK(e.group_link("all_reduce", {0, 1, 2, 4}).gbps == 10);  // node 1 has one member: one NIC
+    CHECK(e.group_link("all_to_all", ranks_from(0, 8)).gbps == 10);
+    CHECK(e.group_link("send", {3, 4}).gbps == 10);
+    CHECK(e.group_link("all_gather", {0, 1, 2, 3}).gbps == 100);  // inside a node: intra
+    CHECK(e.group_link("all_gather", {0, 4}).us == 10);
+    CHECK(e.seconds("all_gather", 4000000, {0, 1, 4, 5}) == Approx(0.75 * 4e6 / 20e9 + 3 * 10e-6).epsilon(1e-12));
+    EmulatedLinks fat = e;
+    fat.inter = {60, 10};  // 4 x 60 would pass the node's own 100
+    CHECK(fat.group_link("all_reduce", ranks_from(0, 8)).gbps == 100);
 }
 
 TEST_CASE("time_scale multiplies every time") {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cli_run.h"
+#include "comm/links.h"
 #include "comm/trace/trace.h"
 #include "core/check.h"
 #include "plan/memory.h"
@@ -349,6 +350,22 @@ TEST_CASE("links: a group stays in a node only if the grid keeps it there", "[pl
     Link link{100e9, 1e-6};
     REQUIRE(collective_seconds("all_reduce", 1000000000, 1, 8, link) == Approx(6e-6 + 1e9 * 2 * 7 / 8 / 100e9));
     REQUIRE(collective_seconds("all_gather", 0, 1, 1, link) == 0);
+}
+
+TEST_CASE("links: a ring across nodes runs at its NICs in a node, up to NVLink's", "[plan][comm]") {
+    Hardware hw = hardware_preset("h100");  // intra 360 GB/s; inter 40 GB/s, one NIC a GPU; 8 a node
+    REQUIRE(group_link(hw, "all_gather", 1, 8, 8).busbw == hw.intra.busbw);                 // in a node
+    REQUIRE(group_link(hw, "all_gather", 1, 64, 8).busbw == Approx(320e9));  // 8 NICs a node
+    REQUIRE(group_link(hw, "all_gather", 1, 64, 8).alpha == hw.inter.alpha);
+    REQUIRE(group_link(hw, "reduce_scatter", 2, 64, 8).busbw == Approx(160e9));  // after TP 2: 4 a node
+    REQUIRE(group_link(hw, "all_reduce", 8, 64, 8).busbw == Approx(40e9));       // one a node (dp_rep)
+    REQUIRE(group_link(hw, "all_to_all", 1, 64, 8).busbw == Approx(40e9));      // each GPU's own NIC
+    REQUIRE(group_link(hw, "send", 1, 64, 8).busbw == Approx(40e9));
+    hw.inter.busbw = 100e9;  // capped by the node's own link
+    REQUIRE(group_link(hw, "all_reduce", 1, 64, 8).busbw == hw.intra.busbw);
+    REQUIRE(nics_in_use("broadcast", 4) == 4);
+    REQUIRE(nics_in_use("barrier", 4) == 1);
+    REQUIRE(nics_in_use("all_gather", 0) == 1);
 }
 
 TEST_CASE("cpu-local reads the calibration file, and says what is wrong with a bad one", "[plan][hardware]") {

@@ -2,9 +2,11 @@
 // flags' checks and the cluster presets (the model and its sources: links.h).
 #include "comm/links.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "comm/trace/trace.h"
@@ -67,11 +69,28 @@ EmulatedLink EmulatedLinks::slowest(const std::vector<int>& ranks) const {
     return intra;
 }
 
+int nics_in_use(const std::string& op, int per_node) {
+    const bool ring = op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" || op == "broadcast";
+    return ring ? std::max(1, per_node) : 1;
+}
+
+EmulatedLink EmulatedLinks::group_link(const std::string& op, const std::vector<int>& ranks) const {
+    if (gpus_per_node <= 0 || ranks.empty()) return intra;
+    std::map<int, int> members;  // node -> the group's ranks in it
+    for (int r : ranks) ++members[r / gpus_per_node];
+    if (members.size() == 1) return intra;
+    int fewest = int(ranks.size());
+    for (const auto& node : members) fewest = std::min(fewest, node.second);
+    EmulatedLink link = inter;
+    link.gbps = std::min(inter.gbps * nics_in_use(op, fewest), std::max(intra.gbps, inter.gbps));
+    return link;
+}
+
 double EmulatedLinks::seconds(const std::string& op, uint64_t bytes, const std::vector<int>& ranks) const {
     const int n = int(ranks.size());
     const double h = hops(op, n < 2 ? 2 : n);  // checks the name even where the answer is 0
     if (!on || n < 2) return 0;
-    const EmulatedLink link = slowest(ranks);
+    const EmulatedLink link = group_link(op, ranks);
     const double B = link.gbps * 1e9;  // bytes/s
     const double alpha = link.us * 1e-6;  // s
     return (busbw_factor(op, n) * double(bytes) / B + h * alpha) * time_scale;

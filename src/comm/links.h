@@ -26,6 +26,15 @@
 //     node 0: ranks 0..N-1 ==intra==   node 1: ranks N..2N-1 ==intra==
 //                  \________________inter_________________/
 //
+// The inter link is one GPU's NIC. A ring collective (all_reduce, all_gather,
+// reduce_scatter, broadcast) over a group with k members in every node leaves
+// each node through k NICs at once: NCCL runs several rings (channels), each
+// crossing between nodes through another NIC, so the group's bus bandwidth
+// between nodes is k x inter, up to the node's own intra link
+// (nics_in_use). With k = 4 and 8 GPUs a node, nccl-tests read ~45 and ~90
+// GB/s on the same 4 nodes (NVIDIA/nccl issue 1168). all_to_all, send and
+// recv go out through each GPU's own NIC: inter.
+//
 // --emulate PRESET also scales time: a CPU computes r = GPU peak / CPU matmul
 // rate times slower than the GPU, so every link time is multiplied by r to keep
 // the cluster's compute-to-communication ratio. Such times are emulated, never
@@ -65,6 +74,10 @@ struct EmulatedLinks {
     /// The link a group crosses that is slowest: inter if its ranks span more
     /// than one node, else intra (intra with one tier or an empty group).
     EmulatedLink slowest(const std::vector<int>& ranks) const;
+    /// The link collective @p op over @p ranks runs at: slowest(), and for a ring
+    /// collective that spans nodes, inter's bandwidth times the fewest members the
+    /// group has in one of its nodes (nics_in_use), at most intra's.
+    EmulatedLink group_link(const std::string& op, const std::vector<int>& ranks) const;
     /// Seconds the collective @p op ("all_reduce", "all_gather", "reduce_scatter",
     /// "all_to_all", "broadcast", "send", "recv", "barrier") takes: alpha-beta over
     /// the slowest link of @p ranks (the table in this file's comment), times
@@ -75,6 +88,15 @@ struct EmulatedLinks {
     /// 0 when off or for a group of one. Throws ss::Error for an unknown op.
     double seconds(const std::string& op, uint64_t bytes, const std::vector<int>& ranks) const;
 };
+
+/// How many NICs of each node a collective @p op over a group that spans nodes, with
+/// @p per_node of its members in every node, drives at once: @p per_node for the ring
+/// collectives (all_reduce, all_gather, reduce_scatter, broadcast: NCCL's channels
+/// cross between nodes through different NICs), 1 for all_to_all, send, recv and
+/// barrier (each GPU's own NIC, or latency only). The planner (plan/comm.h) and
+/// the emulated links both take the group's bandwidth between nodes as this x one
+/// GPU's NIC, at most the node's own link.
+int nics_in_use(const std::string& op, int per_node);
 
 /// Parses a link flag's value "GBPS[,US]": "1,6" is 1 GB/s and 6 us, "1" is
 /// 1 GB/s and 0 us. @p flag ("--link", "--link-intra", ...) names it in errors.

@@ -1,6 +1,9 @@
 #include "plan/comm.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "comm/links.h"
 
 #include "comm/trace/trace.h"
 #include "plan/memory.h"
@@ -32,6 +35,15 @@ bool axis_in_node(int stride, int n, int gpus_per_node) {
     return n <= 1 || (span <= gpus_per_node && gpus_per_node % span == 0);
 }
 
+Link group_link(const Hardware& hw, const std::string& op, int stride, int n, int gpus_per_node) {
+    if (axis_in_node(stride, n, gpus_per_node)) return hw.intra;
+    // Ranks of a group sit stride apart on the grid: gpus_per_node / stride of them in a node.
+    const int per_node = stride >= gpus_per_node ? 1 : std::min(n, gpus_per_node / std::max(1, stride));
+    Link link = hw.inter;
+    link.busbw = std::min(hw.inter.busbw * nics_in_use(op, per_node), std::max(hw.intra.busbw, hw.inter.busbw));
+    return link;
+}
+
 namespace {
 
 // Collects the calls of one rank, dropping those on one-rank groups (they move nothing).
@@ -58,7 +70,8 @@ struct Calls {
         c.calls = calls;
         c.bytes = bytes;
         c.overlap = in.overlap ? overlap : Overlap::none;
-        c.seconds = collective_seconds(c.op, c.bytes, c.calls, n, c.intra_node ? in.hw.intra : in.hw.inter);
+        c.seconds = collective_seconds(c.op, c.bytes, c.calls, n,
+                                       c.intra_node ? in.hw.intra : group_link(in.hw, c.op, stride, n, gpus_per_node));
         c.what = what;
         out.push_back(std::move(c));
     }

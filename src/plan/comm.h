@@ -86,6 +86,13 @@ double collective_seconds(const std::string& op, int64_t bytes, int64_t calls, i
 /// on the grid, lies inside one node of @p gpus_per_node ranks.
 bool axis_in_node(int stride, int n, int gpus_per_node);
 
+/// The link collective @p op over a group of @p n ranks spaced @p stride apart runs at,
+/// with @p gpus_per_node GPUs a node: hw.intra inside a node (axis_in_node); across
+/// nodes hw.inter (one GPU's NIC) with its bandwidth times nics_in_use(op, the group's
+/// members in a node) (comm/links.h: a ring collective's channels leave each node
+/// through that many NICs), at most hw.intra's. docs/formulas.md, "Two tiers".
+Link group_link(const Hardware& hw, const std::string& op, int stride, int n, int gpus_per_node);
+
 /// Everything a rank of pipeline stage @p stage (global rank 0's for stage 0) issues in one step.
 std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs, int stage = 0);
 

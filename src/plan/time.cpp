@@ -56,14 +56,15 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
     const int n = mesh.dp_shard * c,
               all = mesh.dp_rep > 1 && l.replica_sync_every > 1 ? n : mesh.dp() * c;
     const int64_t es = int64_t(dtype_size(in.dtype));
-    const Link shard_link = axis_in_node(t, n, gpn) ? in.hw.intra : in.hw.inter;
+    const Link shard_link = group_link(in.hw, "all_gather", t, n, gpn);  // (and reduce_scatter: the same rule)
     const int k = l.hpz > 0 ? l.hpz : n;  // ZeRO-3's backward gathers: over the shard group, or hpZ's K
-    const Link bwd_link = axis_in_node(t, k, gpn) ? in.hw.intra : in.hw.inter;
-    const Link dp_link = axis_in_node(t, all, gpn) ? in.hw.intra : in.hw.inter;
+    const Link bwd_link = group_link(in.hw, "all_gather", t, k, gpn);
+    const Link dp_link = group_link(in.hw, "all_reduce", t, all, gpn);
     // qgZ's hops (zeropp.h): K consecutive members of the shard group, then every K-th.
     const int qk = l.qgz && l.qgz_node > 0 ? l.qgz_node : n, qm = n / qk;
-    const Link node_link = axis_in_node(t, qk, gpn) ? in.hw.intra : in.hw.inter;
-    const Link cross_link = axis_in_node(t * qk, qm, gpn) ? in.hw.intra : in.hw.inter;
+    const Link shard_a2a_link = group_link(in.hw, "all_to_all", t, n, gpn);
+    const Link node_link = group_link(in.hw, "all_to_all", t, qk, gpn);
+    const Link cross_link = group_link(in.hw, "all_to_all", t * qk, qm, gpn);
     DpStep s;
     s.zero = l.zero;
     s.blocking_reduce = l.qgz;
@@ -84,7 +85,7 @@ DpStep dp_step_of(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gbs
         w.gather_bwd = l.hpz > 0 ? collective_seconds("all_gather", bytes, 1, k, bwd_link) : w.gather;
         if (l.qgz) {
             const QgzHops h = qgz_hops(slice.units[u], n, qk, in.qgz_bits, in.quant_block);
-            w.reduce = qk == n ? collective_seconds("all_to_all", h.node_bytes, 1, n, shard_link)
+            w.reduce = qk == n ? collective_seconds("all_to_all", h.node_bytes, 1, n, shard_a2a_link)
                                : collective_seconds("all_to_all", h.node_bytes, 1, qk, node_link) +
                                      collective_seconds("all_to_all", h.cross_bytes, 1, qm, cross_link);
         } else {
