@@ -1,13 +1,14 @@
 #include "app/model_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <utility>
 
 #include "app/flag_range.h"
 
 namespace ss::app {
 
-GPT2Config ModelFlags::resolve() const {
-    GPT2Config c = model_preset(model);
+GPT2Config ModelFlags::resolve_from(GPT2Config preset) const {
+    GPT2Config c = std::move(preset);
     bool custom = false;
     auto over = [&](int v, int& field) {
         if (v != 0) {

@@ -79,16 +79,7 @@ Hardware make_hardware(const PlanFlags& f) {
 
 // --model: GPT-2's presets (model/config.h) or the GPT-3 shapes (plan/models.h), with overrides.
 GPT2Config resolve_model(const ModelFlags& f) {
-    if (!is_gpt3_model(f.model)) return f.resolve();
-    GPT2Config c = gpt3_model(f.model);
-    for (auto [v, field] : {std::pair{f.layers, &c.L}, {f.dim, &c.C}, {f.heads, &c.H}, {f.vocab, &c.V}, {f.max_seq, &c.maxT}})
-        if (v != 0) {
-            *field = v;
-            c.name = f.model + "+custom";
-        }
-    c.vocab_divisible_by = f.vocab_divisible_by;
-    validate(c);
-    return c;
+    return is_gpt3_model(f.model) ? f.resolve_from(gpt3_model(f.model)) : f.resolve();
 }
 
 }  // namespace
