@@ -1,10 +1,15 @@
-// test_train.cpp — the training loop learns, and gradient accumulation is
-// the same step as one big batch.
+// test_train.cpp — the training loop learns, gradient accumulation is the
+// same step as one big batch, and a stop request ends a run between steps.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
+#include <streambuf>
 
+#include "core/check.h"
 #include "equivalence.h"
 #include "train/train.h"
 
@@ -90,4 +95,104 @@ TEST_CASE("a trace's prediction is for the run that ran, and one the planner can
     train(o, nullptr);
     j = nlohmann::json::parse(std::ifstream(o.trace));
     REQUIRE(j["otherData"]["prediction"]["cluster"]["gpus"] == 2);
+}
+
+namespace {
+
+// train()'s output, which sets @p stop once the line of step @p after is printed:
+// a stop requested from outside while the ranks are between steps, as the viewer's
+// Stop button or closing window does (viz/app/live.cpp).
+class StopAfterStep : public std::streambuf {
+public:
+    StopAfterStep(StopRequest& stop, int after) : stop_(stop) {
+        char line[32];
+        std::snprintf(line, sizeof line, "step %4d/", after);  // as train.cpp prints it
+        line_ = line;
+    }
+    std::string text;  ///< what train() printed
+
+protected:
+    int overflow(int c) override {
+        if (c != EOF) text.push_back(char(c));
+        look();
+        return c;
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        text.append(s, size_t(n));
+        look();
+        return n;
+    }
+
+private:
+    void look() {
+        if (text.find(line_) != std::string::npos) stop_.requested = true;
+    }
+    StopRequest& stop_;
+    std::string line_;
+};
+
+}  // namespace
+
+TEST_CASE("a stop request ends the run before the next step, on every rank, with rank 0's message", "[train][stop]") {
+    // Rank 0 alone reads the request, so the ranks cannot stop at different steps; the
+    // others stop at their next wait for another rank (threads_backend.h). Layouts with
+    // each kind of wait: ZeRO-3's gathers, TP's activations, a pipeline's sends and receives.
+    struct Layout {
+        const char* name;
+        int ranks, zero, tp, pp, ga;
+    };
+    for (const Layout& l : {Layout{"ZeRO-3 on 4", 4, 3, 1, 1, 1}, Layout{"TP 2 x ZeRO-1 DP 2", 4, 1, 2, 1, 1},
+                            Layout{"PP 2, GA 2", 2, 0, 1, 2, 2}}) {
+        INFO(l.name);
+        TrainOptions o;
+        o.model = model_preset("tiny");
+        o.T = 16;
+        o.mbs = 1;
+        o.ranks = l.ranks;
+        o.zero = l.zero;
+        o.tp = l.tp;
+        o.pp = l.pp;
+        o.ga = l.ga;
+        o.steps = 100000;  // far more than the test waits for: only the stop can end it in time
+        o.trace = std::string(SS_BINARY_DIR) + "/test_train_stopped.json";
+        std::filesystem::remove(o.trace);
+        StopRequest stop;
+        stop.by = "the test";
+        StopAfterStep buf(stop, 2);
+        std::ostream out(&buf);
+        const auto t0 = std::chrono::steady_clock::now();
+        std::string error;
+        try {
+            train(o, &out, &stop);
+        } catch (const Error& e) {
+            error = e.what();
+        }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        INFO(buf.text);
+        // Rank 0 saw the request after printing step 2: its message, naming step 3, is the run's.
+        REQUIRE(error == "rank 0: stopped by the test before step 3 of 100000; no trace, --json or --save file "
+                         "is written");
+        REQUIRE(buf.text.find("step    3/") == std::string::npos);
+        REQUIRE_FALSE(std::filesystem::exists(o.trace));
+        // Two tiny steps take well under a second; a rank left waiting would end only at the
+        // comm timeout (60 s), and a run not stopped would take hours.
+        REQUIRE(seconds < 30);
+    }
+}
+
+TEST_CASE("a stop requested before train() starts ends it before step 1", "[train][stop]") {
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.T = 16;
+    o.mbs = 1;
+    o.ranks = 2;
+    o.zero = 2;
+    o.steps = 3;
+    o.quiet = true;
+    StopRequest stop;
+    stop.requested = true;
+    REQUIRE_THROWS_WITH(train(o, nullptr, &stop), Catch::Contains("rank 0: stopped by the caller before step 1 of 3"));
+    // Without the request, or with none passed, the same run trains its 3 steps.
+    stop.requested = false;
+    REQUIRE(train(o, nullptr, &stop).steps.size() == 3);
 }

@@ -51,6 +51,7 @@ struct Shared {
     std::vector<std::array<size_t, kMemCategories>> rank_peak;
     const Checkpoint* resume = nullptr;  // --resume: read once, before the ranks start
     int64_t skip_micro_batches = 0;      // --resume: micro-batches of this run's size already trained on
+    const StopRequest* stop = nullptr;   // read by rank 0 before each step (train.h)
 };
 
 // Whether every replica of this run resumes with the Adam moments it saved: the
@@ -181,6 +182,11 @@ void rank_main(Comm& comm, Shared& sh) {
         return j;
     };
     for (int step = r.first_step; step <= opts.steps; ++step) {
+        // A stop request (train.h): rank 0 alone reads it, so no two ranks stop at different
+        // steps; the others stop at their next wait for rank 0, as for any failed rank.
+        if (rank0 && sh.stop && sh.stop->requested.load())
+            SS_FAIL("stopped by " << sh.stop->by << " before step " << step << " of " << opts.steps
+                                  << "; no trace, --json or --save file is written");
         inject_fault(opts.fault, comm, step, opts.steps);  // --inject-fault: arms it on its rank at its step
         auto t0 = std::chrono::steady_clock::now();
         const kern::KernelTimes kernels0 = kern::profile_totals();
@@ -334,7 +340,7 @@ int64_t read_resume_point(const TrainOptions& opts, TrainReport& r, Checkpoint& 
 
 }  // namespace
 
-TrainReport train(const TrainOptions& opts, std::ostream* out) {
+TrainReport train(const TrainOptions& opts, std::ostream* out, const StopRequest* stop) {
     const RunShape shape = check_train_options(opts);  // every check, once
     TrainReport r = TrainReport::start(opts, shape);
     r.links = resolve_links(opts, shape.world);  // --emulate measures this CPU first
@@ -360,6 +366,7 @@ TrainReport train(const TrainOptions& opts, std::ostream* out) {
     Checkpoint ck;
     Shared sh{&opts, &tokens, &r, out, {}};
     sh.rank_peak.resize(size_t(r.world));
+    sh.stop = stop;
     if (!opts.resume.empty()) {
         sh.skip_micro_batches = read_resume_point(opts, r, ck, out);
         sh.resume = &ck;
