@@ -11,6 +11,7 @@
 //   - with tensor parallelism (--tp 2) the act green appears;
 //   - a pipeline run (--pp 2 --ga 4) draws its schedule: each micro-batch's colour;
 //   - live mode (--live-run) trains in the viewer's process and draws the trace it wrote;
+//     a failed run, or one past --live-timeout, exits 1 with no picture;
 //   - a scripted mouse (--exercise) goes through hover, selection, zoom and every tab;
 //   - the memory panel shows the Ledger categories' colours, the grid its tints;
 //   - a missing, truncated or too large trace gives exit code 1, the message on
@@ -195,6 +196,31 @@ TEST_CASE("live mode runs the engine in the viewer and draws the trace it wrote"
     require_not_blank(tl, png);
     CHECK(tl.count(payload_color(Payload::param)) > 2000);  // ZeRO-3's gathers, from the run just made
     CHECK(tl.count(payload_color(Payload::grad)) > 2000);
+}
+
+TEST_CASE("headless --live-run exits 1 when the run fails or runs past --live-timeout", "[viz][xvfb]") {
+    std::filesystem::create_directories(kOut);
+    // A run that fails: its trace's folder is a file. The exit code waits for the run's
+    // result (it once read "not running, not finished" between two flags and exited 0).
+    const std::string not_a_dir = kOut + "/live-out-is-a-file";
+    std::ofstream(not_a_dir) << "a file";
+    const std::string png = kOut + "/live-failed.png";
+    std::filesystem::remove(png);
+    CliResult failed = run_viz("--live-run --live-out " + not_a_dir + " --screenshot " + png + " --panel live");
+    INFO(failed.output);
+    CHECK(failed.code == 1);
+    CHECK_THAT(failed.output, Catch::Contains("shardscope-viz: error: the live run failed: "));
+
+    // A run past the limit (0 s: it has not ended when the loop first looks): stopped, exit 1.
+    const std::string dir = kOut + "/live-timeout";
+    std::filesystem::remove_all(dir);
+    const std::string late = kOut + "/live-late.png";
+    std::filesystem::remove(late);
+    CliResult timed_out = run_viz("--live-run --live-timeout 0 --live-out " + dir + " --screenshot " + late);
+    INFO(timed_out.output);
+    CHECK(timed_out.code == 1);
+    CHECK_THAT(timed_out.output, Catch::Contains("the live run did not end within --live-timeout 0 s; it is stopped"));
+    CHECK_FALSE(std::filesystem::exists(late));
 }
 
 TEST_CASE("a bad trace is an error on stderr, exit code 1, and a picture of the error", "[viz][xvfb]") {

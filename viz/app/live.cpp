@@ -1,4 +1,5 @@
-// live.cpp — train() on a worker thread, its output captured line by line (see live.h).
+// live.cpp — train() on a worker thread, its output captured line by line, and
+// stopped between steps on request (see live.h).
 #include "viz/app/live.h"
 
 #include <exception>
@@ -7,7 +8,6 @@
 #include <streambuf>
 
 #include "model/config.h"
-#include "train/train.h"
 
 namespace ss::viz {
 
@@ -39,15 +39,19 @@ private:
 
 }  // namespace
 
+// The window closed, or the headless limit passed, with the run going: the worker
+// touches this LiveRun until it returns, so it is stopped (before its next step)
+// and waited for, never detached.
 LiveRun::~LiveRun() {
-    if (worker.joinable()) worker.join();  // a run cannot be interrupted; it is a few seconds
+    stop.requested = true;
+    if (worker.joinable()) worker.join();
 }
 
 void live_start(LiveUi& ui) {
-    if (ui.run && ui.run->running) return;
-    if (ui.run && ui.run->worker.joinable()) ui.run->worker.join();
+    if (live_active(ui)) return;
     ui.run = std::make_unique<LiveRun>();
     LiveRun& run = *ui.run;
+    run.stop.by = "the viewer";
     const LiveConfig c = ui.cfg;
     TrainOptions o;
     o.model = model_preset(model_preset_names()[size_t(c.model)]);
@@ -63,7 +67,6 @@ void live_start(LiveUi& ui) {
     o.blas_threads = 1;
     o.trace = (std::filesystem::path(ui.out_dir) / ("live-" + std::to_string(++ui.runs) + ".json")).string();
     run.trace = o.trace;
-    run.running = true;
     run.worker = std::thread([&run, o] {
         LogBuf buf(run);
         std::ostream out(&buf);
@@ -72,18 +75,24 @@ void live_start(LiveUi& ui) {
                 << " --zero " << o.zero << " --dp-rep " << o.dp_rep << " --mbs " << o.mbs << " --ga " << o.ga
                 << " --steps " << o.steps << " --dtype " << (o.dtype == DType::bf16 ? "bf16" : "fp32")
                 << " --trace " << o.trace << "\n";
-            train(o, &out);
+            train(o, &out, &run.stop);
         } catch (const std::exception& e) {
             std::lock_guard<std::mutex> lock(run.mu);
             run.error = e.what();
         }
-        run.running = false;
-        run.finished = true;
+        run.phase = LivePhase::finished;  // last: the UI reads log and error once it sees this
     });
 }
 
+bool live_active(const LiveUi& ui) { return ui.run && ui.run->phase != LivePhase::shown; }
+
+void live_stop(LiveUi& ui) {
+    if (ui.run) ui.run->stop.requested = true;
+}
+
 bool live_poll(LiveUi& ui, std::string& trace_path, std::string& error) {
-    if (!ui.run || !ui.run->finished.exchange(false)) return false;
+    LivePhase finished = LivePhase::finished;
+    if (!ui.run || !ui.run->phase.compare_exchange_strong(finished, LivePhase::shown)) return false;
     if (ui.run->worker.joinable()) ui.run->worker.join();
     std::lock_guard<std::mutex> lock(ui.run->mu);
     trace_path = ui.run->trace;

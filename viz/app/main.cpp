@@ -3,6 +3,7 @@
 //   shardscope-viz out/demo-zero3.json                       the window
 //   shardscope-viz --live                                    run the engine here (Live run tab)
 //   shardscope-viz --live-run --screenshot out.png           headless: run, then picture the run's trace
+//                                                            (a failed run, or one past --live-timeout: exit 1)
 //   shardscope-viz TRACE --screenshot out.png [--panel NAME|all] [--size 1600x1000]
 //                                                            headless: PNG, no interaction
 //   shardscope-viz TRACE --bench-frames 120                  median frame time (docs/performance.md)
@@ -48,6 +49,7 @@ struct Flags {
     int exercise = 0;
     bool live_run = false;
     std::string live_out = "out";
+    double live_timeout = 120;  // headless --live-run: seconds before the run is stopped and the exit is 1
     float font_px = 16.0f;
 };
 
@@ -149,6 +151,7 @@ int run(const Flags& f) {
     std::vector<Panel> panels;
     SS_CHECK(parse_panel(f.panel, panels),
              "--panel " << f.panel << ": choose overview, timeline, memory, grid, comm, pipeline, gbs, live or all");
+    SS_CHECK(f.live_timeout >= 0, "--live-timeout " << f.live_timeout << ": seconds, 0 or more");
     const bool headless = !f.screenshot.empty() || f.bench_frames > 0 || f.exercise > 0;
 
     // 0. the trace, before any window
@@ -198,13 +201,21 @@ int run(const Flags& f) {
         if (f.live_run) live_start(s.live);  // as if Run were pressed on the Live run tab
         if (headless) {
             Offscreen target(W, H);
-            if (f.live_run) {  // the pictures are of the run's trace: draw until it has ended (2 min at most)
+            if (f.live_run) {  // the pictures are of the run's trace: draw until frame() has shown it
                 const auto t0 = std::chrono::steady_clock::now();
-                while (s.live.run && (s.live.run->running || s.live.run->finished) &&
-                       std::chrono::steady_clock::now() - t0 < std::chrono::minutes(2)) {
+                const auto limit = std::chrono::duration<double>(f.live_timeout);
+                while (live_active(s.live) && std::chrono::steady_clock::now() - t0 < limit) {
                     glfwPollEvents();
                     frame(s, win, &target);
                     glfwWaitEventsTimeout(0.05);
+                }
+                // Past the limit: no pictures of a trace that is not there, and exit code 1
+                // (the catch below). ~LiveRun waits for the stopped run: a step at most.
+                if (live_active(s.live)) {
+                    live_stop(s.live);
+                    SS_FAIL("the live run did not end within --live-timeout " << f.live_timeout
+                                                                              << " s; it is stopped and no picture "
+                                                                              << "is taken (raise --live-timeout)");
                 }
                 if (!s.error.empty()) {
                     std::fprintf(stderr, "shardscope-viz: error: %s\n", s.error.c_str());
@@ -260,7 +271,7 @@ int run(const Flags& f) {
             // The window: 1. poll, 2-4. frame, swap. Idle windows sleep until an event (or 0.1 s
             // while a live run is printing).
             while (!glfwWindowShouldClose(win)) {
-                const bool busy = s.live.run && s.live.run->running;
+                const bool busy = live_active(s.live);
                 glfwWaitEventsTimeout(busy ? 0.1 : 0.5);  // 1. poll events
                 frame(s, win, nullptr);
                 glfwSwapBuffers(win);
@@ -303,6 +314,9 @@ int main(int argc, char** argv) {
     app.add_flag("--live-run", f.live_run, "press Run at start (the Live run tab's layout: tiny, 8 ranks, ZeRO-3); "
                                            "with --screenshot, the pictures are taken when the run has ended");
     app.add_option("--live-out", f.live_out, "folder for the live runs' traces")->capture_default_str();
+    app.add_option("--live-timeout", f.live_timeout, "headless --live-run: seconds to wait for the run; past them "
+                                                     "it is stopped, no picture is taken and the exit code is 1")
+        ->capture_default_str();
     try {
         app.parse(argc, argv);
         return run(f);

@@ -2,9 +2,10 @@
 //
 // The run is `train()` (src/train/train.h) on the threads backend, in this
 // process, on a worker thread (viz/app/live.cpp); its lines appear below as
-// it prints them, and when it ends its trace (out/live-N.json) is loaded into
-// every other panel. Only layouts the engine runs are offered: data
-// parallelism with ZeRO 0-3 and replica groups, and tensor parallelism.
+// it prints them, and when it ends its trace (out/live-N.json, written at the
+// end) is loaded into every other panel; Stop ends it before its next step.
+// Only layouts the engine runs are offered: data parallelism with ZeRO 0-3 and
+// replica groups, and tensor parallelism.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -25,7 +26,7 @@ void draw_live(ViewerState& s, ImVec2 size) {
     help_marker("Each rank is a thread of this process (the threads backend); collectives are the project's "
                 "own ring over shared memory. The run writes a trace like `shardscope train --trace` and every "
                 "panel switches to it when the run ends. A few seconds for the tiny model.");
-    const bool running = ui.run && ui.run->running;
+    const bool running = live_active(ui);  // going, or ended and not yet shown
     const std::vector<std::string> models = model_preset_names();
     const int model_max = std::min<int>(int(models.size()), 2);  // tiny and small run in seconds
     ImGui::BeginDisabled(running);
@@ -70,6 +71,16 @@ void draw_live(ViewerState& s, ImVec2 size) {
     ImGui::BeginDisabled(running || !valid);
     if (ImGui::Button(running ? "running..." : "Run", ImVec2(120, 0))) live_start(ui);
     ImGui::EndDisabled();
+    if (running) {
+        const bool stopping = ui.run->stop.requested;
+        ImGui::SameLine();
+        ImGui::BeginDisabled(stopping);
+        if (ImGui::Button(stopping ? "stopping..." : "Stop", ImVec2(120, 0))) live_stop(ui);
+        ImGui::EndDisabled();
+        help_marker("Rank 0 ends the run before its next step (train()'s StopRequest, src/train/train.h); the "
+                    "other ranks stop at their next collective, as when a rank fails. A stopped run writes no "
+                    "trace. Closing the window stops a run the same way.");
+    }
     if (ui.run) {
         ImGui::SameLine();
         ImGui::TextDisabled("trace: %s", ui.run->trace.c_str());
