@@ -1,13 +1,14 @@
 // test_viz_live.cpp — the Live run panel's run (viz/app/live.cpp), without a window:
 // its phases (running -> finished -> shown, never "neither"), a failed run's error,
-// and the stop: Stop, or the LiveRun going away with the run still going, ends it
-// within a step.
+// the trace names (an earlier session's are kept), and the stop: Stop, or the
+// LiveRun going away with the run still going, ends it within a step.
 //
 // Builds viz/app/live.cpp with the engine; no ImGui, GLFW or OpenGL.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -86,6 +87,21 @@ TEST_CASE("a failed live run hands over its error", "[viz][live]") {
     REQUIRE(r.done);
     REQUIRE_THAT(r.error, Catch::Contains("TP=3 does not divide n_head=4"));
     REQUIRE_FALSE(std::filesystem::exists(r.trace));
+}
+
+TEST_CASE("a live run's trace is the first live-N.json not there yet", "[viz][live]") {
+    LiveUi ui = small_ui(kOut + "/names", 1);
+    std::filesystem::create_directories(ui.out_dir);
+    std::ofstream(ui.out_dir + "/live-1.json") << "an earlier session's trace";
+    live_start(ui);
+    const Result r = wait_for(ui, 120);
+    REQUIRE(r.done);
+    REQUIRE(r.error.empty());
+    REQUIRE(r.trace == ui.out_dir + "/live-2.json");
+    std::ifstream kept(ui.out_dir + "/live-1.json");
+    std::string first;
+    std::getline(kept, first);
+    REQUIRE(first == "an earlier session's trace");
 }
 
 TEST_CASE("Stop ends a live run before its next step, with no trace", "[viz][live][stop]") {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <ostream>
 #include <streambuf>
+#include <system_error>
 
 #include "model/config.h"
 
@@ -65,7 +66,15 @@ void live_start(LiveUi& ui) {
     o.dtype = c.dtype == 1 ? DType::bf16 : DType::f32;
     o.bucket_mb = c.bucket_mb;
     o.blas_threads = 1;
-    o.trace = (std::filesystem::path(ui.out_dir) / ("live-" + std::to_string(++ui.runs) + ".json")).string();
+    // The first live-N.json not there yet: an earlier session's traces are kept. (An
+    // out_dir that cannot be read counts as empty; train() then says what is wrong with it.)
+    auto trace_name = [&](int n) {
+        return (std::filesystem::path(ui.out_dir) / ("live-" + std::to_string(n) + ".json")).string();
+    };
+    std::error_code ec;
+    do ++ui.runs;
+    while (std::filesystem::exists(trace_name(ui.runs), ec));
+    o.trace = trace_name(ui.runs);
     run.trace = o.trace;
     run.worker = std::thread([&run, o] {
         LogBuf buf(run);

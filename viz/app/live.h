@@ -65,10 +65,11 @@ struct LiveUi {
     LiveConfig cfg;
     std::string out_dir = "out";       ///< where live traces go
     std::unique_ptr<LiveRun> run;      ///< the current or last run
-    int runs = 0;                      ///< how many were started (names the trace files)
+    int runs = 0;                      ///< the last N of live-N.json used (the next run takes the first free one above)
 };
 
-/// Starts a run of @p ui.cfg (a no-op while live_active()).
+/// Starts a run of @p ui.cfg, its trace the first out_dir/live-N.json that does not
+/// exist yet. A no-op while live_active().
 void live_start(LiveUi& ui);
 /// True from live_start() until live_poll() has handed the run's result over: the
 /// run is going, or has ended and its trace or error is not yet shown.
