@@ -54,7 +54,8 @@ struct CommUi {
     TraceFilter compared_for{-2, -2};  ///< rank and step of `one_step`
     TraceSummary one_step;       ///< one rank, one step: what the planner's prediction is for
     TraceFilter overlap_for{-2, -2};  ///< rank and step of `overlap`
-    size_t overlap_events = 0;   ///< events in the trace when `overlap` was computed (a live trace grows)
+    size_t overlap_events = 0;   ///< events in the trace when `overlap` was computed (a guard: a loaded trace never
+                                 ///< changes, and set_trace resets CommUi for each new one, a live run's too)
     OverlapRow overlap;          ///< one rank, one step: its communication and what of it was exposed
 };
 
