@@ -490,7 +490,7 @@ TEST_CASE("a target outside the vocabulary gives a NaN loss on the GPU", "[cuda]
 
 // ---- AdamW -------------------------------------------------------------------------------------
 
-TEST_CASE("AdamW equals the CPU twin, fp32 params and fp32 master with bf16 params", "[cuda][adamw]") {
+TEST_CASE("AdamW equals the CPU twin", "[cuda][adamw]") {
     const long n = 100003;
     ss::cpu::AdamWParams hp;
     hp.lr = 1e-3f;
@@ -506,13 +506,6 @@ TEST_CASE("AdamW equals the CPU twin, fp32 params and fp32 master with bf16 para
         CHECK_TWIN(d_p, p, kTolF32);
         CHECK_TWIN(d_m, m, kTolF32);
         CHECK_TWIN(d_v, v, kTolF32);
-
-        // mixed precision: the master is the fp32 update, the bf16 params its rounding (poisoned before)
-        DeviceBuffer<float> d_master(p0), d_m2(m0), d_v2(v0);
-        DeviceBuffer<uint16_t> d_params(n);
-        ss::cuda::adamw_update_bf16(d_master.ptr, d_params.ptr, d_g.ptr, d_m2.ptr, d_v2.ptr, n, t, hp, g_stream);
-        CHECK_TWIN(d_master, p, kTolF32);
-        CHECK_TWIN_BF16(d_params, to_f32(to_bf16(p)), kTolBf16);
     }
 }
 

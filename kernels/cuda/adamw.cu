@@ -11,8 +11,6 @@
 
 #include <cmath>
 
-#include <cuda_bf16.h>
-
 #include "core/check.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/reduce.cuh"
@@ -53,15 +51,6 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
     if (i < n) params[i] = adamw_element(params[i], grads[i], &m[i], &v[i], k);
 }
 
-__global__ void adamw_bf16_kernel(float* master, __nv_bfloat16* params, const float* grads, float* m, float* v,
-                                  long n, StepScalars k) {
-    const long i = blockIdx.x * long(blockDim.x) + threadIdx.x;
-    if (i >= n) return;
-    const float p = adamw_element(master[i], grads[i], &m[i], &v[i], k);
-    master[i] = p;
-    params[i] = __float2bfloat16_rn(p);  // round to nearest even, NaN stays NaN
-}
-
 }  // namespace
 
 void adamw_update(float* params, const float* grads, float* m, float* v, long n, int t, const cpu::AdamWParams& hp,
@@ -70,15 +59,6 @@ void adamw_update(float* params, const float* grads, float* m, float* v, long n,
     if (n == 0) return;
     adamw_kernel<<<blocks_for(n), kThreads, 0, stream>>>(params, grads, m, v, n, k);
     SS_CUDA_CHECK_LAUNCH("adamw_kernel");
-}
-
-void adamw_update_bf16(float* master, uint16_t* params_bf16, const float* grads, float* m, float* v, long n, int t,
-                       const cpu::AdamWParams& hp, cudaStream_t stream) {
-    const StepScalars k = step_scalars(t, hp);
-    if (n == 0) return;
-    adamw_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-        master, reinterpret_cast<__nv_bfloat16*>(params_bf16), grads, m, v, n, k);
-    SS_CUDA_CHECK_LAUNCH("adamw_bf16_kernel");
 }
 
 }  // namespace ss::cuda

@@ -7,12 +7,10 @@
 //
 // Mixed precision (the ZeRO paper's 2 + 2 + 12 bytes per parameter): the
 // optimizer owns fp32 master weights, m and v; the model computes with bf16
-// params. adamw_update_bf16 updates the master copy and writes its bf16
-// rounding in the same pass, as the CPU path calls adamw_update and then
-// f32_to_bf16 (src/optim/adamw.cpp).
+// params. On the GPU as on the CPU the step is adamw_update on the master,
+// then f32_to_bf16 (kernels/cuda/convert.h, core/dtype.h's rounding, NaN
+// included) for the model's copy (kernels/dispatch.cpp, src/optim/adamw.cpp).
 #pragma once
-
-#include <cstdint>
 
 #include <cuda_runtime.h>
 
@@ -23,9 +21,5 @@ namespace ss::cuda {
 /// Updates n elements of params, m and v in place from grads, at step t (1-based); on @p stream.
 void adamw_update(float* params, const float* grads, float* m, float* v, long n, int t, const cpu::AdamWParams& hp,
                   cudaStream_t stream);
-/// As adamw_update on the fp32 @p master weights, and writes params_bf16[i] = bf16(master[i])
-/// (raw bf16 bits, round to nearest even, as core/dtype.h's f32_to_bf16); on @p stream.
-void adamw_update_bf16(float* master, uint16_t* params_bf16, const float* grads, float* m, float* v, long n, int t,
-                       const cpu::AdamWParams& hp, cudaStream_t stream);
 
 }  // namespace ss::cuda
