@@ -562,6 +562,60 @@ TEST_CASE("a backend's device time goes into the trace event as gpu_us", "[comm]
     for (const TraceEvent& ev : events) REQUIRE(ev.gpu_us == Approx(250));  // seconds -> µs
 }
 
+namespace {
+
+// A one-rank backend whose every collective reports its own device time (the
+// n-th call: n * 100 µs) and whose send/recv report none (-1), as NcclBackend's
+// CUDA events do; it keeps the default start(), as nccl does, so a started
+// call runs at once.
+class PerCallTimedBackend final : public Backend {
+public:
+    const char* name() const override { return "per-call-timed"; }
+    void all_reduce(void*, size_t, DType, const Group&, ReduceOp, const Label&) override { timed(); }
+    void all_gather(const void*, void*, size_t, DType, const Group&, const Label&) override { timed(); }
+    void reduce_scatter(const void*, void*, size_t, DType, const Group&, ReduceOp, const Label&) override { timed(); }
+    void all_to_all(const void*, void*, size_t, DType, const Group&, const Label&) override { timed(); }
+    void broadcast(void*, size_t, DType, int, const Group&, const Label&) override { timed(); }
+    void send(const void*, size_t, DType, int, const std::string&, const Label&) override { last_ = -1; }
+    void recv(void*, size_t, DType, int, const std::string&, const Label&) override { last_ = -1; }
+    void barrier(const Group&, const Label&) override { timed(); }
+    void stall(const std::string&) override {}
+    double last_gpu_seconds() const override { return last_; }
+
+private:
+    void timed() { last_ = 100e-6 * ++calls_; }
+    int calls_ = 0;
+    double last_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("a started call's trace event has its own device time, not the last call's", "[comm][trace]") {
+    // The default start() runs the call at once; the event is recorded at wait,
+    // after later calls have overwritten last_gpu_seconds(). Each must keep its own.
+    Tracer tracer(0, TraceClock::now(), 0);
+    Comm comm(0, 1, std::make_unique<PerCallTimedBackend>(), &tracer);
+    float x[2] = {1, 2};
+    CommHandle a = comm.start_all_reduce(x, 2, DType::f32, comm.world_group(), ReduceOp::sum, {});  // 100 µs
+    CommHandle b = comm.start_broadcast(x, 2, DType::f32, 0, comm.world_group(), {});               // 200 µs
+    comm.all_gather(x, x, 2, comm.world_group(), {});                                               // 300 µs
+    comm.send(x, 2, 0, {}, "pp");  // no device time: -1 (nccl's p2p)
+    comm.wait(b);
+    comm.wait(a);
+    const auto events = tracer.events();
+    REQUIRE(events.size() == 4);
+    auto gpu_us = [&](const std::string& op) {
+        for (const TraceEvent& ev : events)
+            if (ev.name == op) return ev.gpu_us;
+        FAIL("no " << op << " event");
+        return 0.0;
+    };
+    REQUIRE(gpu_us("all_reduce") == Approx(100));
+    REQUIRE(gpu_us("broadcast") == Approx(200));
+    REQUIRE(gpu_us("all_gather") == Approx(300));
+    REQUIRE(gpu_us("send") == -1);
+}
+
 // ---- speed (hidden: run with ./test_comm "[.bench]") ----------------------------------
 
 TEST_CASE("64 MiB all_reduce at 2 ranks against memcpy", "[.bench]") {

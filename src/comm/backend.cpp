@@ -27,6 +27,7 @@ struct DeferredRecv final : Request {
         started = std::chrono::steady_clock::now();
         backend.run(call);
         finished = std::chrono::steady_clock::now();
+        gpu_seconds = backend.last_gpu_seconds();  // its own, before the rank's next call
     }
     void drop() override {}
     Backend& backend;
@@ -50,10 +51,11 @@ const char* call_op_name(CallOp op) {
     return "?";
 }
 
-std::unique_ptr<Request> finished_request(std::chrono::steady_clock::time_point started) {
+std::unique_ptr<Request> finished_request(std::chrono::steady_clock::time_point started, double gpu_seconds) {
     auto r = std::make_unique<FinishedRequest>();
     r->started = started;
     r->finished = std::chrono::steady_clock::now();
+    r->gpu_seconds = gpu_seconds;
     return r;
 }
 
@@ -74,7 +76,8 @@ std::unique_ptr<Request> Backend::start(const Call& call) {
     if (call.op == CallOp::recv) return std::make_unique<DeferredRecv>(*this, call);
     const auto t0 = std::chrono::steady_clock::now();
     run(call);
-    return finished_request(t0);
+    // The call's device time now: the rank's next call, before it waits for this one, overwrites it.
+    return finished_request(t0, last_gpu_seconds());
 }
 
 }  // namespace ss

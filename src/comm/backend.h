@@ -94,10 +94,16 @@ public:
     std::chrono::steady_clock::time_point started;
     /// When it finished (valid after wait()).
     std::chrono::steady_clock::time_point finished;
+    /// The call's own time on the device (Backend::last_gpu_seconds, read as soon as the
+    /// call ran, before another call can overwrite it), or -1 when not measured. Valid
+    /// after wait(); the trace event's gpu_us.
+    double gpu_seconds = -1;
 };
 
-/// A Request for a call that already ran, from @p started to now; wait() returns at once.
-std::unique_ptr<Request> finished_request(std::chrono::steady_clock::time_point started);
+/// A Request for a call that already ran, from @p started to now, that took @p gpu_seconds
+/// on the device (-1: not measured); wait() returns at once.
+std::unique_ptr<Request> finished_request(std::chrono::steady_clock::time_point started,
+                                          double gpu_seconds = -1);
 
 /// How one rank's collectives are carried out. See the file comment for the contract.
 class Backend {
@@ -142,7 +148,9 @@ public:
 
     /// Seconds the last call took on the device, measured with CUDA events; -1
     /// when not measured (threads, mpi, and nccl's send/recv). Comm puts it in
-    /// the call's trace event as gpu_us (trace.h), beside the host's wall time.
+    /// the call's trace event as gpu_us (trace.h), beside the host's wall time:
+    /// read right after a blocking call, and by the default start() right after
+    /// the call it runs (Request::gpu_seconds), since the next call overwrites it.
     virtual double last_gpu_seconds() const { return -1; }
 
     /// Starts @p call and returns at once (or, by default, runs it now and

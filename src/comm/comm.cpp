@@ -109,7 +109,8 @@ bool overlap(const void* a, size_t na, const void* b, size_t nb) {
 }  // namespace
 
 void Comm::trace(const char* op, const Group& group, size_t count, DType dt, const Label& label,
-                 double start_us, double dur_us, double issued_us, double exposed_us, int peer) {
+                 double start_us, double dur_us, double issued_us, double exposed_us, double gpu_seconds,
+                 int peer) {
     TraceEvent ev;
     ev.kind = TraceEvent::Kind::collective;
     ev.tid = kCommLane;
@@ -126,9 +127,9 @@ void Comm::trace(const char* op, const Group& group, size_t count, DType dt, con
     ev.bytes = collective_bytes(op, count, dtype_size(dt), group.size());
     ev.label = label;
     ev.peer = peer;
-    // The backend's own timing of the call on the device, where it has one (nccl's
-    // CUDA events); asked right after the call, before anything else can run on it.
-    const double gpu_seconds = backend_->last_gpu_seconds();
+    // The backend's own timing of the call on the device, where it has one (nccl's CUDA
+    // events), as the caller read it right after the call ran: a started call is traced
+    // when it is waited for, by which time later calls have overwritten last_gpu_seconds().
     if (gpu_seconds >= 0) ev.gpu_us = gpu_seconds * 1e6;
     tracer_->record(std::move(ev));
 }
@@ -203,7 +204,7 @@ void Comm::timed(const char* op, const Group& group, size_t count, DType dt, con
     const double dur = now_us() - t0;
     add_interval(t0, t0 + dur);
     times_.exposed_s += dur * 1e-6;  // a blocking call: the rank waits for all of it
-    if (tracer_) trace(op, group, count, dt, label, trace0, dur, -1, dur, peer);
+    if (tracer_) trace(op, group, count, dt, label, trace0, dur, -1, dur, backend_->last_gpu_seconds(), peer);
 }
 
 // ---- the checks of every call, blocking or started -----------------------------------
@@ -400,7 +401,7 @@ void Comm::finish(PendingCall& p, double wait_start_us) {
     const double shift = tracer_->now_us() - wait_end_us;
     const Call& c = p.call;
     trace(call_op_name(c.op), c.group, c.count, c.dt, c.label, run0 + shift, run1 - run0, p.trace_issued_us,
-          exposed_us, c.peer);
+          exposed_us, p.request->gpu_seconds, c.peer);
 }
 
 void Comm::wait(CommHandle& handle) {

@@ -241,7 +241,8 @@ private:
     void check_group(const char* op, const Group& group) const;
     void check_peer(const char* op, int peer) const;
     void trace(const char* op, const Group& group, size_t count, DType dt, const Label& label,
-               double start_us, double dur_us, double issued_us, double exposed_us, int peer = -1);
+               double start_us, double dur_us, double issued_us, double exposed_us, double gpu_seconds,
+               int peer = -1);
     double now_us() const;          // seconds since this Comm was made, in microseconds
     void add_interval(double start_us, double end_us);
 
