@@ -623,6 +623,11 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
          "step    1/"},
         {"train --model tiny --ranks 2 --tp 2 --steps 1 --bucket-mb 1",
          "--bucket-mb does nothing in this run: it needs ranks that average gradients, DP x SP >= 2", "step    1/"},
+        // --emulate's time scale is a GPU's peak over this CPU's matmul rate: wrong when the ranks
+        // compute on a GPU (it was applied there). Refused before --device cuda's own check.
+        {"train --model tiny --ranks 4 --device cuda --emulate h100x4-ib400 --steps 1",
+         "with --device cuda the ranks compute on a GPU; give the links unscaled instead, --link-intra ",
+         "step    1/"},
         // The planner at absurd scale and the search's own choices (an audit, 2026-12-06: GA wrapped to
         // -2^31, a negative step time, flags the search dropped without a word).
         {"plan --model tiny --gbs 4294967296", "more than any run accumulates; raise --mbs or lower --gbs",

@@ -118,7 +118,7 @@ void add_train_command(CLI::App& root) {
         for (const ClusterPreset& c : cluster_presets()) presets += (presets.empty() ? "" : ", ") + c.name;
         cmd->add_option("--emulate", opts->emulate,
                         "A real cluster's links, time-scaled by this CPU's matmul rate against that GPU's peak so the "
-                        "run has the cluster's compute/communication ratio: " + presets);
+                        "run has the cluster's compute/communication ratio (--device cpu only): " + presets);
     }
     cmd->add_option("--pp", opts->pp, "Pipeline stages: ranks that each hold a slice of the layers")
         ->capture_default_str();

@@ -77,12 +77,33 @@ void check_step(const TrainOptions& o, int T) {
     SS_CHECK(o.dtype == DType::f32 || o.dtype == DType::bf16, "--dtype must be fp32 or bf16");
 }
 
+// The flags for an --emulate preset's links without its time scale, for the error that
+// refuses --emulate on a GPU ("--link-intra GBPS,US ..." where the preset is not known).
+std::string unscaled_links(const std::string& emulate) {
+    std::ostringstream s;
+    s << "--link-intra ";
+    for (const ClusterPreset& c : cluster_presets())
+        if (c.name == emulate) {
+            s << c.intra.gbps << "," << c.intra.us << " --link-inter " << c.inter.gbps << "," << c.inter.us
+              << " --gpus-per-node " << c.gpus_per_node << " (" << c.name << "'s links)";
+            return s.str();
+        }
+    s << "GBPS,US --link-inter GBPS,US --gpus-per-node N";
+    return s.str();
+}
+
 // Where the ranks run; returns the world.
 int check_ranks(const TrainOptions& o) {
     SS_CHECK(o.ranks >= 1, "--ranks must be at least 1 (got " << o.ranks << ")");
     SS_CHECK(o.backend != BackendKind::nccl || device_or_default(o.device) == Device::cuda,
              "--backend nccl moves GPU memory between GPUs; add --device cuda (or use --backend mpi on the CPU)");
     check_not_launched_by_mpi(backend_name(o.backend));  // mpirun with threads: N runs of one rank, racing for the files
+    // --emulate scales its links by the preset GPU's peak over this CPU's matmul rate (comm/links.h), a
+    // ratio that is wrong when the ranks compute on a GPU. Refused before require_cuda, which would hide it.
+    SS_CHECK(o.emulate.empty() || device_or_default(o.device) != Device::cuda,
+             "--emulate " << o.emulate << " slows its links by the preset GPU's peak over this CPU's matmul rate, "
+                          << "but with --device cuda the ranks compute on a GPU; give the links unscaled instead, "
+                          << unscaled_links(o.emulate) << ", or use --device cpu");
     if (device_or_default(o.device) == Device::cuda) require_cuda();  // says why not, before any work
     if (o.backend == BackendKind::threads) return o.ranks;
     // Under mpirun the world is the job: -np decides, --ranks may only repeat it.
