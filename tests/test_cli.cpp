@@ -623,6 +623,12 @@ TEST_CASE("bench, bench calibrate and plan refuse bad outputs and named inputs b
          "step    1/"},
         {"train --model tiny --ranks 2 --tp 2 --steps 1 --bucket-mb 1",
          "--bucket-mb does nothing in this run: it needs ranks that average gradients, DP x SP >= 2", "step    1/"},
+        // nccl runs each started call at once: overlap and prefetch did nothing there, and the run said
+        // "overlap: on" (an audit, 2026-12-06). Refused before the GPU's own checks, so on any machine.
+        {"train --model tiny --backend nccl --device cuda --zero 3 --prefetch 2 --steps 1",
+         "--prefetch does nothing in this run: it needs --backend threads or mpi", "step    1/"},
+        {"train --model tiny --backend nccl --device cuda --overlap on --steps 1",
+         "--overlap does nothing in this run: it needs --backend threads or mpi", "step    1/"},
         // --emulate's time scale is a GPU's peak over this CPU's matmul rate: wrong when the ranks
         // compute on a GPU (it was applied there). Refused before --device cuda's own check.
         {"train --model tiny --ranks 4 --device cuda --emulate h100x4-ib400 --steps 1",

@@ -1,16 +1,20 @@
 // test_train.cpp — the training loop learns, gradient accumulation is the
-// same step as one big batch, and a stop request ends a run between steps.
+// same step as one big batch, a stop request ends a run between steps, and a
+// nccl run goes as --overlap off.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <streambuf>
 
 #include "core/check.h"
 #include "equivalence.h"
+#include "plan/hardware.h"
+#include "train/plan_for_run.h"
 #include "train/train.h"
 
 using namespace ss;
@@ -195,4 +199,43 @@ TEST_CASE("a stop requested before train() starts ends it before step 1", "[trai
     // Without the request, or with none passed, the same run trains its 3 steps.
     stop.requested = false;
     REQUIRE(train(o, nullptr, &stop).steps.size() == 3);
+}
+
+TEST_CASE("with --backend nccl a run goes as --overlap off: the header says why, the planner hides nothing",
+          "[train][overlap]") {
+    // nccl runs each started call at once (Backend::start's default), so --overlap on (the
+    // default) would hide nothing there; the run header printed "overlap: on" and the trace's
+    // prediction hid communication under compute until an audit (2026-12-06).
+    TrainOptions o;
+    o.model = model_preset("tiny");
+    o.ranks = 2;
+    o.zero = 3;
+    REQUIRE(o.overlap);  // the default
+    auto header = [](const TrainOptions& opts) {
+        TrainReport r;
+        r.opts = opts;
+        r.world = 2;
+        std::ostringstream out;
+        print_run_header(out, r);
+        return out.str();
+    };
+    SECTION("threads: on, as asked") {
+        REQUIRE(overlap_runs(o));
+        REQUIRE(std::string(overlap_off_reason(o)).empty());
+        REQUIRE_THAT(header(o), Catch::Contains("overlap: on, ZeRO-3 prefetch 1\n"));
+        REQUIRE(plan_input_for(o, kNoCalibration).overlap);
+    }
+    SECTION("nccl: off, and why") {
+        o.backend = BackendKind::nccl;
+        REQUIRE(!overlap_runs(o));
+        REQUIRE_THAT(header(o), Catch::Contains("overlap: off (nccl runs each started call at once"));
+        REQUIRE_THAT(header(o), !Catch::Contains("prefetch"));
+        REQUIRE(!plan_input_for(o, kNoCalibration).overlap);
+        TrainReport r;
+        r.opts = o;
+        REQUIRE(r.to_json()["overlap"]["on"] == false);
+        o.overlap = false;  // asked for: off, with no reason to give
+        REQUIRE(std::string(overlap_off_reason(o)).empty());
+        REQUIRE_THAT(header(o), Catch::Contains("overlap: off\n"));
+    }
 }

@@ -302,6 +302,13 @@ int qgz_node_size(const TrainOptions& o, const MeshShape& m) {
     return qgz_node_size(o.hpz, ranks_per_node(o), m.tp, m.dp_shard * m.sp);
 }
 
+bool overlap_runs(const TrainOptions& o) { return o.overlap && o.backend != BackendKind::nccl; }
+
+const char* overlap_off_reason(const TrainOptions& o) {
+    if (!o.overlap || overlap_runs(o)) return "";
+    return "nccl runs each started call at once, Backend::start's default: nothing would hide under compute";
+}
+
 EmulatedLinks resolve_links(const TrainOptions& o, int world) {
     if (!check_links(o, world)) return {};
     const double gflops = o.emulate.empty() ? 0.0 : cpu::measure_cpu_matmul_gflops();

@@ -138,6 +138,16 @@ int ranks_per_node(const TrainOptions& o);
 /// (ranks_per_node / tp), else the whole shard group of @p m (then qgZ is one all-to-all over it).
 int qgz_node_size(const TrainOptions& o, const MeshShape& m);
 
+/// Whether started calls can run while the rank computes in this run: --overlap on, on a
+/// backend that progresses them (threads: progress threads; mpi: non-blocking MPI calls).
+/// nccl keeps Backend::start's default, which runs a started call at once (comm/backend.h),
+/// so nothing would hide and ZeRO-3's prefetch would only hold units early: a nccl run goes
+/// as --overlap off, and its header and the planner's prediction say so.
+bool overlap_runs(const TrainOptions& o);
+
+/// Why overlap_runs is false with --overlap on, for the run header and errors; "" when it is not.
+const char* overlap_off_reason(const TrainOptions& o);
+
 /// The emulated links the options ask for (off without link flags). --emulate
 /// measures this CPU's matmul rate first (comm/links.h), so call it once, before the ranks start.
 EmulatedLinks resolve_links(const TrainOptions& o, int world);

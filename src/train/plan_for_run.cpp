@@ -60,7 +60,7 @@ PlanInput plan_input_for(const TrainOptions& o, const std::string& calibration, 
     in.dtype = o.dtype;
     in.act_model = ActModel::engine;
     in.bucket_mb = o.bucket_mb;  // 0: naive DDP, one all_reduce per tensor
-    in.overlap = o.overlap;
+    in.overlap = overlap_runs(o);  // as the run goes: nccl runs started calls at once (options.h)
     in.prefetch = o.prefetch;
     return in;
 }

@@ -98,7 +98,7 @@ nlohmann::json TrainReport::to_json() const {
         st.push_back({{"step", s.step}, {"loss", s.loss}, {"ms", s.ms}, {"tokens_per_s", s.tokens_per_s},
                       {"comm_ms", s.comm_ms}, {"exposed_comm_ms", s.exposed_comm_ms}});
     j["steps"] = st;
-    j["overlap"] = {{"on", opts.overlap}, {"prefetch", opts.prefetch}};
+    j["overlap"] = {{"on", overlap_runs(opts)}, {"prefetch", opts.prefetch}};  // as it ran (nccl: off)
     if (opts.hpz > 0) j["hpz"] = opts.hpz;  // ZeRO++ hpZ's group size K
     if (opts.qwz || opts.qgz)  // ZeRO++'s quantized collectives: the results are not the unquantized run's
         j["zeropp"] = {{"qwz", opts.qwz}, {"qgz", opts.qgz}, {"quant_block", opts.quant_block},
@@ -195,10 +195,13 @@ void print_run_header(std::ostream& out, const TrainReport& r) {
                 << (opts.qgz ? " qgZ int" + std::to_string(opts.qgz_bits) + " gradient all-to-alls" : "")
                 << ", blocks of " << opts.quant_block << "\n";
     }
-    if (r.world > 1)
-        out << "overlap: " << (opts.overlap ? "on" : "off")
-            << (opts.overlap && opts.zero == 3 ? ", ZeRO-3 prefetch " + std::to_string(opts.prefetch) : std::string())
-            << "\n";
+    if (r.world > 1) {
+        const bool on = overlap_runs(opts);
+        const std::string why = overlap_off_reason(opts);
+        out << "overlap: " << (on ? "on" : "off")
+            << (on && opts.zero == 3 ? ", ZeRO-3 prefetch " + std::to_string(opts.prefetch) : std::string())
+            << (why.empty() ? std::string() : " (" + why + ")") << "\n";
+    }
     if (r.links.on) out << r.links.describe() << "\n";
     out << r.gbs_line() << "\n";
     if (!r.pipeline_line().empty()) out << r.pipeline_line() << "\n";

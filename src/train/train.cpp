@@ -90,7 +90,7 @@ void rank_main(Comm& comm, Shared& sh) {
     zc.replica_sync_every = opts.replica_sync_every;
     zc.replica_outer = opts.replica_outer;
     zc.outer = OuterParams{opts.outer_lr, opts.outer_momentum};
-    zc.overlap = opts.overlap;
+    zc.overlap = overlap_runs(opts);  // nccl: off (options.h)
     zc.prefetch = opts.prefetch;
     zc.hpz = opts.hpz;
     zc.qwz = opts.qwz;
@@ -101,7 +101,7 @@ void rank_main(Comm& comm, Shared& sh) {
     // The model-parallel operators book their collectives' buffers in this rank's Ledger (Mem::comm).
     TensorParallelComm tp(comm, mpu.get_tensor_model_parallel_group(), ledger, opts.sequence_parallel);
     UlyssesComm ulysses(comm, mpu.get_sequence_parallel_group(), ledger);
-    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split, ledger, opts.overlap);
+    RingAttention ring(comm, mpu.get_sequence_parallel_group(), opts.ring_split, ledger, overlap_runs(opts));
     SequenceParallel* sp = opts.sp_mode == SpMode::ring ? static_cast<SequenceParallel*>(&ring) : &ulysses;
     // sp ranks hold the same parameters and see different tokens: gradients are
     // averaged over dp x sp and ZeRO shards over dp_shard x sp.
@@ -119,7 +119,7 @@ void rank_main(Comm& comm, Shared& sh) {
     const int Tl = T / r.sp;  // this rank's tokens of each sequence (sp)
     PipelineRank pipe(comm, opts.model, pipe_spec(opts, r.pp), r.pp_split, pp_group, embedding_group(pp_group),
                       opts.sequence_parallel ? Tl / r.tp : Tl, make_chunk);
-    pipe.set_overlap(opts.overlap);
+    pipe.set_overlap(overlap_runs(opts));
     if (opts.init.empty())
         pipe.init(opts.seed);  // counter-based: every rank computes the same values for what it holds
     else
