@@ -822,3 +822,36 @@ TEST_CASE("search: no ZeRO row over one rank beside DDP's, GA capped, local SGD 
     }
     CHECK(apart > 0);
 }
+
+TEST_CASE("--flash-attention: no scores kept, a log-sum-exp instead, QK^T again in backward", "[plan][paper]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 8, 2);  // s = 2048, h = 4096, a = 32, L = 32
+    in.layout.zero = 3;
+    const PlanResult kept = plan(in);
+    in.flash_attention = true;
+    const PlanResult flash = plan(in);
+    const double s = 2048, b = 2, h = 4096, a = 32, L = 32;
+    // Memory: Korthikanti's layer without its 5as/h term (as selective recompute), plus 4 bytes a query and head.
+    REQUIRE(flash.memory.acts.per_layer ==
+            Approx(korthikanti_layer_bytes(s, b, h, a, 1, false, Recompute::selective) + 4 * s * b * a));
+    REQUIRE(kept.memory.acts.per_layer == Approx(korthikanti_layer_bytes(s, b, h, a, 1, false, Recompute::none)));
+    REQUIRE_THAT(flash.memory.acts.formula, Catch::Matchers::Contains("lse"));
+    // Time: backward's compute grows by QK^T once per layer, 2 b s^2 h FLOPs at the achieved rate.
+    const double rate = in.hw.flops * in.hw.efficiency;
+    REQUIRE(flash.time.t_compute_mb - kept.time.t_compute_mb == Approx(L * 2 * b * s * s * h / rate).epsilon(1e-9));
+    REQUIRE(flash.time.hw_flops - kept.time.hw_flops == Approx(double(flash.gbs.gbs) * L * 2 * s * s * h));
+    // The model's FLOPs (MFU's numerator) do not count the recompute: MFU falls with the time.
+    REQUIRE(flash.time.mfu < kept.time.mfu);
+    REQUIRE_THAT(format_plan(flash), Catch::Matchers::Contains("FlashAttention (no scores kept)"));
+    // Ring attention already keeps no scores and recomputes its blocks: the flag changes nothing there.
+    in.layout.sp = 2;
+    in.layout.sp_mode = SpMode::ring;
+    const PlanResult ring_flash = plan(in);
+    in.flash_attention = false;
+    const PlanResult ring = plan(in);
+    REQUIRE(ring_flash.memory.total == ring.memory.total);
+    REQUIRE(ring_flash.time.step == Approx(ring.time.step));
+    // The engine's own layout: refused, with where the engine keeps no scores.
+    in.flash_attention = true;
+    in.act_model = ActModel::engine;
+    REQUIRE_THAT(error_of(in), Catch::Matchers::Contains("--recompute selective on one SP rank"));
+}

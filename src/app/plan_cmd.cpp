@@ -147,6 +147,8 @@ void add_plan_command(CLI::App& root) {
     cmd->add_option("--dtype", f->dtype, "bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)")->capture_default_str();
     cmd->add_option("--acts", f->acts, "Activation layout: paper (Korthikanti, 16-bit GPUs) or engine (this fp32 engine)")
         ->capture_default_str();
+    cmd->add_flag("--flash-attention", f->in.flash_attention,
+                  "Attention as FlashAttention runs it (--acts paper): no s x s scores kept, QK^T again in backward");
     cmd->add_option("--bucket-mb", f->in.bucket_mb, "Gradient bucket in MiB")->capture_default_str();
     cmd->add_flag("--no-overlap", f->no_overlap, "Nothing hides under compute (every collective on the critical path)");
     cmd->add_option("--prefetch", f->in.prefetch, "ZeRO-3: units gathered ahead of use (0: none)")->capture_default_str();

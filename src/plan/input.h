@@ -76,6 +76,10 @@ struct PlanInput {
     int64_t gbs = 0;           ///< target global batch size (0: MBS x GA x DP, whatever it is)
     DType dtype = DType::bf16; ///< bf16 (2 + 2 + 12 bytes per parameter) or fp32 (4 + 4 + 8)
     ActModel act_model = ActModel::paper;  ///< whose activation layout to count
+    /// Attention as FlashAttention runs it (Dao et al. 2022, arXiv:2205.14135, algorithms 1 and 4; the GPU
+    /// stacks' default): no s x s scores kept, an fp32 log-sum-exp per query and head instead, and QK^T
+    /// computed again in backward. The paper's layout only (act_model paper); false: the scores are kept.
+    bool flash_attention = false;
     bool overlap = true;       ///< traffic starts early and hides under compute where it can (plan/overlap.h)
     int prefetch = 1;          ///< ZeRO-3 with overlap: units gathered ahead of use (the engine's --prefetch)
     double bucket_mb = 25;     ///< DDP gradient bucket (MiB; PyTorch DDP's default is 25); 0: one all_reduce per tensor

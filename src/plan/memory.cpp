@@ -164,10 +164,12 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     // Ring attention is blockwise (online softmax): the scores are never stored, as with
     // selective recompute, only an fp32 log-sum-exp per query and head. The engine's
     // selective recompute on one SP rank is blockwise too (model/attention.h, FlashAttention).
+    // FlashAttention (PlanInput::flash_attention) keeps the same: no scores, a log-sum-exp.
     const bool ring = c > 1 && l.sp_mode == SpMode::ring;
     const bool blockwise = ring || (engine && c == 1 && l.recompute == Recompute::selective);
-    const Recompute paper_r = ring && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
-    const double lse = ring && l.recompute != Recompute::full ? 4 * s * b * a / t : 0;
+    const bool no_scores = ring || (!engine && in.flash_attention);
+    const Recompute paper_r = no_scores && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
+    const double lse = no_scores && l.recompute != Recompute::full ? 4 * s * b * a / t : 0;
     r.per_layer = (engine ? engine_layer_bytes(s, b, h, a, t, seqpar, l.recompute, blockwise)
                           : korthikanti_layer_bytes(s, b, h, a, t, seqpar, paper_r) + lse) /
                   c;
@@ -215,7 +217,7 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
         std::snprintf(buf, sizeof buf, "2sbh%s%s (full recompute)", seqpar ? "/t" : "", c > 1 ? " / sp" : "");
     else
         std::snprintf(buf, sizeof buf, "sbh(%s%s)%s", seqpar ? "34/t" : (t > 1 ? "10 + 24/t" : "34"),
-                      ring ? " + 4a/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
+                      no_scores ? " + 4a/(ht) lse" : paper_r == Recompute::selective ? "" : " + 5as/(ht)",
                       c > 1 ? " / sp" : "");
     r.formula = buf;
     return r;

@@ -105,6 +105,9 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     SS_CHECK(in.hw.flops > 0 && in.hw.memory > 0 && in.hw.intra.busbw > 0 && in.hw.inter.busbw > 0 && in.hw.hbm_bw > 0,
              "hardware '" << in.hw.name << "' needs positive FLOP/s, memory, memory bandwidth and link bandwidths");
     if (in.gpus_per_node <= 0) in.gpus_per_node = in.hw.gpus_per_node;
+    SS_CHECK(!in.flash_attention || in.act_model == ActModel::paper,
+             "--flash-attention applies to the paper's activation layout (--acts paper); with --acts engine leave "
+             "it out (this engine's attention keeps no scores under --recompute selective on one SP rank)");
     if (l.schedule != Schedule::interleaved) l.pp_virtual = 1;
     SS_CHECK(l.schedule != Schedule::interleaved || (l.pp > 1 && l.pp_virtual >= 2),
              "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per stage); got PP "

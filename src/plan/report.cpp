@@ -63,7 +63,9 @@ std::string model_line(const PlanResult& r) {
     const GPT2Config& m = r.input.model;
     return fmt("model %s: L=%d C=%d H=%d V=%d maxT=%d, %s parameters, %s, T=%d, activations: %s\n", m.name.c_str(),
                m.L, m.C, m.H, m.V, m.maxT, commas(r.num_params).c_str(), dtype_name(r.input.dtype), r.input.seq(),
-               r.input.act_model == ActModel::paper ? "paper (Korthikanti, 16-bit)" : "engine (fp32)");
+               r.input.act_model == ActModel::engine ? "engine (fp32)"
+               : r.input.flash_attention             ? "paper (Korthikanti, 16-bit), FlashAttention (no scores kept)"
+                                                     : "paper (Korthikanti, 16-bit)");
 }
 
 std::string cluster_line(const PlanInput& in) {
@@ -260,7 +262,7 @@ nlohmann::json plan_json(const PlanResult& r) {
                   {"Vp", padded_vocab(m.V, r.mesh.tp, m.vocab_divisible_by)},
                   {"vocab_divisible_by", m.vocab_divisible_by},
                   {"T", in.seq()},  {"num_params", r.num_params}, {"dtype", dtype_name(in.dtype)},
-                  {"activations", act_model_name(in.act_model)}};
+                  {"activations", act_model_name(in.act_model)}, {"flash_attention", in.flash_attention}};
     j["cluster"] = {{"gpus", in.gpus},
                     {"gpus_per_node", in.gpus_per_node},
                     {"hw", in.hw.name},
