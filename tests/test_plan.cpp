@@ -855,3 +855,49 @@ TEST_CASE("--flash-attention: no scores kept, a log-sum-exp instead, QK^T again 
     in.act_model = ActModel::engine;
     REQUIRE_THAT(error_of(in), Catch::Matchers::Contains("--recompute selective on one SP rank"));
 }
+
+TEST_CASE("--grad-reduce-fp32: bf16 gradients kept and reduced in fp32, as Megatron-LM does under --bf16",
+          "[plan][paper]") {
+    PlanInput in = gpu_question("gpt3-6.7b", 64, 1);
+    in.layout.tp = 8;
+    in.layout.zero = 1;  // Megatron's distributed optimizer: 2 + 4 + 12/N bytes a parameter
+    in.ga = 8;
+    const PlanResult bf16 = plan(in);
+    in.grad_reduce_fp32 = true;
+    const PlanResult fp32 = plan(in);
+    const int64_t P = fp32.memory.slice.elems;
+    REQUIRE(fp32.memory.states.params == 2 * P);
+    REQUIRE(fp32.memory.states.grads == 4 * P);
+    REQUIRE(fp32.memory.states.optim == bf16.memory.states.optim);
+    REQUIRE(bf16.memory.states.grads == 2 * P);
+    // Every gradient collective moves twice the bytes; nothing else changes.
+    auto bytes = [](const PlanResult& r, Payload what) {
+        int64_t b = 0;
+        for (const CommCall& c : r.comm)
+            if (c.payload == what) b += c.bytes;
+        return b;
+    };
+    REQUIRE(bytes(bf16, Payload::grad) > 0);
+    REQUIRE(bytes(fp32, Payload::grad) == 2 * bytes(bf16, Payload::grad));
+    REQUIRE(bytes(fp32, Payload::param) == bytes(bf16, Payload::param));
+    REQUIRE(bytes(fp32, Payload::act) == bytes(bf16, Payload::act));
+    REQUIRE_THAT(format_plan(fp32), Catch::Matchers::Contains("bf16 (gradients in fp32)") &&
+                                        Catch::Matchers::Contains("4 Psi"));
+    // DDP, ZeRO-3 and replicas alike.
+    for (int zero : {0, 3}) {
+        in.layout.zero = zero;
+        in.layout.dp_rep = zero == 3 ? 2 : 0;
+        in.grad_reduce_fp32 = false;
+        const PlanResult a = plan(in);
+        in.grad_reduce_fp32 = true;
+        const PlanResult b = plan(in);
+        REQUIRE(bytes(b, Payload::grad) == 2 * bytes(a, Payload::grad));
+    }
+    // fp32 runs, and this engine's own layout: refused, saying why.
+    in.dtype = DType::f32;
+    REQUIRE_THAT(error_of(in), Catch::Matchers::Contains("--grad-reduce-fp32") &&
+                                   Catch::Matchers::Contains("needs --dtype bf16 and --acts paper"));
+    in.dtype = DType::bf16;
+    in.act_model = ActModel::engine;
+    REQUIRE_THAT(error_of(in), Catch::Matchers::Contains("needs --dtype bf16 and --acts paper"));
+}

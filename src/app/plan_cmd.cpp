@@ -149,6 +149,9 @@ void add_plan_command(CLI::App& root) {
         ->capture_default_str();
     cmd->add_flag("--flash-attention", f->in.flash_attention,
                   "Attention as FlashAttention runs it (--acts paper): no s x s scores kept, QK^T again in backward");
+    cmd->add_flag("--grad-reduce-fp32", f->in.grad_reduce_fp32,
+                  "bf16: gradients kept and reduced in fp32, 4 bytes (Megatron-LM's default under --bf16; FSDP's "
+                  "reduce_dtype=float32)");
     cmd->add_option("--bucket-mb", f->in.bucket_mb, "Gradient bucket in MiB")->capture_default_str();
     cmd->add_flag("--no-overlap", f->no_overlap, "Nothing hides under compute (every collective on the critical path)");
     cmd->add_option("--prefetch", f->in.prefetch, "ZeRO-3: units gathered ahead of use (0: none)")->capture_default_str();

@@ -86,7 +86,8 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const int t = mesh.tp, c = mesh.sp, p = mesh.pp, dp = mesh.dp(), ga = gbs.ga;
     const bool seqpar = l.sequence_parallel && t > 1;
     const bool full = l.recompute == Recompute::full;
-    const int64_t es = int64_t(dtype_size(in.dtype));          // a parameter or gradient element
+    const int64_t es = int64_t(dtype_size(in.dtype));          // a parameter element
+    const int64_t ge = in.grad_reduce_fp32 ? 4 : es;            // a gradient element (PlanInput::grad_reduce_fp32)
     const int64_t ae = engine ? 4 : es;                         // an activation element (the engine computes in fp32)
     const int64_t N = int64_t(in.mbs) * in.seq() / c;           // tokens of one micro-batch on this rank
     const int64_t h = m.C, layers = stage_layers(in, p)[size_t(stage)];
@@ -179,7 +180,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         // The tied wte lives on both ends (Megatron's embedding group). ZeRO 1-3 sum the
         // fp32 accumulator (stages 2, 3: the rank's shard of it); DDP the synced gradients.
         const int64_t wte = int64_t(padded_vocab(m.V, t, m.vocab_divisible_by)) / t * h, shards = int64_t(mesh.dp_shard) * c;
-        const int64_t tied = l.zero >= 2 ? (wte + shards - 1) / shards * 4 : l.zero == 1 ? wte * 4 : wte * es;
+        const int64_t tied = l.zero >= 2 ? (wte + shards - 1) / shards * 4 : l.zero == 1 ? wte * 4 : wte * ge;
         if (first || last)
             k.add("pp", stride, 2, "all_reduce", Payload::grad, Phase::step, 1, tied, none,
                   "tied embedding: first and last stage sum their wte gradients", p, true);
@@ -190,6 +191,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const int n = mesh.dp_shard * c;  // ZeRO shards over dp_shard x sp (sp ranks hold the same parameters)
     const int64_t S = slice.shard(n), P = slice.elems, units = int64_t(slice.units.size());
     const int64_t shard_bytes = int64_t(n) * S * es;  // a unit-by-unit gather or scatter of the whole slice (padded)
+    const int64_t grad_shard_bytes = int64_t(n) * S * ge;  // the same for gradients
     const char* shard_axis = c > 1 ? "dp_shard+sp" : "dp_shard";
     const char* dp_axis = c > 1 ? "dp+sp" : "dp";
     const int64_t bucket = std::max<int64_t>(1, int64_t(in.bucket_mb * 1048576.0));
@@ -222,23 +224,23 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             // No buckets (the engine's naive DDP): one call per tensor, 12 in a block,
             // wte and wpe, ln_f's two (and the last stage's copy of wte).
             const int64_t tensors = 12 * layers + (first ? 2 : 0) + (last ? (p > 1 ? 3 : 2) : 0);
-            const int64_t calls = in.bucket_mb > 0 ? (P * es + bucket - 1) / bucket : tensors;
+            const int64_t calls = in.bucket_mb > 0 ? (P * ge + bucket - 1) / bucket : tensors;
             // With the replicas apart DDP averages inside the shard group only (Replicas::ddp_group).
-            k.add(apart ? shard_axis : dp_axis, t, apart ? n : dp * c, "all_reduce", grad, Phase::bwd, calls, P * es,
+            k.add(apart ? shard_axis : dp_axis, t, apart ? n : dp * c, "all_reduce", grad, Phase::bwd, calls, P * ge,
                   Overlap::bwd,
                   in.bucket_mb > 0 ? "DDP: average the gradients, bucket by bucket"
                                    : "DDP: average the gradients, tensor by tensor", 0, true);
         }
             break;
         case 1:  // the engine reduce-scatters in the step; DeepSpeed and Megatron in backward buckets
-            k.add(shard_axis, t, n, "reduce_scatter", grad, engine ? Phase::step : Phase::bwd, units, shard_bytes,
+            k.add(shard_axis, t, n, "reduce_scatter", grad, engine ? Phase::step : Phase::bwd, units, grad_shard_bytes,
                   Overlap::bwd, "ZeRO-1: each unit's gradients to their owners", 0, true);
             break;
         case 2:
             if (l.qgz)
                 qgz(Phase::bwd);
             else
-                k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * grad_shard_bytes, Overlap::bwd,
                       "ZeRO-2: each unit's gradients as soon as they are ready");
             break;
         case 3: {
@@ -267,7 +269,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
             if (l.qgz)
                 qgz(Phase::bwd);
             else
-                k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * shard_bytes, Overlap::bwd,
+                k.add(shard_axis, t, n, "reduce_scatter", grad, Phase::bwd, ga * units, ga * grad_shard_bytes, Overlap::bwd,
                       "ZeRO-3: each unit's gradients to their owners");
         }
             break;
@@ -277,7 +279,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
         // last backward, as FSDP's HYBRID_SHARD runs it and the engine with overlap on
         // (ReplicaGrads, parallel/replicas.h); ZeRO-1's, in the engine's step without it.
         k.add("dp_rep", mesh.dp_shard * c * t, mesh.dp_rep, "all_reduce", grad,
-              l.zero == 1 && engine ? Phase::step : Phase::bwd, units, S * es, Overlap::bwd,
+              l.zero == 1 && engine ? Phase::step : Phase::bwd, units, S * ge, Overlap::bwd,
               "replicas: average my gradient shard, unit by unit", 0, true);
     if (apart) {
         // Every H steps, after the step: the replicas average what the optimizer updates, in fp32

@@ -80,6 +80,10 @@ struct PlanInput {
     /// stacks' default): no s x s scores kept, an fp32 log-sum-exp per query and head instead, and QK^T
     /// computed again in backward. The paper's layout only (act_model paper); false: the scores are kept.
     bool flash_attention = false;
+    /// bf16 runs: gradients accumulated and reduced in fp32, 4 bytes an element in the gradient buffer and
+    /// on the wire (Megatron-LM's default under --bf16, its --accumulate-allreduce-grads-in-fp32; PyTorch
+    /// FSDP's MixedPrecision(reduce_dtype=torch.float32)). The paper's layout only; false: 2 bytes (bf16).
+    bool grad_reduce_fp32 = false;
     bool overlap = true;       ///< traffic starts early and hides under compute where it can (plan/overlap.h)
     int prefetch = 1;          ///< ZeRO-3 with overlap: units gathered ahead of use (the engine's --prefetch)
     double bucket_mb = 25;     ///< DDP gradient bucket (MiB; PyTorch DDP's default is 25); 0: one all_reduce per tensor

@@ -86,13 +86,13 @@ ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage, int lay
     return s;
 }
 
-ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype) {
-    const int64_t es = int64_t(dtype_size(dtype));
+ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype, bool grads_fp32) {
+    const int64_t es = int64_t(dtype_size(dtype)), ge = grads_fp32 ? 4 : es;
     const int64_t K = dtype == DType::bf16 ? 12 : 8;  // fp32 master + m + v; or m + v (params are the master)
     const int64_t P = slice.elems, S = slice.shard(zero >= 1 ? n : 1);
     ModelStates m;
     m.params = es * (zero >= 3 ? S : P);
-    m.grads = es * (zero >= 2 ? S : P);
+    m.grads = ge * (zero >= 2 ? S : P);
     m.optim = K * (zero >= 1 ? S : P);
     return m;
 }
@@ -269,7 +269,7 @@ MemoryPlan plan_memory(const PlanInput& in, const MeshShape& mesh, int ga) {
         m.stage = stage;
         m.slice = stage_slice(in, mesh.tp, mesh.pp, stage);
         m.shard_n = n;
-        m.states = model_states(m.slice, in.layout.zero, n, in.dtype);
+        m.states = model_states(m.slice, in.layout.zero, n, in.dtype, in.grad_reduce_fp32);
         m.acts = activation_bytes(in, mesh, ga, stage);
         if (in.layout.zero >= 3) {
             // The unit in use, the K prefetched (--prefetch, with overlap on: parallel/zero3.cpp),

@@ -83,8 +83,9 @@ struct ModelStates {
     int64_t total() const { return params + grads + optim; }
 };
 
-/// Model states of @p slice under ZeRO stage @p zero over a shard group of @p n ranks.
-ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype);
+/// Model states of @p slice under ZeRO stage @p zero over a shard group of @p n ranks; with
+/// @p grads_fp32 the gradients take 4 bytes an element (PlanInput::grad_reduce_fp32).
+ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype, bool grads_fp32 = false);
 
 /// The ZeRO paper's formula (sec. 5, figure 1) in bytes: (2 + 2 + K) Psi divided
 /// as @p stage says over @p n ranks. Used for the paper's own examples.

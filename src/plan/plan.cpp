@@ -108,6 +108,9 @@ PlanInput resolve(const PlanInput& in_, MeshShape* mesh_out, GbsPlan* gbs_out) {
     SS_CHECK(!in.flash_attention || in.act_model == ActModel::paper,
              "--flash-attention applies to the paper's activation layout (--acts paper); with --acts engine leave "
              "it out (this engine's attention keeps no scores under --recompute selective on one SP rank)");
+    SS_CHECK(!in.grad_reduce_fp32 || (in.act_model == ActModel::paper && in.dtype == DType::bf16),
+             "--grad-reduce-fp32 reduces bf16 gradients in fp32 on GPU stacks: it needs --dtype bf16 and --acts paper "
+             "(with --dtype fp32 gradients are fp32 already; this engine reduces bf16 gradients in bf16); leave it out");
     if (l.schedule != Schedule::interleaved) l.pp_virtual = 1;
     SS_CHECK(l.schedule != Schedule::interleaved || (l.pp > 1 && l.pp_virtual >= 2),
              "--schedule interleaved needs --pp 2 or more and --pp-virtual 2 or more (model chunks per stage); got PP "

@@ -62,7 +62,8 @@ const char* overlap_name(Overlap o) {
 std::string model_line(const PlanResult& r) {
     const GPT2Config& m = r.input.model;
     return fmt("model %s: L=%d C=%d H=%d V=%d maxT=%d, %s parameters, %s, T=%d, activations: %s\n", m.name.c_str(),
-               m.L, m.C, m.H, m.V, m.maxT, commas(r.num_params).c_str(), dtype_name(r.input.dtype), r.input.seq(),
+               m.L, m.C, m.H, m.V, m.maxT, commas(r.num_params).c_str(),
+               r.input.grad_reduce_fp32 ? "bf16 (gradients in fp32)" : dtype_name(r.input.dtype), r.input.seq(),
                r.input.act_model == ActModel::engine ? "engine (fp32)"
                : r.input.flash_attention             ? "paper (Korthikanti, 16-bit), FlashAttention (no scores kept)"
                                                      : "paper (Korthikanti, 16-bit)");
@@ -133,7 +134,7 @@ std::string format_plan(const PlanResult& r) {
     row("params", double(mem.states.params),
         fmt("%d Psi%s   Psi = %s parameters on this GPU (its TP/PP slice)", es, l.zero >= 3 ? (" / " + N).c_str() : "",
             commas(mem.slice.elems).c_str()));
-    row("grads", double(mem.states.grads), fmt("%d Psi%s", es, l.zero >= 2 ? (" / " + N).c_str() : ""));
+    row("grads", double(mem.states.grads), fmt("%d Psi%s", r.input.grad_reduce_fp32 ? 4 : es, l.zero >= 2 ? (" / " + N).c_str() : ""));
     row("optim", double(mem.states.optim),
         l.zero >= 1 ? fmt("%d Psi / %s   ZeRO-%d, N = dp_shard x sp = %d", K, N.c_str(), l.zero, mem.shard_n)
                     : fmt("%d Psi   ZeRO-0: every rank holds all of it", K));
@@ -262,7 +263,8 @@ nlohmann::json plan_json(const PlanResult& r) {
                   {"Vp", padded_vocab(m.V, r.mesh.tp, m.vocab_divisible_by)},
                   {"vocab_divisible_by", m.vocab_divisible_by},
                   {"T", in.seq()},  {"num_params", r.num_params}, {"dtype", dtype_name(in.dtype)},
-                  {"activations", act_model_name(in.act_model)}, {"flash_attention", in.flash_attention}};
+                  {"activations", act_model_name(in.act_model)}, {"flash_attention", in.flash_attention},
+                  {"grad_reduce_fp32", in.grad_reduce_fp32}};
     j["cluster"] = {{"gpus", in.gpus},
                     {"gpus_per_node", in.gpus_per_node},
                     {"hw", in.hw.name},
