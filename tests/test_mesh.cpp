@@ -4,6 +4,8 @@
 // paper; the mesh must produce exactly those members in exactly that order
 // (the order is the rank within the group, so it matters as much as the set).
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <sstream>
 #include <string>
@@ -672,4 +674,17 @@ TEST_CASE("mesh_report prints every mpu call's answer on the rank asked for", "[
     // A large group prints its ends and its size, not thousands of members.
     const std::string big = mesh_report(ProcessMesh(4096, shape(1, 1, 4096, 1, 1)), 5);
     REQUIRE_THAT(big, Contains("get_data_parallel_group()                   = {0,1,2,3,4,5,6,7,...,4094,4095} (4096 ranks)"));
+    // The Groups section lists every member, a group wider than a line wrapped after a comma:
+    // no line of members passes 100 characters (the dp group's 4096 were one line of 19,377).
+    std::istringstream lines(big);
+    int longest = 0, member_lines = 0;
+    for (std::string l; std::getline(lines, l);)
+        if (l.size() > 6 && l.rfind("      ", 0) == 0 && (l[6] == '{' || std::isdigit(static_cast<unsigned char>(l[6])))) {
+            longest = std::max(longest, int(l.size()));
+            ++member_lines;
+        }
+    REQUIRE(member_lines > 100);
+    REQUIRE(longest <= 100);
+    REQUIRE_THAT(big, Contains("      {0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,"));
+    REQUIRE_THAT(big, Contains(",4094,4095}\n"));
 }

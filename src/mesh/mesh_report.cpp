@@ -26,23 +26,33 @@ const char* purpose(GroupKind kind) {
     return "";
 }
 
-// Writes "{0,1} {2,3} ..." wrapped so that no line passes `width` characters.
+// Writes "{0,1} {2,3} ..." wrapped so that no line passes `width` characters. A group
+// wider than a line is itself wrapped after a comma (a dp group of 4096 ranks was
+// one line of 19,377 characters); a group that fits goes whole onto one line.
 void write_members(std::ostringstream& os, const std::vector<Group>& groups, int indent, int width) {
     int col = indent;
     os << std::string(indent, ' ');
+    auto new_line = [&] {
+        os << "\n" << std::string(indent, ' ');
+        col = indent;
+    };
     for (const Group& g : groups) {
-        std::ostringstream one;
-        one << (col > indent ? " {" : "{");
-        for (int i = 0; i < g.size(); ++i) one << (i ? "," : "") << g.ranks[i];
-        one << "}";
-        std::string item = one.str();
-        if (col > indent && col + int(item.size()) > width) {
-            os << "\n" << std::string(indent, ' ');
-            col = indent;
-            item.erase(0, 1);  // no leading space at the start of a line
+        // The group's pieces: "{r0," "r1," ... "rn}"; a line may break after any of them.
+        std::vector<std::string> pieces;
+        for (int i = 0; i < g.size(); ++i)
+            pieces.push_back((i == 0 ? "{" : "") + std::to_string(g.ranks[i]) + (i + 1 < g.size() ? "," : "}"));
+        int whole = 0;
+        for (const std::string& p : pieces) whole += int(p.size());
+        if (col > indent && col + 1 + whole > width) new_line();  // start it on a line of its own
+        if (col > indent) {
+            os << " ";
+            ++col;
         }
-        os << item;
-        col += int(item.size());
+        for (const std::string& p : pieces) {
+            if (col > indent && col + int(p.size()) > width) new_line();
+            os << p;
+            col += int(p.size());
+        }
     }
     os << "\n";
 }
