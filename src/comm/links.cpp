@@ -74,6 +74,10 @@ int nics_in_use(const std::string& op, int per_node) {
     return ring ? std::max(1, per_node) : 1;
 }
 
+double across_nodes(const std::string& op, int per_node, double intra, double inter) {
+    return std::min(inter * nics_in_use(op, per_node), std::max(intra, inter));
+}
+
 EmulatedLink EmulatedLinks::group_link(const std::string& op, const std::vector<int>& ranks) const {
     if (gpus_per_node <= 0 || ranks.empty()) return intra;
     std::map<int, int> members;  // node -> the group's ranks in it
@@ -82,7 +86,7 @@ EmulatedLink EmulatedLinks::group_link(const std::string& op, const std::vector<
     int fewest = int(ranks.size());
     for (const auto& node : members) fewest = std::min(fewest, node.second);
     EmulatedLink link = inter;
-    link.gbps = std::min(inter.gbps * nics_in_use(op, fewest), std::max(intra.gbps, inter.gbps));
+    link.gbps = across_nodes(op, fewest, intra.gbps, inter.gbps);
     return link;
 }
 

@@ -98,6 +98,11 @@ struct EmulatedLinks {
 /// GPU's NIC, at most the node's own link.
 int nics_in_use(const std::string& op, int per_node);
 
+/// A group's bandwidth between nodes, in the unit of @p intra and @p inter (one GPU's NIC):
+/// @p inter x nics_in_use(@p op, @p per_node), at most the node's own link, max(@p intra, @p inter).
+/// The one rule the planner (plan/comm.cpp, group_link) and the emulated links both apply.
+double across_nodes(const std::string& op, int per_node, double intra, double inter);
+
 /// Parses a link flag's value "GBPS[,US]": "1,6" is 1 GB/s and 6 us, "1" is
 /// 1 GB/s and 0 us. @p flag ("--link", "--link-intra", ...) names it in errors.
 /// Throws ss::Error, saying what to type, for an empty value, a bandwidth that is

@@ -40,7 +40,7 @@ Link group_link(const Hardware& hw, const std::string& op, int stride, int n, in
     // Ranks of a group sit stride apart on the grid: gpus_per_node / stride of them in a node.
     const int per_node = stride >= gpus_per_node ? 1 : std::min(n, gpus_per_node / std::max(1, stride));
     Link link = hw.inter;
-    link.busbw = std::min(hw.inter.busbw * nics_in_use(op, per_node), std::max(hw.intra.busbw, hw.inter.busbw));
+    link.busbw = across_nodes(op, per_node, hw.intra.busbw, hw.inter.busbw);
     return link;
 }
 
