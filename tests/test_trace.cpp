@@ -759,6 +759,72 @@ TEST_CASE("a corrupt trace is refused with the file, event and field", "[trace]"
                 .rfind("cannot open the trace " + temp_path("no-such-file.json"), 0) == 0);
 }
 
+TEST_CASE("a trace says its format version; a newer one is refused, none is read as before", "[trace]") {
+    Tracer tracer(0, TraceClock::now(), 0);
+    tracer.record(call(0, 1, 100, 50));
+    const std::string path = temp_path("versioned.json");
+    write_chrome_trace(path, std::vector<const Tracer*>{&tracer}, json{{"config", {{"dp", 2}}}});
+
+    // Written: top-level keys, last, so otherData is the run's alone (trace_io.cpp says why last).
+    std::ifstream is(path);
+    const std::string text((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
+    const std::string tail = ",\n\"format\":\"shardscope-trace\",\"format_version\":" +
+                             std::to_string(kTraceFormatVersion) + "}\n";
+    REQUIRE(text.size() > tail.size());
+    REQUIRE(text.substr(text.size() - tail.size()) == tail);
+    const json file = json::parse(text);
+    REQUIRE(file["format"] == kTraceFormat);
+    REQUIRE(file["format_version"] == kTraceFormatVersion);
+    REQUIRE(file["otherData"] == json{{"config", {{"dp", 2}}}});
+    const Trace t = read_chrome_trace(path);
+    REQUIRE(t.format_version == kTraceFormatVersion);
+    REQUIRE(t.events.size() == 1);
+
+    // The same file with another version, or none.
+    const std::string body = text.substr(0, text.size() - tail.size());
+    auto read_with = [&](const std::string& keys) {
+        write_text(path, body + keys + "}\n");
+        return error_of([&] { read_chrome_trace(path); });
+    };
+    const std::string newer = std::to_string(kTraceFormatVersion + 1);
+    REQUIRE(read_with(R"(,"format":"shardscope-trace","format_version":)" + newer) ==
+            path + ": format_version " + newer + ", but this shardscope reads format_version " +
+                std::to_string(kTraceFormatVersion) + " and older: written by a newer shardscope; read it with that "
+                "version, or write it again with this one (`shardscope train --trace FILE`)");
+    // Refused before any event is read: a newer format may use the same fields otherwise.
+    write_text(path, R"({"format_version":)" + newer + R"(,"traceEvents":[{"ph":"X","pid":"new"}]})");
+    REQUIRE_THAT(error_of([&] { read_chrome_trace(path); }),
+                 Catch::Matchers::StartsWith(path + ": format_version " + newer + ","));
+    REQUIRE_THAT(read_with(R"(,"format_version":18446744073709551615)"),
+                 Catch::Matchers::StartsWith(path + ": format_version 18446744073709551615, but this shardscope"));
+
+    // Not a positive integer: refused as any bad field is.
+    for (const std::string bad : {"0", "-1", "1.0", "\"1\"", "null", "[1]", "{}", "true"})
+        REQUIRE(read_with(R"(,"format_version":)" + bad) ==
+                path + ": format_version: expected a positive integer, got " + bad);
+
+    // No version (a trace written before the key, or a Chrome trace of another tool): read as before.
+    REQUIRE(read_with("") == "(no error)");
+    const Trace old = read_chrome_trace(path);
+    REQUIRE(old.format_version == 0);
+    REQUIRE(old.events.size() == 1);
+    REQUIRE(old.other_data == t.other_data);
+    const std::string other_tool = R"({"traceEvents":[{"name":"a","ph":"X","pid":0,"ts":1,"dur":1}]})";
+    REQUIRE(parse_chrome_trace(other_tool).format_version == 0);
+    // The committed traces, all written before versions (the fuzzers' seeds), still read, every check passed.
+    for (const char* seed : {"trace/zero3-2ranks.json", "trace/no-other-data.json", "trace/memory-only.json",
+                             "trace/async-overlap.json", "trace/gpu-timed.json", "viz_load/pp2-pipeline.json"}) {
+        INFO(seed);
+        const Trace s = read_checked_trace(std::string(SS_SOURCE_DIR) + "/tests/fuzz/corpus/" + seed);
+        REQUIRE(s.format_version == 0);
+        REQUIRE(!s.events.empty());
+    }
+    const std::string seeds = std::string(SS_SOURCE_DIR) + "/tests/fuzz/corpus/trace/";
+    REQUIRE(read_checked_trace(seeds + "versioned.json").format_version == 1);
+    REQUIRE_THAT(error_of([&] { read_checked_trace(seeds + "newer-version.json"); }),
+                 Catch::Matchers::Contains("newer-version.json: format_version 2, but"));
+}
+
 TEST_CASE("trace summary adds up bytes and time and applies the busbw factors", "[trace]") {
     // Two all_reduce events of 1 MB in 1 ms on a 4-rank dp group, and one
     // all_gather of 1 MB in 2 ms: algbw 1 GB/s and 0.5 GB/s.

@@ -13,6 +13,7 @@
 #include "comm/comm.h"
 #include "comm/threads/threads_backend.h"
 #include "comm/trace/trace.h"
+#include "core/check.h"
 #include "core/ledger.h"
 #include "viz/model/fast_load.h"
 #include "viz/model/gbs.h"
@@ -256,6 +257,7 @@ void require_same(const Trace& a, const Trace& b) {
         REQUIRE(x.args == y.args);
     }
     REQUIRE(a.other_data == b.other_data);
+    REQUIRE(a.format_version == b.format_version);
 }
 
 // A real 4-rank run: collectives on tp and dp groups, send/recv, spans, memory from a Ledger.
@@ -303,6 +305,7 @@ TEST_CASE("the streaming reader gives the same Trace as read_chrome_trace, and s
     const std::string text((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
     REQUIRE(fast_parse_chrome_trace(text, fast));
     require_same(fast, read_chrome_trace(path));
+    REQUIRE(fast.format_version == kTraceFormatVersion);
     REQUIRE(load_trace(path).fast);  // load_trace takes the fast path for the engine's own files
 
     REQUIRE(fast_parse_chrome_trace(two_rank_trace(), fast));
@@ -344,6 +347,52 @@ TEST_CASE("the streaming reader gives the same Trace as read_chrome_trace, and s
     REQUIRE(r.ok);
     REQUIRE(!r.fast);
     REQUIRE(r.trace.events[0].args["shape"]["B"] == 4);
+}
+
+TEST_CASE("the viewer reads a trace's format_version as trace summary does, and refuses a newer one",
+          "[viz][load]") {
+    // The version where write_chrome_trace puts it, last (after every event the streaming reader
+    // has already taken), and first, where another writer might.
+    auto last = [](const std::string& version) {
+        std::string t = two_rank_trace();
+        t.pop_back();  // the closing '}'
+        return t + R"(,"format":"shardscope-trace","format_version":)" + version + "}";
+    };
+    auto first = [](const std::string& version) {
+        return R"({"format_version":)" + version + "," + two_rank_trace().substr(1);
+    };
+    const std::string current = std::to_string(kTraceFormatVersion);
+    for (const std::string& text : {last(current), first(current)}) {
+        LoadResult r = load_trace_text(text, "v.json");
+        REQUIRE(r.ok);
+        REQUIRE(r.fast);
+        REQUIRE(r.trace.format_version == kTraceFormatVersion);
+    }
+    LoadResult old = load_trace_text(two_rank_trace(), "old.json");  // no version: read as before
+    REQUIRE(old.ok);
+    REQUIRE(old.fast);
+    REQUIRE(old.trace.format_version == 0);
+
+    // A newer or bad version: the fast reader steps aside, and the window shows the full reader's message.
+    for (const std::string bad : {std::to_string(kTraceFormatVersion + 1), std::string("4294967297"), std::string("0"),
+                                  std::string("-1"), std::string("1.0"), std::string("\"1\""), std::string("null"),
+                                  std::string("[1]"), std::string("{\"v\":1}")}) {
+        for (const std::string& text : {last(bad), first(bad)}) {
+            INFO(text.substr(0, 30) << " ... " << text.substr(text.size() - 30));
+            Trace fast;
+            REQUIRE(!fast_parse_chrome_trace(text, fast));
+            std::string full = "(no error)";
+            try {
+                parse_chrome_trace(text, "v.json");
+            } catch (const Error& e) {
+                full = e.what();
+            }
+            REQUIRE_THAT(full, Catch::StartsWith("v.json: format_version"));
+            const LoadResult r = load_trace_text(text, "v.json");
+            REQUIRE(!r.ok);
+            REQUIRE(r.error == full);
+        }
+    }
 }
 
 TEST_CASE("count_events_fast counts \"ph\" keys only", "[viz][load]") {

@@ -71,11 +71,13 @@ put("token_file", "big-token.bin", token_file([50256, 50257, 65535] + [0] * 12))
 put("token_file", "version-2.bin", token_file([1, 2], version=2))
 put("token_file", "count-wrong.bin", token_file([1, 2, 3, 4], count=5))
 
-# ---- traces: what `shardscope train --trace` writes, two ranks, trimmed to a few events
-def trace(events, other):
+# ---- traces: what `shardscope train --trace` writes, two ranks, trimmed to a few events;
+# without a format_version (as written before it existed) unless one is given
+def trace(events, other, version=None):
     lines = [json.dumps(e, separators=(",", ":")) for e in events]
+    tail = "" if version is None else ',\n"format":"shardscope-trace","format_version":' + str(version)
     return ('{"displayTimeUnit":"ms","traceEvents":[\n' + ",\n".join(lines) + "\n],\n\"otherData\":"
-            + json.dumps(other, separators=(",", ":")) + "}\n")
+            + json.dumps(other, separators=(",", ":")) + tail + "}\n")
 
 
 def coll(rank, name, ts, payload, phase, step, nbytes=4096, group=(0, 1), axis="dp"):
@@ -110,6 +112,9 @@ for name in ("trace", "viz_load"):
     put(name, "memory-only.json", trace([events[2]], {}))
     put(name, "bad-field.json", trace([dict(events[4], args=dict(events[4]["args"], bytes="abc"))], {}))
     put(name, "not-a-trace.json", '{"traceEvents": 3}')
+    # The format's version, as written now (kTraceFormatVersion, src/comm/trace/trace.h), and a newer one, refused.
+    put(name, "versioned.json", trace(events[:7], {}, version=1))
+    put(name, "newer-version.json", trace(events[:7], {}, version=2))
     # Asynchronous calls (issued_us, exposed_us; one exposed past its dur, which readers clamp)
     # on emulated links: the overlap table and the timeline's queued and exposed parts.
     put(name, "async-overlap.json", trace(

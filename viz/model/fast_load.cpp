@@ -7,7 +7,8 @@
 //         {"name": ..., "ph": ..., ...,    depth 3: one event's fields
 //          "args": {"group": [0, 1], ...}  depth 4: args (depth 5: an array in args)
 //         }, ...],
-//       "otherData": {...}                 forwarded whole to a JSON DOM builder
+//       "otherData": {...},                forwarded whole to a JSON DOM builder
+//       "format_version": 1                 kept; a bad or newer one is the full reader's to refuse
 //     }
 //
 // Fields are converted exactly as src/comm/trace/trace_io.cpp's FieldReader does;
@@ -69,7 +70,7 @@ public:
             case 0: ++depth_; return true;  // the document
             case 1:                          // a top-level value
                 if (key_ == "otherData") return begin_forward() && forward_open(dom_.start_object(n));
-                if (key_ == "traceEvents") return false;  // must be an array
+                if (key_ == "traceEvents" || key_ == "format_version") return false;  // must be an array, a number
                 return begin_skip();
             case 2:  // an event
                 ++depth_;
@@ -109,6 +110,7 @@ public:
         if (skip_) return ++skip_depth_, true;
         if (depth_ == 1) {
             if (key_ == "otherData") return begin_forward() && forward_open(dom_.start_array(n));
+            if (key_ == "format_version") return false;
             if (key_ != "traceEvents") return begin_skip();
             if (seen_events_) return false;
             seen_events_ = true;
@@ -166,6 +168,7 @@ private:
         switch (depth_) {
             case 1:  // a scalar top-level value
                 if (key_ == "traceEvents") return false;
+                if (key_ == "format_version") return format_version(v);
                 if (key_ == "otherData") out_.other_data = std::move(v);
                 return true;
             case 2: return false;  // an event that is not an object
@@ -182,6 +185,14 @@ private:
             case 5: args_.back().second.push_back(std::move(v)); return true;
             default: return false;
         }
+    }
+
+    // "format_version" as trace_io.cpp's read_format_version takes it: 1 to kTraceFormatVersion
+    // (trace.h). Anything else, a newer version above all, steps aside for the full reader's message.
+    bool format_version(const json& v) {
+        if (!fits_int(v, 1) || v.get<int64_t>() > kTraceFormatVersion) return false;
+        out_.format_version = int(v.get<int64_t>());
+        return true;
     }
 
     bool begin_skip() {

@@ -8,7 +8,7 @@
 //
 // It is a fast path, not a second definition of the format: on anything it
 // does not expect (a missing or mistyped field, an unknown payload, nested
-// args, a JSON error) it gives up and load_trace() falls back to
+// args, a format_version it does not read, a JSON error) it gives up and load_trace() falls back to
 // parse_chrome_trace, whose error message names the file, the event and the
 // field. tests/test_viz.cpp checks that both readers give the same Trace.
 #pragma once

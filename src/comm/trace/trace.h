@@ -37,6 +37,17 @@ namespace ss {
 /// The clock of every trace timestamp. All ranks of a run share one origin.
 using TraceClock = std::chrono::steady_clock;
 
+/// What a trace file says it is: its top-level "format" (beside "format_version").
+constexpr const char* kTraceFormat = "shardscope-trace";
+
+/// The version of the trace format: write_chrome_trace writes it as the file's top-level
+/// "format_version", and read_chrome_trace reads files up to it and refuses a newer one
+/// (a file without the key, older or another tool's, is read as before). Bump it when a
+/// change would make an older reader misread a new file: a field renamed, removed, or given
+/// another meaning or unit, or an event kind the readers must not skip. A new optional key
+/// that older readers can ignore (as args.gpu_us and args.issued_us were) does not bump it.
+constexpr int kTraceFormatVersion = 1;
+
 /// The lane (Chrome "tid") of a rank's compute spans.
 constexpr int kComputeLane = 0;
 /// The lane ("tid") of a rank's collectives.
@@ -192,16 +203,20 @@ private:
     double start_us_ = 0;
 };
 
-/// A trace as read back: its events (metadata events are not included) and otherData.
+/// A trace as read back: its events (metadata events are not included), otherData and format version.
 struct Trace {
     std::vector<TraceEvent> events;                         ///< in file order
     nlohmann::json other_data = nlohmann::json::object();  ///< the file's "otherData"
+    /// The file's "format_version", 1 to kTraceFormatVersion; 0 = none (a trace written
+    /// before the key existed, or a Chrome trace of another tool).
+    int format_version = 0;
     /// Number of ranks (1 + the highest pid seen).
     int world() const;
 };
 
 /// Writes every rank's events to @p path as one Chrome trace (JSON object
-/// format), with lane names, and @p other_data as "otherData". Writes a
+/// format), with lane names, @p other_data as "otherData", and the format's
+/// name and version (kTraceFormat, kTraceFormatVersion). Writes a
 /// temporary file first and renames it (write_file_atomically), so a reader
 /// never sees half a trace. Creates the parent folders if needed.
 void write_chrome_trace(const std::string& path, const std::vector<const Tracer*>& tracers,
@@ -216,7 +231,8 @@ bool fits_int(const nlohmann::json& v, int64_t lo);
 
 /// Reads a file written by write_chrome_trace (or any Chrome trace with the same
 /// fields). Throws ss::Error naming the file, the event index and the field
-/// when it is not such a trace. Events of other kinds ("ph" B/E/i/...) are skipped.
+/// when it is not such a trace, and naming both versions when its format_version
+/// is newer than kTraceFormatVersion. Events of other kinds ("ph" B/E/i/...) are skipped.
 Trace read_chrome_trace(const std::string& path);
 /// Same, from text in memory; @p source names it in error messages.
 Trace parse_chrome_trace(const std::string& text, const std::string& source = "trace");

@@ -1,7 +1,8 @@
 // trace_io.cpp — writing the ranks' Tracers as one Chrome trace, and reading it back.
 //
-// The format is Chrome Trace Event Format's JSON object form:
-//   {"traceEvents": [ ...events... ], "displayTimeUnit": "ms", "otherData": {...}}
+// The format is Chrome Trace Event Format's JSON object form, with its own name and version last:
+//   {"displayTimeUnit": "ms", "traceEvents": [ ...events... ], "otherData": {...},
+//    "format": "shardscope-trace", "format_version": 1}
 // Every field is described in docs/trace-format.md.
 #include <algorithm>
 #include <cerrno>
@@ -114,7 +115,14 @@ void write_chrome_trace(const std::string& path, const std::vector<const Tracer*
                              [](const TraceEvent& a, const TraceEvent& b) { return a.ts_us < b.ts_us; });
             for (const auto& ev : evs) put(event_json(ev));
         }
-        os << "\n],\n\"otherData\":" << (other_data.is_null() ? json::object() : other_data).dump() << "}\n";
+        os << "\n],\n\"otherData\":" << (other_data.is_null() ? json::object() : other_data).dump();
+        // The format's name and version are the file's, not the run's: top-level keys, beside
+        // displayTimeUnit, rather than in otherData, which the caller fills and readers treat as
+        // free-form. Chrome's format takes other top-level keys as the trace's metadata. Last,
+        // because older Perfetto JSON importers stop at the first top-level key they do not
+        // know: after traceEvents that loses nothing, before it they would lose every event.
+        os << ",\n\"format\":" << json(kTraceFormat).dump() << ",\"format_version\":" << kTraceFormatVersion
+           << "}\n";
     });
 }
 
@@ -218,6 +226,25 @@ struct FieldReader {
     }
 };
 
+// The file's "format_version" (kTraceFormatVersion, trace.h), read before any event: a newer
+// format may mean something else by the same fields, so a newer file is refused, never guessed
+// at. 0 where the key is absent: traces written before it, and other tools' Chrome traces.
+int read_format_version(const json& doc, const std::string& source) {
+    auto it = doc.find("format_version");
+    if (it == doc.end()) return 0;
+    const json& v = *it;
+    // Judged on the 64 bits written (is_number_integer() holds for unsigned ones too): 1.0, "1", 0, -1 are no version.
+    const bool positive =
+        v.is_number_integer() && (v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.get<int64_t>() > 0);
+    if (!positive)
+        SS_FAIL(source << ": format_version: expected a positive integer, got " << FieldReader::shown(v));
+    SS_CHECK(v.get<uint64_t>() <= uint64_t(kTraceFormatVersion),
+             source << ": format_version " << v.get<uint64_t>() << ", but this shardscope reads format_version "
+                    << kTraceFormatVersion << " and older: written by a newer shardscope; read it with that version, "
+                    << "or write it again with this one (`shardscope train --trace FILE`)");
+    return int(v.get<uint64_t>());
+}
+
 void read_collective_args(const FieldReader& a, TraceEvent& ev) {
     ev.kind = TraceEvent::Kind::collective;
     ev.axis = a.str("axis");
@@ -253,12 +280,13 @@ Trace parse_chrome_trace(const std::string& text, const std::string& source) {
     }
     SS_CHECK(j.is_object(), source << ": expected a JSON object {\"traceEvents\": [...]}, got a JSON "
                                    << j.type_name());
+    Trace trace;
+    trace.format_version = read_format_version(j, source);
     auto it = j.find("traceEvents");
     SS_CHECK(it != j.end(), source << ": no \"traceEvents\" field; this is not a Chrome trace"
                                       " (write one with `shardscope train --trace FILE`)");
     SS_CHECK(it->is_array(), source << ": \"traceEvents\" must be an array, got a JSON " << it->type_name());
 
-    Trace trace;
     const json& events = *it;
     for (size_t i = 0; i < events.size(); ++i) {
         const std::string where = source + ": traceEvents[" + std::to_string(i) + "]";
