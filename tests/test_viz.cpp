@@ -15,7 +15,7 @@
 #include "comm/trace/trace.h"
 #include "core/check.h"
 #include "core/ledger.h"
-#include "viz/model/fast_load.h"
+#include "comm/trace/trace_fast.h"
 #include "viz/model/gbs.h"
 #include "viz/model/grid.h"
 #include "viz/model/load.h"
@@ -297,14 +297,15 @@ std::string four_rank_trace_file() {
 
 }  // namespace
 
-TEST_CASE("the streaming reader gives the same Trace as read_chrome_trace, and steps aside when unsure",
+TEST_CASE("the streaming reader gives the same Trace as the full reader, and steps aside when unsure",
           "[viz][load]") {
     const std::string path = four_rank_trace_file();
     Trace fast;
     std::ifstream is(path);
     const std::string text((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
     REQUIRE(fast_parse_chrome_trace(text, fast));
-    require_same(fast, read_chrome_trace(path));
+    require_same(fast, parse_chrome_trace(text, path));  // the full reader (a JSON tree first)
+    require_same(fast, read_chrome_trace(path));          // trace summary's: the streaming one, as here
     REQUIRE(fast.format_version == kTraceFormatVersion);
     REQUIRE(load_trace(path).fast);  // load_trace takes the fast path for the engine's own files
 

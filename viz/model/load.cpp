@@ -9,7 +9,7 @@
 
 #include "comm/trace/trace_check.h"
 #include "core/check.h"
-#include "viz/model/fast_load.h"
+#include "comm/trace/trace_fast.h"
 
 namespace ss::viz {
 

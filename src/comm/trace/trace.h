@@ -234,7 +234,12 @@ bool fits_int(const nlohmann::json& v, int64_t lo);
 /// when it is not such a trace, and naming both versions when its format_version
 /// is newer than kTraceFormatVersion. Events of other kinds ("ph" B/E/i/...) are skipped.
 Trace read_chrome_trace(const std::string& path);
-/// Same, from text in memory; @p source names it in error messages.
+/// Same, from text in memory; @p source names it in error messages. The full reader:
+/// the whole text as a JSON tree first, then the events.
 Trace parse_chrome_trace(const std::string& text, const std::string& source = "trace");
+/// What read_chrome_trace does with the file's text: the streaming reader (trace_fast.h,
+/// no JSON tree) where it is sure of the file, else parse_chrome_trace. The same Trace,
+/// or the same error, as parse_chrome_trace; @p source names the text in messages.
+Trace read_chrome_trace_text(const std::string& text, const std::string& source);
 
 }  // namespace ss

@@ -13,6 +13,7 @@
 
 #include "comm/trace/trace.h"
 #include "comm/trace/trace_check.h"
+#include "comm/trace/trace_fast.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/text.h"
@@ -326,9 +327,30 @@ Trace parse_chrome_trace(const std::string& text, const std::string& source) {
 Trace read_chrome_trace(const std::string& path) {
     std::ifstream is(path, std::ios::binary);
     SS_CHECK(is, "cannot open the trace " << path << ": " << std::strerror(errno));
-    std::ostringstream text;
-    text << is.rdbuf();
-    return parse_chrome_trace(text.str(), path);
+    std::string text;  // read straight into one string (a stringstream's str() was a second copy)
+    is.seekg(0, std::ios::end);
+    const std::streamoff size = is.tellg();
+    is.seekg(0, std::ios::beg);
+    if (size > 0) {
+        text.resize(size_t(size));
+        is.read(text.data(), std::streamsize(text.size()));
+        text.resize(size_t(is.gcount()));
+    }
+    return read_chrome_trace_text(text, path);
+}
+
+Trace read_chrome_trace_text(const std::string& text, const std::string& source) {
+    // The nesting check comes before either reader: both copy nested values by recursion.
+    const std::string too_deep = json_nesting_problem(text, source);
+    SS_CHECK(too_deep.empty(), too_deep);
+    // The streaming reader first (trace_fast.h: no JSON tree); anything it is not sure
+    // about goes to the full reader, which names the problem.
+    Trace trace;
+    try {
+        if (fast_parse_chrome_trace(text, trace)) return trace;
+    } catch (const nlohmann::json::exception&) {  // not expected; the full reader then says what is wrong
+    }
+    return parse_chrome_trace(text, source);
 }
 
 }  // namespace ss

@@ -1,4 +1,4 @@
-// fast_load.cpp — a streaming (SAX) reader for Chrome traces; see fast_load.h.
+// trace_fast.cpp — a streaming (SAX) reader for Chrome traces; see trace_fast.h.
 //
 // The document it expects, and where the handler is while reading it:
 //
@@ -13,7 +13,7 @@
 //
 // Fields are converted exactly as src/comm/trace/trace_io.cpp's FieldReader does;
 // where it would throw, this reader returns false instead.
-#include "viz/model/fast_load.h"
+#include "comm/trace/trace_fast.h"
 
 #include <utility>
 #include <vector>
@@ -22,7 +22,7 @@
 
 #include "core/check.h"
 
-namespace ss::viz {
+namespace ss {
 
 namespace {
 
@@ -359,4 +359,4 @@ bool fast_parse_chrome_trace(const std::string& text, Trace& out) {
     return true;
 }
 
-}  // namespace ss::viz
+}  // namespace ss
