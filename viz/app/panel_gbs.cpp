@@ -152,6 +152,10 @@ void draw_gbs(ViewerState& s, ImVec2 size) {
     ImGui::Combo("recompute", &ui.recompute, recompute, 3);
     help_marker("Activation recomputation (Korthikanti et al. 2022): selective recomputes the attention core, "
                 "full keeps only each layer's input and recomputes the layer in backward.");
+    ImGui::Checkbox("FlashAttention", &ui.flash);
+    help_marker("Attention as FlashAttention runs it (Dao et al. 2022; `plan --flash-attention`): no s x s scores "
+                "kept, an fp32 log-sum-exp per query and head instead, and QK^T computed again in backward. "
+                "Most GPU training stacks use it; off, the scores are kept as in Korthikanti's table.");
     ImGui::SetNextItemWidth(130);
     const char* dtypes[] = {"fp32", "bf16"};
     ImGui::Combo("dtype", &ui.dtype, dtypes, 2);

@@ -52,6 +52,7 @@ PlanInput plan_input(const GbsUi& ui) {
     in.mbs = ui.in.mbs;
     in.ga = ui.in.ga;
     in.dtype = ui.dtype == 0 ? DType::f32 : DType::bf16;
+    in.flash_attention = ui.flash;
     return in;
 }
 

@@ -72,6 +72,7 @@ struct GbsUi {
     int sp_mode = 0;             ///< 0 Ulysses, 1 ring attention
     int zero = 1;                ///< ZeRO stage
     int recompute = 0;           ///< activation recomputation: 0 none, 1 selective, 2 full
+    bool flash = false;          ///< attention as FlashAttention runs it (PlanInput::flash_attention)
     int dtype = 1;               ///< 0 fp32, 1 bf16
     float gpu_mem_gb = 80;       ///< memory per GPU in GB (1e9 bytes, as the planner and the presets count it)
     int seq = 1024;              ///< sequence length T
