@@ -87,7 +87,7 @@ std::vector<CommCall> plan_comm(const PlanInput& in, const MeshShape& mesh, cons
     const bool seqpar = l.sequence_parallel && t > 1;
     const bool full = l.recompute == Recompute::full;
     const int64_t es = int64_t(dtype_size(in.dtype));          // a parameter element
-    const int64_t ge = in.grad_reduce_fp32 ? 4 : es;            // a gradient element (PlanInput::grad_reduce_fp32)
+    const int64_t ge = in.grad_bytes();                         // a gradient element (PlanInput::grad_reduce_fp32)
     const int64_t ae = engine ? 4 : es;                         // an activation element (the engine computes in fp32)
     const int64_t N = int64_t(in.mbs) * in.seq() / c;           // tokens of one micro-batch on this rank
     const int64_t h = m.C, layers = stage_layers(in, p)[size_t(stage)];

@@ -38,6 +38,10 @@ const char* act_model_name(ActModel a);
 /// Inverse of act_model_name (throws ss::Error listing the accepted names).
 ActModel parse_act_model(const std::string& s);
 
+/// Bytes of one gradient element: 4 when @p grads_fp32 (PlanInput::grad_reduce_fp32), else the
+/// parameters' dtype_size(@p dtype).
+inline int grad_element_bytes(DType dtype, bool grads_fp32) { return grads_fp32 ? 4 : int(dtype_size(dtype)); }
+
 /// The degree of every axis and the knobs that take no ranks.
 struct PlanLayout {
     int tp = 1;                          ///< tensor-parallel degree (Megatron; must divide H)
@@ -92,6 +96,8 @@ struct PlanInput {
 
     /// The sequence length used: T, or the model's maxT when T = 0.
     int seq() const { return T > 0 ? T : model.maxT; }
+    /// Bytes of one gradient element: grad_element_bytes(dtype, grad_reduce_fp32).
+    int grad_bytes() const { return grad_element_bytes(dtype, grad_reduce_fp32); }
 };
 
 }  // namespace ss

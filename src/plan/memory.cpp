@@ -87,7 +87,7 @@ ModelSlice model_slice(const GPT2Config& cfg, int tp, int pp, int stage, int lay
 }
 
 ModelStates model_states(const ModelSlice& slice, int zero, int n, DType dtype, bool grads_fp32) {
-    const int64_t es = int64_t(dtype_size(dtype)), ge = grads_fp32 ? 4 : es;
+    const int64_t es = int64_t(dtype_size(dtype)), ge = grad_element_bytes(dtype, grads_fp32);
     const int64_t K = dtype == DType::bf16 ? 12 : 8;  // fp32 master + m + v; or m + v (params are the master)
     const int64_t P = slice.elems, S = slice.shard(zero >= 1 ? n : 1);
     ModelStates m;
@@ -153,6 +153,14 @@ double chunks_in_flight(const PlanLayout& l, int ga, int stage) {
 
 }  // namespace
 
+bool ring_attention(const PlanInput& in, const MeshShape& mesh) {
+    return mesh.sp > 1 && in.layout.sp_mode == SpMode::ring;
+}
+
+bool flash_recomputes_scores(const PlanInput& in, const MeshShape& mesh) {
+    return in.flash_attention && !ring_attention(in, mesh);
+}
+
 ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage) {
     const PlanLayout& l = in.layout;
     const int t = mesh.tp, c = mesh.sp, p = mesh.pp;
@@ -165,7 +173,7 @@ ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int
     // selective recompute, only an fp32 log-sum-exp per query and head. The engine's
     // selective recompute on one SP rank is blockwise too (model/attention.h, FlashAttention).
     // FlashAttention (PlanInput::flash_attention) keeps the same: no scores, a log-sum-exp.
-    const bool ring = c > 1 && l.sp_mode == SpMode::ring;
+    const bool ring = ring_attention(in, mesh);
     const bool blockwise = ring || (engine && c == 1 && l.recompute == Recompute::selective);
     const bool no_scores = ring || (!engine && in.flash_attention);
     const Recompute paper_r = no_scores && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
@@ -227,7 +235,7 @@ int64_t model_parallel_comm_bytes(const PlanInput& in, const MeshShape& mesh) {
     const int t = mesh.tp, c = mesh.sp;
     const int64_t b = in.mbs, tok = b * in.seq() / c, h = in.model.C;  // tok: a micro-batch's tokens on this rank
     const int64_t ab = in.act_model == ActModel::engine ? 4 : 2;       // bytes of an activation
-    const bool ring = c > 1 && in.layout.sp_mode == SpMode::ring;
+    const bool ring = ring_attention(in, mesh);
     const int64_t held = ring ? 4 * tok * 2 * h / t * ab : 0;  // kv, next, dkv, dnext (parallel/ring_attention.h)
     int64_t passing = 0;                                         // the largest buffer of one call
     if (c > 1 && !ring) passing = std::max(passing, 2 * tok * 3 * h / t * ab);  // Ulysses: qkv's send and receive

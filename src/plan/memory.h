@@ -106,6 +106,16 @@ struct ActivationBytes {
     std::string formula;           ///< the per-layer formula used, as text
 };
 
+/// Whether attention runs as ring attention: sequence parallelism over more than one rank in ring
+/// mode, blockwise with an online softmax (parallel/ring_attention.h), so no scores are stored and
+/// backward recomputes each block's.
+bool ring_attention(const PlanInput& in, const MeshShape& mesh);
+
+/// Whether backward computes QK^T once more as FlashAttention does (PlanInput::flash_attention; Dao et
+/// al. 2022, algorithm 4): flash_attention set and attention not ring attention, which already counts
+/// its blocks' recomputation.
+bool flash_recomputes_scores(const PlanInput& in, const MeshShape& mesh);
+
 /// Activations of pipeline stage @p stage for @p in with GA = @p ga micro-batches.
 ActivationBytes activation_bytes(const PlanInput& in, const MeshShape& mesh, int ga, int stage);
 

@@ -134,7 +134,7 @@ std::string format_plan(const PlanResult& r) {
     row("params", double(mem.states.params),
         fmt("%d Psi%s   Psi = %s parameters on this GPU (its TP/PP slice)", es, l.zero >= 3 ? (" / " + N).c_str() : "",
             commas(mem.slice.elems).c_str()));
-    row("grads", double(mem.states.grads), fmt("%d Psi%s", r.input.grad_reduce_fp32 ? 4 : es, l.zero >= 2 ? (" / " + N).c_str() : ""));
+    row("grads", double(mem.states.grads), fmt("%d Psi%s", r.input.grad_bytes(), l.zero >= 2 ? (" / " + N).c_str() : ""));
     row("optim", double(mem.states.optim),
         l.zero >= 1 ? fmt("%d Psi / %s   ZeRO-%d, N = dp_shard x sp = %d", K, N.c_str(), l.zero, mem.shard_n)
                     : fmt("%d Psi   ZeRO-0: every rank holds all of it", K));

@@ -129,10 +129,10 @@ StageTime stage_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& 
     const double head_fwd = stage == mesh.pp - 1 ? 2 * b * s * h * V / split : 0;
     const Recompute r = in.layout.recompute;
     // Ring attention's backward recomputes each block's scores (it never stored them), as selective recompute does.
-    const bool blockwise = mesh.sp > 1 && in.layout.sp_mode == SpMode::ring;
+    const bool blockwise = ring_attention(in, mesh);
     // FlashAttention's backward computes QK^T again (Dao et al. 2022, algorithm 4), half the core's
     // forward; O = P V is kept. Ring attention already counts its blocks' recomputation.
-    const double flash_redo = in.flash_attention && !blockwise ? layers * core_fwd / 2 : 0;
+    const double flash_redo = flash_recomputes_scores(in, mesh) ? layers * core_fwd / 2 : 0;
     const double redo = (r == Recompute::full                       ? layers * layer_fwd
                          : r == Recompute::selective || blockwise ? layers * core_fwd
                                                                   : 0) +
@@ -186,7 +186,7 @@ TimePlan plan_time(const PlanInput& in, const MeshShape& mesh, const GbsPlan& gb
                  V = padded_vocab(in.model.V, mesh.tp, in.model.vocab_divisible_by);
     tp.model_flops = narayanan_flops(double(gbs.gbs), s, L, h, V, Recompute::none);
     tp.hw_flops = narayanan_flops(double(gbs.gbs), s, L, h, V, in.layout.recompute);
-    if (in.flash_attention && !(mesh.sp > 1 && in.layout.sp_mode == SpMode::ring))
+    if (flash_recomputes_scores(in, mesh))
         tp.hw_flops += double(gbs.gbs) * L * 2 * s * s * h;  // FlashAttention's QK^T again (stage_time)
     double rate = in.hw.flops * in.hw.efficiency;
     if (in.hw.cores > 0 && world > in.hw.cores) rate *= double(in.hw.cores) / world;  // ranks share the cores
