@@ -792,16 +792,28 @@ TEST_CASE("a trace says its format version; a newer one is refused, none is read
                 std::to_string(kTraceFormatVersion) + " and older: written by a newer shardscope; read it with that "
                 "version, or write it again with this one (`shardscope train --trace FILE`)");
     // Refused before any event is read: a newer format may use the same fields otherwise.
-    write_text(path, R"({"format_version":)" + newer + R"(,"traceEvents":[{"ph":"X","pid":"new"}]})");
+    write_text(path, R"({"format_version":)" + newer +
+                         R"(,"format":"shardscope-trace","traceEvents":[{"ph":"X","pid":"new"}]})");
     REQUIRE_THAT(error_of([&] { read_chrome_trace(path); }),
                  Catch::Matchers::StartsWith(path + ": format_version " + newer + ","));
-    REQUIRE_THAT(read_with(R"(,"format_version":18446744073709551615)"),
+    const std::string ours = R"(,"format":"shardscope-trace")";
+    REQUIRE_THAT(read_with(ours + R"(,"format_version":18446744073709551615)"),
                  Catch::Matchers::StartsWith(path + ": format_version 18446744073709551615, but this shardscope"));
 
     // Not a positive integer: refused as any bad field is.
     for (const std::string bad : {"0", "-1", "1.0", "\"1\"", "null", "[1]", "{}", "true"})
-        REQUIRE(read_with(R"(,"format_version":)" + bad) ==
+        REQUIRE(read_with(ours + R"(,"format_version":)" + bad) ==
                 path + ": format_version: expected a positive integer, got " + bad);
+
+    // Another tool's format_version (its "format" another name, or none) is its own: not ours to
+    // judge, and the file reads as one without a version.
+    for (const std::string format : {std::string(R"(,"format":"perfetto")"), std::string(R"(,"format":7)"),
+                                     std::string()})
+        for (const std::string version : {newer, std::string("\"x\""), std::string("[2]")}) {
+            INFO(format << " " << version);
+            REQUIRE(read_with(format + R"(,"format_version":)" + version) == "(no error)");
+            REQUIRE(read_chrome_trace(path).format_version == 0);
+        }
 
     // No version (a trace written before the key, or a Chrome trace of another tool): read as before.
     REQUIRE(read_with("") == "(no error)");

@@ -360,7 +360,7 @@ TEST_CASE("the viewer reads a trace's format_version as trace summary does, and 
         return t + R"(,"format":"shardscope-trace","format_version":)" + version + "}";
     };
     auto first = [](const std::string& version) {
-        return R"({"format_version":)" + version + "," + two_rank_trace().substr(1);
+        return R"({"format_version":)" + version + R"(,"format":"shardscope-trace",)" + two_rank_trace().substr(1);
     };
     const std::string current = std::to_string(kTraceFormatVersion);
     for (const std::string& text : {last(current), first(current)}) {
@@ -373,6 +373,14 @@ TEST_CASE("the viewer reads a trace's format_version as trace summary does, and 
     REQUIRE(old.ok);
     REQUIRE(old.fast);
     REQUIRE(old.trace.format_version == 0);
+    // Another tool's format_version, whatever its value, is its own: read as without one, fast.
+    for (const std::string& format : {std::string(R"("format":"other",)"), std::string()}) {
+        const std::string text = "{" + format + R"("format_version":99,)" + two_rank_trace().substr(1);
+        LoadResult r = load_trace_text(text, "other.json");
+        REQUIRE(r.ok);
+        REQUIRE(r.fast);
+        REQUIRE(r.trace.format_version == 0);
+    }
 
     // A newer or bad version: the fast reader steps aside, and the window shows the full reader's message.
     for (const std::string bad : {std::to_string(kTraceFormatVersion + 1), std::string("4294967297"), std::string("0"),

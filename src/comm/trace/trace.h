@@ -42,7 +42,8 @@ constexpr const char* kTraceFormat = "shardscope-trace";
 
 /// The version of the trace format: write_chrome_trace writes it as the file's top-level
 /// "format_version", and read_chrome_trace reads files up to it and refuses a newer one
-/// (a file without the key, older or another tool's, is read as before). Bump it when a
+/// (a file without the key, older or another tool's, is read as before; the key counts only
+/// where "format" is kTraceFormat, as another tool's trace may have a version of its own). Bump it when a
 /// change would make an older reader misread a new file: a field renamed, removed, or given
 /// another meaning or unit, or an event kind the readers must not skip. A new optional key
 /// that older readers can ignore (as args.gpu_us and args.issued_us were) does not bump it.
@@ -208,7 +209,7 @@ struct Trace {
     std::vector<TraceEvent> events;                         ///< in file order
     nlohmann::json other_data = nlohmann::json::object();  ///< the file's "otherData"
     /// The file's "format_version", 1 to kTraceFormatVersion; 0 = none (a trace written
-    /// before the key existed, or a Chrome trace of another tool).
+    /// before the key existed, or a Chrome trace of another tool: "format" not kTraceFormat).
     int format_version = 0;
     /// Number of ranks (1 + the highest pid seen).
     int world() const;

@@ -8,6 +8,7 @@
 //          "args": {"group": [0, 1], ...}  depth 4: args (depth 5: an array in args)
 //         }, ...],
 //       "otherData": {...},                forwarded whole to a JSON DOM builder
+//       "format": "shardscope-trace",       whether format_version is ours to read
 //       "format_version": 1                 kept; a bad or newer one is the full reader's to refuse
 //     }
 //
@@ -143,6 +144,17 @@ public:
 
     bool complete() const { return done_ && seen_events_; }
 
+    // "format_version" as trace_io.cpp's read_format_version takes it, once the whole document
+    // is read (the two keys may come in either order): only a shardscope trace's counts; in one,
+    // 1 to kTraceFormatVersion (trace.h). Anything else, a newer version above all, steps aside
+    // for the full reader's message.
+    bool finish_format_version() {
+        if (!ours_ || !has_version_) return true;  // another tool's, or none: 0
+        if (!fits_int(version_, 1) || version_.get<int64_t>() > kTraceFormatVersion) return false;
+        out_.format_version = int(version_.get<int64_t>());
+        return true;
+    }
+
 private:
     bool value(json v) {
         if (forward_) {
@@ -168,7 +180,8 @@ private:
         switch (depth_) {
             case 1:  // a scalar top-level value
                 if (key_ == "traceEvents") return false;
-                if (key_ == "format_version") return format_version(v);
+                if (key_ == "format_version") return version_ = std::move(v), has_version_ = true;
+                if (key_ == "format") ours_ = v.is_string() && v.get_ref<const std::string&>() == kTraceFormat;
                 if (key_ == "otherData") out_.other_data = std::move(v);
                 return true;
             case 2: return false;  // an event that is not an object
@@ -185,14 +198,6 @@ private:
             case 5: args_.back().second.push_back(std::move(v)); return true;
             default: return false;
         }
-    }
-
-    // "format_version" as trace_io.cpp's read_format_version takes it: 1 to kTraceFormatVersion
-    // (trace.h). Anything else, a newer version above all, steps aside for the full reader's message.
-    bool format_version(const json& v) {
-        if (!fits_int(v, 1) || v.get<int64_t>() > kTraceFormatVersion) return false;
-        out_.format_version = int(v.get<int64_t>());
-        return true;
     }
 
     bool begin_skip() {
@@ -338,6 +343,8 @@ private:
     int depth_ = 0;
     std::string key_;
     bool skip_ = false, forward_ = false, seen_events_ = false, done_ = false, args_complex_ = false;
+    bool ours_ = false, has_version_ = false;  // "format" is kTraceFormat; "format_version" is there
+    json version_;                             // "format_version" as written
     int skip_depth_ = 0, forward_depth_ = 0;
     int64_t events_seen_ = 0, event_index_ = 0;  // traceEvents[event_index_] is the event being read
     std::array<json, kFields> fields_;
@@ -351,7 +358,7 @@ bool fast_parse_chrome_trace(const std::string& text, Trace& out) {
     out = Trace{};
     Handler h(out);
     try {
-        if (!json::sax_parse(text, &h) || !h.complete()) return false;
+        if (!json::sax_parse(text, &h) || !h.complete() || !h.finish_format_version()) return false;
     } catch (const std::exception&) {
         return false;
     }

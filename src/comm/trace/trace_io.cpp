@@ -229,8 +229,12 @@ struct FieldReader {
 
 // The file's "format_version" (kTraceFormatVersion, trace.h), read before any event: a newer
 // format may mean something else by the same fields, so a newer file is refused, never guessed
-// at. 0 where the key is absent: traces written before it, and other tools' Chrome traces.
+// at. Only a shardscope trace's ("format": kTraceFormat) counts; 0 where there is none: traces
+// written before the keys, and other tools' Chrome traces, whose own format_version means
+// something else.
 int read_format_version(const json& doc, const std::string& source) {
+    auto format = doc.find("format");
+    if (format == doc.end() || *format != kTraceFormat) return 0;
     auto it = doc.find("format_version");
     if (it == doc.end()) return 0;
     const json& v = *it;
