@@ -1,9 +1,11 @@
 // trace.cpp — recording: the Tracer, ScopedSpan and the nccl-tests bytes convention.
+// The Tracer keeps its events in an EventLog (event_log.h: off the malloc heap).
 // Writing and reading the file is in trace_io.cpp.
 #include "comm/trace/trace.h"
 
 #include <utility>
 
+#include "comm/trace/event_log.h"
 #include "core/check.h"
 
 namespace ss {
@@ -28,13 +30,13 @@ double busbw_factor(const std::string& op, int n) {
 // ---- Tracer ----------------------------------------------------------------------
 
 Tracer::Tracer(int rank, TraceClock::time_point origin, double memory_interval_us)
-    : rank_(rank), origin_(origin), memory_interval_us_(memory_interval_us) {}
+    : rank_(rank), origin_(origin), memory_interval_us_(memory_interval_us), log_(std::make_unique<EventLog>()) {}
 
 Tracer::~Tracer() = default;
 
 void Tracer::record(TraceEvent ev) {
     ev.rank = rank_;
-    events_.push_back(std::move(ev));
+    log_->append(ev);
 }
 
 TraceEvent Tracer::memory_event(const MemSample& s) const {
@@ -58,11 +60,9 @@ void Tracer::record_memory(const Ledger& ledger) {
     for (int c = 0; c < kMemCategories; ++c) s.mem[c] = ledger.live(Mem(c));
     s.total = ledger.live_total();
     if (s.ts_us - last_memory_us_ >= memory_interval_us_) {
-        std::vector<TraceEvent> held;
-        append_pending(held);
-        for (auto& ev : held) events_.push_back(std::move(ev));
+        log_pending();
         pending_peak_.ts_us = pending_last_.ts_us = -1;
-        events_.push_back(memory_event(s));
+        log_->append(memory_event(s));
         last_memory_us_ = s.ts_us;
         return;
     }
@@ -74,6 +74,12 @@ void Tracer::record_memory(const Ledger& ledger) {
 void Tracer::append_pending(std::vector<TraceEvent>& out) const {
     if (pending_peak_.ts_us >= 0) out.push_back(memory_event(pending_peak_));
     if (pending_last_.ts_us >= 0 && !last_is_peak_) out.push_back(memory_event(pending_last_));
+}
+
+// append_pending into the log, with no vector in between (nothing on the heap while recording).
+void Tracer::log_pending() {
+    if (pending_peak_.ts_us >= 0) log_->append(memory_event(pending_peak_));
+    if (pending_last_.ts_us >= 0 && !last_is_peak_) log_->append(memory_event(pending_last_));
 }
 
 void Tracer::attach_ledger(Ledger& ledger) {
@@ -91,13 +97,14 @@ void Tracer::detach_ledger(Ledger& ledger) {
 }
 
 std::vector<TraceEvent> Tracer::events() const {
-    std::vector<TraceEvent> out = events_;
+    std::vector<TraceEvent> out;
+    log_->decode(out);
     append_pending(out);
     return out;
 }
 
 void Tracer::clear() {
-    events_.clear();
+    log_->clear();
     pending_peak_.ts_us = pending_last_.ts_us = -1;
     last_memory_us_ = -1e300;
 }

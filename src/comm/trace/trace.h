@@ -160,11 +160,14 @@ private:
     };
     TraceEvent memory_event(const MemSample& s) const;
     void append_pending(std::vector<TraceEvent>& out) const;
+    void log_pending();
 
     int rank_;
     TraceClock::time_point origin_;
     double memory_interval_us_;
-    std::vector<TraceEvent> events_;
+    /// The events so far, encoded in blocks of their own outside the malloc heap
+    /// (event_log.h says why).
+    std::unique_ptr<class EventLog> log_;
     double last_memory_us_ = -1e300;
     MemSample pending_peak_, pending_last_;  // ts_us < 0: none
     bool last_is_peak_ = false;              // pending_last_ is pending_peak_
