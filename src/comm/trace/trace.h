@@ -98,10 +98,9 @@ struct TraceEvent {
     std::array<uint64_t, kMemCategories> mem{};  ///< indexed by int(Mem)
 
     // -- spans (kind == span): free-form arguments --
-    /// The span's "args"; null for collectives and memory samples, so that the
-    /// thousands of samples a run records allocate nothing on the heap (an empty
-    /// JSON object would: one small block each, kept for the whole run, which
-    /// fragments the heap that tensors come and go in).
+    /// The span's "args"; null for collectives and memory samples, which build
+    /// none on the heap (an empty JSON object is one small block each). The
+    /// Tracer keeps no event on the heap either (event_log.h says why).
     nlohmann::json args;
 };
 
