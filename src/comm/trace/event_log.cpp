@@ -52,7 +52,10 @@ void EventLog::append(const TraceEvent& ev) {
     h.issued_us = ev.issued_us;
     h.exposed_us = ev.exposed_us;
     h.mem = ev.mem;
-    const std::string args = ev.args.is_null() ? std::string() : ev.args.dump();
+    // CBOR, not JSON text: exact for every value a json holds (a NaN, which text would write
+    // as null; bytes that are not UTF-8, on which dump() throws) and never throws here, inside
+    // a ScopedSpan's destructor.
+    const std::vector<uint8_t> args = ev.args.is_null() ? std::vector<uint8_t>() : nlohmann::json::to_cbor(ev.args);
     h.has_args = !ev.args.is_null();
     h.name_n = uint32_t(ev.name.size());
     h.cat_n = uint32_t(ev.cat.size());
@@ -110,7 +113,8 @@ void EventLog::decode(std::vector<TraceEvent>& out) const {
             ev.group.resize(h.group_n);
             if (h.group_n) std::memcpy(ev.group.data(), p, h.group_n * sizeof(int));
             p += h.group_n * sizeof(int);
-            if (h.has_args) ev.args = nlohmann::json::parse(text(h.args_n));
+            if (h.has_args) ev.args = nlohmann::json::from_cbor(p, p + h.args_n);
+            p += h.args_n;
             out.push_back(std::move(ev));
         }
     }

@@ -11,7 +11,7 @@
 // apart: 284 and 292 MB).
 //
 // So each event is encoded into bytes (a fixed header, then its strings, its group and
-// its args as JSON text) in blocks mapped from the kernel for the log alone, and decoded
+// its args in CBOR) in blocks mapped from the kernel for the log alone, and decoded
 // again when the trace is written. Recording still allocates for a moment (the caller's
 // TraceEvent), but keeps nothing on the heap.
 #pragma once
@@ -36,7 +36,7 @@ public:
     /// Appends a copy of @p ev. Throws ss::Error when the kernel maps no more memory.
     void append(const TraceEvent& ev);
     /// Appends every event, in order, to @p out: equal to what append() was given, field for
-    /// field (args as JSON text and back: the same JSON value).
+    /// field (args through CBOR and back: the same JSON value, bit for bit).
     void decode(std::vector<TraceEvent>& out) const;
     /// Forgets every event and unmaps the blocks.
     void clear();
