@@ -23,6 +23,7 @@
 #include "core/check.h"
 #include "core/ledger.h"
 #include "core/text.h"
+#include "trace_equal.h"
 
 using namespace ss;
 using nlohmann::json;
@@ -660,35 +661,6 @@ TEST_CASE("the memory throttle keeps the peak of each window and the last sample
 
 namespace {
 
-// Every field of the TraceEvent, for the log's round trip.
-void require_same_event(const TraceEvent& x, const TraceEvent& y) {
-    REQUIRE(x.kind == y.kind);
-    REQUIRE(x.rank == y.rank);
-    REQUIRE(x.tid == y.tid);
-    REQUIRE(x.name == y.name);
-    REQUIRE(x.cat == y.cat);
-    REQUIRE(x.ts_us == y.ts_us);
-    REQUIRE(x.dur_us == y.dur_us);
-    REQUIRE(x.file_index == y.file_index);
-    REQUIRE(x.axis == y.axis);
-    REQUIRE(x.group == y.group);
-    REQUIRE(x.bytes == y.bytes);
-    REQUIRE(x.count == y.count);
-    REQUIRE(x.dtype == y.dtype);
-    REQUIRE(x.label.payload == y.label.payload);
-    REQUIRE(x.label.layer == y.label.layer);
-    REQUIRE(x.label.phase == y.label.phase);
-    REQUIRE(x.label.microbatch == y.label.microbatch);
-    REQUIRE(x.label.step == y.label.step);
-    REQUIRE(x.peer == y.peer);
-    REQUIRE(x.gpu_us == y.gpu_us);
-    REQUIRE(x.issued_us == y.issued_us);
-    REQUIRE(x.exposed_us == y.exposed_us);
-    REQUIRE(x.mem == y.mem);
-    REQUIRE(x.args.is_null() == y.args.is_null());
-    if (!x.args.is_null()) REQUIRE(json::to_cbor(x.args) == json::to_cbor(y.args));  // bit for bit, NaN too
-}
-
 // A collective as Comm records one, distinct in every field for index i.
 TraceEvent collective_event(int i, int group_size) {
     TraceEvent ev;
@@ -751,7 +723,7 @@ TEST_CASE("the Tracer gives back every field of every event as recorded, across 
     REQUIRE(got.size() == expected.size());
     for (size_t i = 0; i < got.size(); ++i) {
         INFO("event " << i);
-        require_same_event(got[i], expected[i]);
+        test::require_same_event(got[i], expected[i]);
     }
     // Read twice, the same; cleared, none.
     REQUIRE(tracer.events().size() == expected.size());

@@ -23,6 +23,7 @@
 #include "viz/model/palette.h"
 #include "viz/model/timeline.h"
 #include "viz/model/view_model.h"
+#include "trace_equal.h"
 
 using namespace ss;
 using namespace ss::viz;
@@ -231,30 +232,7 @@ void require_same(const Trace& a, const Trace& b) {
         const TraceEvent& x = a.events[i];
         const TraceEvent& y = b.events[i];
         INFO("event " << i << " " << x.name);
-        REQUIRE(x.kind == y.kind);
-        REQUIRE(x.rank == y.rank);
-        REQUIRE(x.tid == y.tid);
-        REQUIRE(x.name == y.name);
-        REQUIRE(x.cat == y.cat);
-        REQUIRE(x.ts_us == y.ts_us);
-        REQUIRE(x.dur_us == y.dur_us);
-        REQUIRE(x.file_index == y.file_index);
-        REQUIRE(x.axis == y.axis);
-        REQUIRE(x.group == y.group);
-        REQUIRE(x.bytes == y.bytes);
-        REQUIRE(x.count == y.count);
-        REQUIRE(x.dtype == y.dtype);
-        REQUIRE(x.label.payload == y.label.payload);
-        REQUIRE(x.label.layer == y.label.layer);
-        REQUIRE(x.label.phase == y.label.phase);
-        REQUIRE(x.label.microbatch == y.label.microbatch);
-        REQUIRE(x.label.step == y.label.step);
-        REQUIRE(x.peer == y.peer);
-        REQUIRE(x.gpu_us == y.gpu_us);
-        REQUIRE(x.issued_us == y.issued_us);
-        REQUIRE(x.exposed_us == y.exposed_us);
-        REQUIRE(x.mem == y.mem);
-        REQUIRE(x.args == y.args);
+        test::require_same_event(x, y);
     }
     REQUIRE(a.other_data == b.other_data);
     REQUIRE(a.format_version == b.format_version);
