@@ -126,12 +126,6 @@ void EventLog::clear() {
     count_ = 0;
 }
 
-size_t EventLog::mapped_bytes() const {
-    size_t n = 0;
-    for (const Block& b : blocks_) n += b.size;
-    return n;
-}
-
 // n bytes at the end of the last block, or of a new one (an event never spans two).
 char* EventLog::reserve(size_t n) {
     if (blocks_.empty() || blocks_.back().size - blocks_.back().used < n) {

@@ -40,10 +40,6 @@ public:
     void decode(std::vector<TraceEvent>& out) const;
     /// Forgets every event and unmaps the blocks.
     void clear();
-    /// Number of events appended since the last clear().
-    size_t size() const { return count_; }
-    /// Bytes of the blocks mapped: what the log holds in memory.
-    size_t mapped_bytes() const;
 
 private:
     struct Block {

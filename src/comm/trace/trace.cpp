@@ -60,7 +60,7 @@ void Tracer::record_memory(const Ledger& ledger) {
     for (int c = 0; c < kMemCategories; ++c) s.mem[c] = ledger.live(Mem(c));
     s.total = ledger.live_total();
     if (s.ts_us - last_memory_us_ >= memory_interval_us_) {
-        log_pending();
+        each_pending([this](const TraceEvent& ev) { log_->append(ev); });
         pending_peak_.ts_us = pending_last_.ts_us = -1;
         log_->append(memory_event(s));
         last_memory_us_ = s.ts_us;
@@ -69,17 +69,6 @@ void Tracer::record_memory(const Ledger& ledger) {
     last_is_peak_ = pending_peak_.ts_us < 0 || s.total >= pending_peak_.total;
     if (last_is_peak_) pending_peak_ = s;
     pending_last_ = s;
-}
-
-void Tracer::append_pending(std::vector<TraceEvent>& out) const {
-    if (pending_peak_.ts_us >= 0) out.push_back(memory_event(pending_peak_));
-    if (pending_last_.ts_us >= 0 && !last_is_peak_) out.push_back(memory_event(pending_last_));
-}
-
-// append_pending into the log, with no vector in between (nothing on the heap while recording).
-void Tracer::log_pending() {
-    if (pending_peak_.ts_us >= 0) log_->append(memory_event(pending_peak_));
-    if (pending_last_.ts_us >= 0 && !last_is_peak_) log_->append(memory_event(pending_last_));
 }
 
 void Tracer::attach_ledger(Ledger& ledger) {
@@ -99,7 +88,7 @@ void Tracer::detach_ledger(Ledger& ledger) {
 std::vector<TraceEvent> Tracer::events() const {
     std::vector<TraceEvent> out;
     log_->decode(out);
-    append_pending(out);
+    each_pending([&out](TraceEvent ev) { out.push_back(std::move(ev)); });
     return out;
 }
 

@@ -158,8 +158,12 @@ private:
         uint64_t total = 0;
     };
     TraceEvent memory_event(const MemSample& s) const;
-    void append_pending(std::vector<TraceEvent>& out) const;
-    void log_pending();
+    /// Calls @p f with each memory sample the throttle still holds: the window's peak, then its last.
+    template <class F>
+    void each_pending(F&& f) const {
+        if (pending_peak_.ts_us >= 0) f(memory_event(pending_peak_));
+        if (pending_last_.ts_us >= 0 && !last_is_peak_) f(memory_event(pending_last_));
+    }
 
     int rank_;
     TraceClock::time_point origin_;
