@@ -274,6 +274,51 @@ TEST_CASE("backward's overwrite mode gives the bits += gives on zeros, whatever 
     }
 }
 
+TEST_CASE("a linear layer's backward in two passes, inputs then weights, gives the one call's bits",
+          "[kernels][matmul][lm_head]") {
+    // The room a zero-bubble pipeline schedule needs (Qi et al. 2023, arXiv:2401.10241: B, the
+    // input gradients, now; W, the weight gradients, later; docs/architecture.md, "Room left"):
+    // matmul_backward and lm_head_backward compute dinp and dW in separate products, so a pass
+    // with dW (and db) null, then one with dinp null, is the same arithmetic as one call. db goes
+    // with dW: on the tiles it is summed as dW's pack reads dout, where a call without dW sums it
+    // row by row (other bits). Either order; OC = 300 crosses a K-block, N = 37 a row tile.
+    const int N = 37, C = 29, OC = 300;
+    const Vec inp = uniform(N * C, 31), W = uniform(C * OC, 32), dout = uniform(N * OC, 33);
+    const Vec dinp0 = uniform(N * C, 34), dW0 = uniform(C * OC, 35), db0 = uniform(OC, 36);
+    const auto same = [](const Vec& a, const Vec& b) {
+        return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    for (bool overwrite : {false, true}) {
+        INFO((overwrite ? "dinp overwritten" : "dinp accumulated"));
+        Vec dinp = dinp0, dW = dW0, db = db0;
+        matmul_backward(dinp.data(), dW.data(), db.data(), dout.data(), inp.data(), W.data(), N, C, OC, overwrite);
+        for (bool weights_first : {false, true}) {
+            INFO((weights_first ? "W pass first" : "B pass first"));
+            Vec dinp2 = dinp0, dW2 = dW0, db2 = db0;
+            const auto b_pass = [&] {
+                matmul_backward(dinp2.data(), nullptr, nullptr, dout.data(), inp.data(), W.data(), N, C, OC, overwrite);
+            };
+            const auto w_pass = [&] {
+                matmul_backward(nullptr, dW2.data(), db2.data(), dout.data(), inp.data(), W.data(), N, C, OC);
+            };
+            if (weights_first) w_pass(), b_pass();
+            else b_pass(), w_pass();
+            REQUIRE(same(dinp2, dinp));
+            REQUIRE(same(dW2, dW));
+            REQUIRE(same(db2, db));
+        }
+    }
+    // The tied head: dx now, dwte later.
+    const int V = 71;
+    const Vec x = uniform(N * C, 37), wte = uniform(V * C, 38), dlogits = uniform(N * V, 39);
+    Vec dx = dinp0, dwte = uniform(V * C, 40), dx2 = dx, dwte2 = dwte;
+    lm_head_backward(dx.data(), dwte.data(), dlogits.data(), x.data(), wte.data(), N, C, V);
+    lm_head_backward(dx2.data(), nullptr, dlogits.data(), x.data(), wte.data(), N, C, V);
+    lm_head_backward(nullptr, dwte2.data(), dlogits.data(), x.data(), wte.data(), N, C, V);
+    REQUIRE(same(dx2, dx));
+    REQUIRE(same(dwte2, dwte));
+}
+
 TEST_CASE("matmul backward equals finite differences", "[kernels][matmul][fd]") {
     const int N = 3, C = 5, OC = 4;
     Vec inp = uniform(N * C, 11), W = uniform(C * OC, 12), b = uniform(OC, 13);
