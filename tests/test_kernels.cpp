@@ -301,8 +301,13 @@ TEST_CASE("a linear layer's backward in two passes, inputs then weights, gives t
             const auto w_pass = [&] {
                 matmul_backward(nullptr, dW2.data(), db2.data(), dout.data(), inp.data(), W.data(), N, C, OC);
             };
-            if (weights_first) w_pass(), b_pass();
-            else b_pass(), w_pass();
+            if (weights_first) {
+                w_pass();
+                b_pass();
+            } else {
+                b_pass();
+                w_pass();
+            }
             REQUIRE(same(dinp2, dinp));
             REQUIRE(same(dW2, dW));
             REQUIRE(same(db2, db));
