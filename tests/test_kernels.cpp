@@ -376,6 +376,45 @@ TEST_CASE("layernorm normalizes each row and its backward equals finite differen
     REQUIRE_CLOSE(added(db, db0), numeric_grad(bias, loss, kFdStep), kFdAtol, kFdRtol);
 }
 
+TEST_CASE("layernorm backward with dweight or dbias left out gives the same bits as with both",
+          "[kernels][layernorm]") {
+    // With both, one pass writes dx, dw and db (layernorm.cpp, row_grads); without one, dx has a
+    // pass of its own and the other a loop of its own: each element's arithmetic is the same, so
+    // the bits are. C = 19: one lane group and a tail; C = 128: eight groups (small's rows).
+    for (const int C : {19, 128}) {
+        CAPTURE(C);
+        const int N = 5;
+        const Vec inp = uniform(N * C, 31, -2.0f, 3.0f), weight = uniform(C, 32, 0.5f, 1.5f), bias = uniform(C, 33);
+        const Vec dout = uniform(N * C, 34);
+        Vec out(N * C), mean(N), rstd(N);
+        layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+        const Vec dinp0 = uniform(N * C, 35), dw0 = uniform(C, 36), db0 = uniform(C, 37);
+        auto run = [&](bool with_dw, bool with_db, Vec& dinp, Vec& dw, Vec& db) {
+            dinp = dinp0, dw = dw0, db = db0;
+            layernorm_backward(dinp.data(), with_dw ? dw.data() : nullptr, with_db ? db.data() : nullptr, dout.data(),
+                               inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
+        };
+        Vec dinp, dw, db;
+        run(true, true, dinp, dw, db);
+        auto same = [](const Vec& a, const Vec& b) {
+            return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+        };
+        Vec dinp2, dw2, db2;
+        run(false, false, dinp2, dw2, db2);
+        REQUIRE(same(dinp2, dinp));
+        REQUIRE(same(dw2, dw0));  // untouched
+        REQUIRE(same(db2, db0));
+        run(true, false, dinp2, dw2, db2);
+        REQUIRE(same(dinp2, dinp));
+        REQUIRE(same(dw2, dw));
+        REQUIRE(same(db2, db0));
+        run(false, true, dinp2, dw2, db2);
+        REQUIRE(same(dinp2, dinp));
+        REQUIRE(same(dw2, dw0));
+        REQUIRE(same(db2, db));
+    }
+}
+
 // ---- gelu ---------------------------------------------------------------------------
 
 TEST_CASE("gelu at known values, fast form equals tanh form", "[kernels][gelu]") {
